@@ -1,0 +1,114 @@
+"""Every error pydelta raises on purpose is a DeltaError.
+
+Names follow delta-spark where delta-spark has a name for the situation, so
+code written against delta-spark can catch the same exceptions.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base class of all pydelta errors."""
+
+
+class DeltaTableNotFoundError(DeltaError):
+    """The path holds no Delta table (no `_delta_log` with commits or checkpoints)."""
+
+
+class DeltaProtocolError(DeltaError):
+    """The table's protocol is invalid or violates the Delta specification."""
+
+
+class UnsupportedProtocolError(DeltaError):
+    """The table needs a reader/writer version or table feature pydelta does not implement."""
+
+
+class UnsupportedFeatureError(UnsupportedProtocolError):
+    """A named table feature that pydelta does not implement (for this operation)."""
+
+    def __init__(self, message: str, features: frozenset[str] | set[str] = frozenset()) -> None:
+        super().__init__(message)
+        self.features = frozenset(features)
+
+
+class CorruptedLogError(DeltaError):
+    """The `_delta_log` is inconsistent: missing versions, missing protocol/metadata, bad files."""
+
+
+class LogNotContiguousError(CorruptedLogError):
+    """Commit versions in the log have a gap."""
+
+
+class MissingProtocolError(CorruptedLogError):
+    """No protocol action was found while reconstructing the table state."""
+
+
+class MissingMetadataError(CorruptedLogError):
+    """No metaData action was found while reconstructing the table state."""
+
+
+class MissingDataFileError(DeltaError):
+    """A data or deletion-vector file the snapshot needs is gone (e.g. vacuumed)."""
+
+
+class VersionNotFoundError(DeltaError):
+    """The requested version or timestamp is outside the table's reconstructable history."""
+
+
+class InvalidTableError(DeltaError):
+    """A table-level argument (schema, partitioning, property) is invalid."""
+
+
+class SchemaMismatchError(DeltaError):
+    """Data written does not match the table schema (delta-spark: AnalysisException)."""
+
+
+class InvariantViolationError(DeltaError):
+    """A row violates a column invariant or CHECK constraint."""
+
+
+class DeltaIllegalArgumentError(DeltaError, ValueError):
+    """An argument to a pydelta API is invalid."""
+
+
+class DeltaAnalysisError(DeltaError):
+    """Mirrors delta-spark's AnalysisException for table-level misuse."""
+
+
+class TableAlreadyExistsError(DeltaAnalysisError):
+    """Creating a table at a location that already holds one."""
+
+
+# ---- concurrency (names as in delta-spark's io.delta.exceptions) -------------
+
+
+class DeltaConcurrentModificationException(DeltaError):
+    """Base of the conflicts detected when a commit loses a race."""
+
+
+class ConcurrentWriteException(DeltaConcurrentModificationException):
+    """A concurrent transaction wrote data the current one depends on."""
+
+
+class MetadataChangedException(DeltaConcurrentModificationException):
+    """A concurrent transaction changed the table metadata."""
+
+
+class ProtocolChangedException(DeltaConcurrentModificationException):
+    """A concurrent transaction changed the protocol."""
+
+
+class ConcurrentAppendException(DeltaConcurrentModificationException):
+    """A concurrent transaction added files the current one would have read."""
+
+
+class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
+    """A concurrent transaction deleted a file the current one read."""
+
+
+class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
+    """Two transactions deleted the same file."""
+
+
+class ConcurrentTransactionException(DeltaConcurrentModificationException):
+    """Two transactions used the same application transaction id (txn appId)."""

@@ -1,0 +1,142 @@
+"""Reading checkpoints (classic, multi-part, V2 with sidecars) into Arrow.
+
+The add/remove columns of a checkpoint are read and filtered with pyarrow
+only: no Python loop per file, so huge tables load fast.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pydelta.errors import CorruptedLogError, MissingDataFileError
+from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, conform, rows_to_struct
+from pydelta.log.commits import parse_actions
+from pydelta.log.segment import Checkpoint
+from pydelta.log.storage import Storage
+from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
+
+_TOP_LEVEL = ("add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata")
+
+
+@dataclass
+class CheckpointContents:
+    version: int
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    txns: dict[str, Txn] = field(default_factory=dict)
+    domains: dict[str, DomainMetadata] = field(default_factory=dict)
+    adds: pa.StructArray = field(default_factory=lambda: pa.array([], type=ADD_TYPE))
+    removes: pa.StructArray = field(default_factory=lambda: pa.array([], type=REMOVE_TYPE))
+
+
+def _non_null(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if column.null_count == 0:
+        return column
+    return column.filter(column.is_valid())
+
+
+def _read_parquet(storage: Storage, path: str) -> pa.Table:
+    try:
+        data = storage.read(path)
+    except FileNotFoundError:
+        raise MissingDataFileError(f"checkpoint file {path} is missing") from None
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+        present = [c for c in _TOP_LEVEL if c in pf.schema_arrow.names]
+        return pf.read(columns=present)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
+
+
+def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[dict]) -> None:
+    """protocol, metaData, txn, domainMetadata, sidecar: few rows, fine in Python."""
+    names = table.column_names
+    if "protocol" in names:
+        for p in _non_null(table.column("protocol")).to_pylist():
+            out.protocol = Protocol.from_dict(p)
+    if "metaData" in names:
+        for m in _non_null(table.column("metaData")).to_pylist():
+            m["configuration"] = _as_dict(m.get("configuration"))
+            fmt = m.get("format") or {}
+            fmt["options"] = _as_dict(fmt.get("options"))
+            m["format"] = fmt
+            out.metadata = Metadata.from_dict(m)
+    if "txn" in names:
+        for t in _non_null(table.column("txn")).to_pylist():
+            out.txns[t["appId"]] = Txn(t["appId"], int(t["version"]), t.get("lastUpdated"))
+    if "domainMetadata" in names:
+        for d in _non_null(table.column("domainMetadata")).to_pylist():
+            if not d.get("removed"):
+                out.domains[d["domain"]] = DomainMetadata(d["domain"], d.get("configuration") or "", False)
+    if "sidecar" in names:
+        sidecars.extend(_non_null(table.column("sidecar")).to_pylist())
+
+
+def _as_dict(value) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    return dict(value)  # pyarrow gives maps as lists of (key, value)
+
+
+def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> CheckpointContents:
+    out = CheckpointContents(checkpoint.version)
+    adds: list[pa.Array] = []
+    removes: list[pa.Array] = []
+    sidecars: list[dict] = []
+    for f in checkpoint.files:
+        if f.name.endswith(".json"):
+            actions = parse_actions(storage.read(f.path), checkpoint.version, f.path)
+            out.protocol = actions.protocol or out.protocol
+            out.metadata = actions.metadata or out.metadata
+            out.txns.update({t.app_id: t for t in actions.txns})
+            out.domains.update({d.domain: d for d in actions.domains if not d.removed})
+            sidecars.extend(actions.sidecars)
+            if actions.adds:
+                adds.append(rows_to_struct(actions.adds, ADD_TYPE))
+            if actions.removes:
+                removes.append(rows_to_struct(actions.removes, REMOVE_TYPE))
+            continue
+        table = _read_parquet(storage, f.path)
+        _small_actions(table, out, sidecars)
+        _collect_files(table, adds, removes)
+    for sidecar in sidecars:
+        path = os.path.join(log_dir, "_sidecars", sidecar["path"]) if "/" not in sidecar["path"] else sidecar["path"]
+        if not storage.exists(path):
+            raise MissingDataFileError(f"sidecar file {path} of checkpoint {checkpoint.version} is missing")
+        _collect_files(_read_parquet(storage, path), adds, removes)
+    out.adds = concat(adds, ADD_TYPE)
+    out.removes = concat(removes, REMOVE_TYPE)
+    return out
+
+
+def _collect_files(table: pa.Table, adds: list[pa.Array], removes: list[pa.Array]) -> None:
+    if "add" in table.column_names:
+        adds.append(conform(_non_null(table.column("add")), ADD_TYPE))
+    if "remove" in table.column_names:
+        removes.append(conform(_non_null(table.column("remove")), REMOVE_TYPE))
+
+
+def stats_parsed_from_checkpoint(storage: Storage, checkpoint: Checkpoint) -> pa.Array | None:
+    """`add.stats_parsed` if every part of the checkpoint has it (used when `stats` is absent)."""
+    arrays = []
+    for f in checkpoint.files:
+        if not f.name.endswith(".parquet"):
+            return None
+        table = _read_parquet(storage, f.path)
+        if "add" not in table.column_names:
+            continue
+        add = _non_null(table.column("add"))
+        if "stats_parsed" not in [x.name for x in add.type]:
+            return None
+        arrays.append(pc.struct_field(add, "stats_parsed"))
+    return pa.concat_arrays(arrays) if arrays else None

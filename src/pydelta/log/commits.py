@@ -1,0 +1,80 @@
+"""Parsing one commit (or compacted range) of JSON actions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydelta.errors import CorruptedLogError
+from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
+
+
+@dataclass
+class CommitActions:
+    """The actions of one log file, split by kind."""
+
+    version: int
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    commit_info: dict[str, Any] | None = None
+    txns: list[Txn] = field(default_factory=list)
+    domains: list[DomainMetadata] = field(default_factory=list)
+    adds: list[dict[str, Any]] = field(default_factory=list)
+    removes: list[dict[str, Any]] = field(default_factory=list)
+    cdcs: list[dict[str, Any]] = field(default_factory=list)
+    sidecars: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint_metadata: dict[str, Any] | None = None
+
+    @property
+    def in_commit_timestamp(self) -> int | None:
+        if self.commit_info is None:
+            return None
+        ts = self.commit_info.get("inCommitTimestamp")
+        return int(ts) if ts is not None else None
+
+
+def parse_actions(data: bytes, version: int, source: str) -> CommitActions:
+    out = CommitActions(version)
+    for lineno, line in enumerate(data.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            action = json.loads(line)
+        except ValueError as e:
+            raise CorruptedLogError(f"{source}: line {lineno} is not valid JSON ({e})") from None
+        if not isinstance(action, dict):
+            raise CorruptedLogError(f"{source}: line {lineno} is not a JSON object")
+        try:
+            _add_action(out, action)
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptedLogError(f"{source}: line {lineno} has an invalid action ({e!r})") from None
+    return out
+
+
+def _add_action(out: CommitActions, action: dict[str, Any]) -> None:
+    for kind, body in action.items():
+        if kind == "add":
+            out.adds.append(body)
+        elif kind == "remove":
+            out.removes.append(body)
+        elif kind == "metaData":
+            out.metadata = Metadata.from_dict(body)
+        elif kind == "protocol":
+            out.protocol = Protocol.from_dict(body)
+        elif kind == "commitInfo":
+            out.commit_info = body
+        elif kind == "txn":
+            out.txns.append(Txn(body["appId"], int(body["version"]), body.get("lastUpdated")))
+        elif kind == "domainMetadata":
+            out.domains.append(
+                DomainMetadata(body["domain"], body.get("configuration") or "", bool(body.get("removed", False)))
+            )
+        elif kind == "cdc":
+            out.cdcs.append(body)
+        elif kind == "sidecar":
+            out.sidecars.append(body)
+        elif kind == "checkpointMetadata":
+            out.checkpoint_metadata = body
+        # Unknown actions are ignored, as the protocol allows.

@@ -1,0 +1,199 @@
+"""A Snapshot: the state of a table at one version, loaded without Spark."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError
+from pydelta.log.arrow_actions import struct_to_table
+from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
+from pydelta.log.segment import LogSegment, build_segment, list_log
+from pydelta.log.storage import Storage, storage_for, to_local_path
+from pydelta.log.timestamps import commit_timestamps, to_millis, version_at
+from pydelta.protocol.actions import Metadata, Protocol
+
+_FILE_COLUMNS = {
+    "path": "path",
+    "partitionValues": "partition_values",
+    "size": "size",
+    "modificationTime": "modification_time",
+    "dataChange": "data_change",
+    "stats": "stats",
+    "tags": "tags",
+    "deletionVector": "deletion_vector",
+    "baseRowId": "base_row_id",
+    "defaultRowCommitVersion": "default_row_commit_version",
+    "clusteringProvider": "clustering_provider",
+}
+
+
+def parse_num_records(stats: pa.Array) -> pa.Array:
+    """`numRecords` of each stats JSON string (null where unknown), parsed by Arrow in one go."""
+    if len(stats) == 0:
+        return pa.array([], pa.int64())
+    filled = pc.fill_null(stats, "{}")
+    filled = pc.if_else(pc.equal(pc.utf8_length(filled), 0), "{}", filled)
+    buf = pa.py_buffer("\n".join(filled.to_pylist()).encode("utf-8")) if len(filled) < 1000 else None
+    if buf is None:
+        joined = pc.binary_join(pa.array([filled], type=pa.list_(pa.string())), "\n")[0].as_py()
+        buf = pa.py_buffer(joined.encode("utf-8"))
+    schema = pa.schema([("numRecords", pa.int64())])
+    table = pajson.read_json(
+        pa.BufferReader(buf),
+        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        read_options=pajson.ReadOptions(block_size=max(1 << 20, buf.size + 1)),
+    )
+    return table.column("numRecords").combine_chunks()
+
+
+def ict_enablement_version(metadata: Metadata) -> int | None:
+    """First version whose commit timestamp is its in-commit timestamp, or None."""
+    conf = metadata.configuration
+    if conf.get("delta.enableInCommitTimestamps", "false").lower() != "true":
+        return None
+    return int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
+
+
+class Snapshot:
+    """Protocol, metadata and live files of a table version."""
+
+    def __init__(self, table_root: str, storage: Storage, segment: LogSegment, state: TableState) -> None:
+        self.table_root = table_root
+        self.storage = storage
+        self.segment = segment
+        self._state = state
+
+    # ---- identity -----------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self._state.version
+
+    @property
+    def protocol(self) -> Protocol:
+        return self._state.protocol
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._state.metadata
+
+    @property
+    def schema(self):
+        return self.metadata.schema
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return dict(self.metadata.configuration)
+
+    @property
+    def transactions(self) -> dict[str, int]:
+        """appId -> latest version, for idempotent writers."""
+        return {k: t.version for k, t in self._state.txns.items()}
+
+    @property
+    def domain_metadata(self) -> dict[str, str]:
+        return {k: d.configuration for k, d in self._state.domains.items()}
+
+    @property
+    def state(self) -> TableState:
+        return self._state
+
+    @property
+    def latest_commit_info(self) -> dict | None:
+        return self._state.latest_commit_info
+
+    @cached_property
+    def timestamp(self) -> int:
+        """Commit timestamp of this version in ms (in-commit timestamp when enabled)."""
+        ict = ict_enablement_version(self.metadata)
+        info = self._state.latest_commit_info
+        if ict is not None and self.version >= ict and info and info.get("inCommitTimestamp") is not None:
+            return int(info["inCommitTimestamp"])
+        return self.segment.last_commit_timestamp
+
+    # ---- files --------------------------------------------------------------------
+    @property
+    def num_files(self) -> int:
+        return len(self._state.adds)
+
+    def files(self) -> pa.Table:
+        """One row per live data file: path, size, partition_values, num_records, stats, deletion_vector, ..."""
+        table = struct_to_table(self._state.adds).rename_columns(
+            [_FILE_COLUMNS[n] for n in self._state.adds.type.names if n in _FILE_COLUMNS]
+        )
+        return table.append_column("num_records", self._num_records())
+
+    def tombstones(self) -> pa.Table:
+        return struct_to_table(self._state.removes)
+
+    def _num_records(self) -> pa.Array:
+        return parse_num_records(pc.struct_field(self._state.adds, "stats"))
+
+    def absolute_path(self, path: str) -> str:
+        """Local file-system path of a file path as stored in the log."""
+        from pydelta.log.replay import canonical_path
+
+        return canonical_path(path, self.table_root)
+
+    # ---- evolution ------------------------------------------------------------------
+    def update(self) -> "Snapshot":
+        """The latest snapshot, reading only commits newer than this one."""
+        listing = list_log(self.storage, self.table_root, self.version + 1)
+        if not listing.commits:
+            return self
+        newer = build_segment(self.storage, self.table_root)
+        if newer.checkpoint is not None and newer.checkpoint.version > self.version:
+            # A newer checkpoint exists; still cheaper to apply commits if they are contiguous.
+            pass
+        versions = sorted(v for v in listing.commits if v > self.version)
+        expected = list(range(self.version + 1, versions[-1] + 1))
+        if versions != expected:
+            return Snapshot(self.table_root, self.storage, newer, replay_segment(self.storage, self.table_root, newer))
+        segment = LogSegment(newer.log_dir, versions[-1], None, [(v, listing.commits[v]) for v in versions])
+        state = apply_commits(
+            self._state, read_commits(self.storage, segment), self.table_root, versions[-1]
+        )
+        return Snapshot(self.table_root, self.storage, newer, state)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"
+
+
+def _normalize_root(path: str) -> str:
+    if not isinstance(path, str) or not path:
+        raise DeltaIllegalArgumentError(f"invalid table path {path!r}")
+    return to_local_path(path).rstrip("/") or "/"
+
+
+def load_snapshot(
+    path: str, version: int | None = None, timestamp: object | None = None, check_protocol: bool = True
+) -> Snapshot:
+    """Load the table at `path`: latest, or at `version`, or as of `timestamp`."""
+    if version is not None and timestamp is not None:
+        raise DeltaIllegalArgumentError("give either version or timestamp, not both")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+        raise DeltaIllegalArgumentError(f"invalid version {version!r}")
+    root = _normalize_root(path)
+    storage = storage_for(path)
+    if not os.path.isdir(os.path.join(root, "_delta_log")):
+        raise DeltaTableNotFoundError(f"{path} is not a Delta table (no _delta_log directory)")
+    if timestamp is not None:
+        latest = load_snapshot(root, check_protocol=check_protocol)
+        stamps = commit_timestamps(storage, root, ict_enablement_version(latest.metadata))
+        version = version_at(stamps, to_millis(timestamp), root)
+        if version == latest.version:
+            return latest
+    segment = build_segment(storage, root, version)
+    state = replay_segment(storage, root, segment)
+    snapshot = Snapshot(root, storage, segment, state)
+    if check_protocol:
+        snapshot.protocol.check_readable()
+    return snapshot

@@ -1,0 +1,100 @@
+"""Commit timestamps and timestamp -> version resolution for time travel.
+
+A commit's timestamp is its file's modification time, made monotonic as
+delta-spark does, or its `commitInfo.inCommitTimestamp` from the version in
+which in-commit timestamps were enabled on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from pydelta.errors import DeltaIllegalArgumentError, VersionNotFoundError
+from pydelta.log.segment import list_log
+from pydelta.log.storage import Storage
+
+
+@dataclass(frozen=True)
+class CommitTimestamp:
+    version: int
+    timestamp: int  # ms since epoch
+
+
+def _first_commit_info(data: bytes) -> dict | None:
+    for line in data.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        action = json.loads(line)
+        if "commitInfo" in action:
+            return action["commitInfo"]
+    return None
+
+
+def commit_timestamps(storage: Storage, table_root: str, ict_enablement_version: int | None) -> list[CommitTimestamp]:
+    """Timestamps of all commits still in the log, ascending by version."""
+    commits = list_log(storage, table_root).commits
+    out: list[CommitTimestamp] = []
+    previous = None
+    for version in sorted(commits):
+        info = commits[version]
+        ts = info.modification_time
+        if ict_enablement_version is not None and version >= ict_enablement_version:
+            ci = _first_commit_info(storage.read(info.path))
+            if ci is not None and ci.get("inCommitTimestamp") is not None:
+                ts = int(ci["inCommitTimestamp"])
+        elif previous is not None and ts <= previous:
+            ts = previous + 1  # delta-spark's monotonization of file times
+        out.append(CommitTimestamp(version, ts))
+        previous = ts
+    return out
+
+
+def to_millis(timestamp: object) -> int:
+    """Accept datetime, date string, ISO timestamp string, or epoch ms."""
+    if isinstance(timestamp, bool):
+        raise DeltaIllegalArgumentError(f"invalid timestamp {timestamp!r}")
+    if isinstance(timestamp, (int, float)):
+        return int(timestamp)
+    if isinstance(timestamp, datetime):
+        dt = timestamp if timestamp.tzinfo else timestamp.astimezone()
+        return int(dt.timestamp() * 1000)
+    if isinstance(timestamp, str):
+        text = timestamp.strip().replace("Z", "+00:00")
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise DeltaIllegalArgumentError(f"cannot parse timestamp {timestamp!r}") from None
+        if dt.tzinfo is None:
+            dt = dt.astimezone()  # session-local, as Spark interprets a bare timestamp
+        return int(dt.timestamp() * 1000)
+    raise DeltaIllegalArgumentError(f"invalid timestamp {timestamp!r}")
+
+
+def version_at(timestamps: list[CommitTimestamp], ts_ms: int, table_root: str) -> int:
+    """The newest version committed at or before `ts_ms` (delta-spark's rule)."""
+    if not timestamps:
+        raise VersionNotFoundError(f"no commits found in {table_root}")
+    if ts_ms < timestamps[0].timestamp:
+        raise VersionNotFoundError(
+            f"timestamp {_fmt(ts_ms)} is before the earliest available version "
+            f"{timestamps[0].version} ({_fmt(timestamps[0].timestamp)}) of {table_root}"
+        )
+    if ts_ms > timestamps[-1].timestamp:
+        raise VersionNotFoundError(
+            f"timestamp {_fmt(ts_ms)} is after the latest version {timestamps[-1].version} "
+            f"({_fmt(timestamps[-1].timestamp)}) of {table_root}"
+        )
+    best = timestamps[0].version
+    for ct in timestamps:
+        if ct.timestamp <= ts_ms:
+            best = ct.version
+        else:
+            break
+    return best
+
+
+def _fmt(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat()
