@@ -1,10 +1,16 @@
-"""pydelta: Delta Lake tables for PySpark, implemented in Python."""
+"""pydelta: Delta Lake tables for PySpark, implemented in Python.
+
+The log core (`pydelta.load_snapshot`) needs no JVM; the Spark entry points
+(`enable`, `configure_spark`, `DeltaTable`) import PySpark only when used.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydelta.errors import DeltaError
 
-__all__ = ["DeltaError", "load_snapshot"]
+__all__ = ["DeltaError", "DeltaTable", "configure_spark", "enable", "load_snapshot"]
 __version__ = "0.1.0"
 
 
@@ -13,3 +19,25 @@ def load_snapshot(path: str, version: int | None = None, timestamp: object | Non
     from pydelta.log.snapshot import load_snapshot as _load
 
     return _load(path, version=version, timestamp=timestamp)
+
+
+def enable(spark: Any) -> Any:
+    """Make an existing SparkSession Delta-capable (idempotent)."""
+    from pydelta.spark.session import enable as _enable
+
+    return _enable(spark)
+
+
+def configure_spark(builder: Any) -> Any:
+    """Add pydelta to a SparkSession builder."""
+    from pydelta.spark.session import configure_spark as _configure
+
+    return _configure(builder)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DeltaTable":
+        from pydelta.tables import DeltaTable
+
+        return DeltaTable
+    raise AttributeError(name)

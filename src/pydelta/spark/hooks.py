@@ -1,0 +1,91 @@
+"""Hooks on PySpark's reader and writer so `format("delta")` goes to pydelta.
+
+PySpark keeps the chosen format and options only in the JVM; we record them
+on the Python objects too, then intercept `load` / `save` for "delta" and
+leave every other format untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STATE = "_pydelta_state"
+
+
+def _state(obj: Any) -> dict[str, Any]:
+    st = obj.__dict__.get(_STATE)
+    if st is None:
+        st = {"format": None, "options": {}, "mode": None, "partition_by": None}
+        obj.__dict__[_STATE] = st
+    return st
+
+
+def _is_delta(fmt: str | None) -> bool:
+    return fmt is not None and fmt.lower() == "delta"
+
+
+def _record_format(original):
+    def format(self, source: str):  # noqa: A001
+        _state(self)["format"] = source
+        if _is_delta(source):
+            return self
+        return original(self, source)
+
+    return format
+
+
+def _record_option(original):
+    def option(self, key: str, value: Any):
+        _state(self)["options"][key] = value
+        return original(self, key, value)
+
+    return option
+
+
+def _record_options(original):
+    def options(self, **opts: Any):
+        _state(self)["options"].update(opts)
+        return original(self, **opts)
+
+    return options
+
+
+def _reader_load(original):
+    def load(self, path=None, format=None, schema=None, **options):  # noqa: A002
+        st = _state(self)
+        if format is not None:
+            st["format"] = format
+        if not _is_delta(st["format"]):
+            return original(self, path, format, schema, **options)
+        if schema is not None:
+            from pydelta.errors import DeltaAnalysisError
+
+            raise DeltaAnalysisError("a user-specified schema is not supported when reading Delta tables")
+        opts = {**st["options"], **options}
+        if path is None:
+            path = opts.pop("path", None)
+        if path is None or isinstance(path, (list, tuple)):
+            from pydelta.errors import DeltaIllegalArgumentError
+
+            raise DeltaIllegalArgumentError("reading a Delta table needs exactly one path")
+        from pydelta.spark.reader_options import read_delta
+
+        return read_delta(self._spark, path, opts)
+
+    return load
+
+
+def install() -> None:
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+
+    if getattr(DataFrameReader, "_pydelta_hooked", False):
+        return
+    DataFrameReader.format = _record_format(DataFrameReader.format)
+    DataFrameReader.option = _record_option(DataFrameReader.option)
+    DataFrameReader.options = _record_options(DataFrameReader.options)
+    DataFrameReader.load = _reader_load(DataFrameReader.load)
+    DataFrameReader._pydelta_hooked = True
+
+    from pydelta.spark import write_hooks
+
+    write_hooks.install(DataFrameWriter)

@@ -1,0 +1,136 @@
+"""Translating a Spark filter (Catalyst expression) into pydelta's predicate nodes.
+
+We analyze the filter against the scan's DataFrame in the JVM and walk the
+resulting expression tree through py4j; it is small, so this is cheap.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+from pydelta.protocol.predicates import And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown, FLIPPED
+
+_CMP = {
+    "EqualTo": "=",
+    "EqualNullSafe": "<=>",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+}
+_EPOCH = date(1970, 1, 1)
+_EPOCH_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double"}
+
+
+def _name(expr: Any) -> str:
+    return expr.getClass().getSimpleName()
+
+
+def _children(expr: Any) -> list[Any]:
+    seq = expr.children()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def filter_condition(jdf: Any, condition: Any) -> Any:
+    """The analyzed Catalyst condition of `jdf.filter(condition)`."""
+    plan = jdf.filter(condition).queryExecution().analyzed()
+    while _name(plan) != "Filter":
+        kids = _children(plan)
+        if len(kids) != 1:
+            return None
+        plan = kids[0]
+    return plan.condition()
+
+
+def translate(expr: Any) -> Predicate:
+    if expr is None:
+        return Unknown("no condition")
+    try:
+        return _translate(expr)
+    except Exception as e:  # py4j errors, odd literals: never fail a query over pruning
+        return Unknown(str(e))
+
+
+def _translate(expr: Any) -> Predicate:
+    kind = _name(expr)
+    if kind == "And":
+        a, b = _children(expr)
+        return And(_translate(a), _translate(b))
+    if kind == "Or":
+        a, b = _children(expr)
+        return Or(_translate(a), _translate(b))
+    if kind == "Not":
+        return Not(_translate(_children(expr)[0]))
+    if kind in _CMP:
+        left, right = _children(expr)
+        col, lit = _column(left), _literal(right)
+        op = _CMP[kind]
+        if col is None or lit is None:
+            col, lit = _column(right), _literal(left)
+            op = FLIPPED[op]
+        if col is None or lit is None:
+            return Unknown(kind)
+        return Cmp(op, col, lit)
+    if kind in ("IsNull", "IsNotNull"):
+        col = _column(_children(expr)[0])
+        if col is None:
+            return Unknown(kind)
+        return IsNull(col) if kind == "IsNull" else IsNotNull(col)
+    if kind == "In":
+        kids = _children(expr)
+        col = _column(kids[0])
+        lits = [_literal(k) for k in kids[1:]]
+        if col is None or any(l is None for l in lits):
+            return Unknown(kind)
+        return In(col, tuple(lits))  # type: ignore[arg-type]
+    return Unknown(kind)
+
+
+def _column(expr: Any) -> Col | None:
+    kind = _name(expr)
+    if kind == "AttributeReference":
+        return Col((expr.name(),))
+    if kind == "GetStructField":
+        parent = _column(_children(expr)[0])
+        if parent is None:
+            return None
+        return Col(parent.path + (expr.extractFieldName(),))
+    if kind == "Cast":
+        child = _children(expr)[0]
+        src = child.dataType().simpleString()
+        dst = expr.dataType().simpleString()
+        if (src in _NUMERIC and dst in _NUMERIC) or (src == "date" and dst in ("timestamp", "timestamp_ntz")):
+            # widening cast of a column: comparing the cast value prunes like the column
+            if src in _NUMERIC and dst in _NUMERIC:
+                return _column(child)
+        return None
+    return None
+
+
+def _literal(expr: Any) -> Lit | None:
+    if _name(expr) != "Literal":
+        return None
+    value = expr.value()
+    dtype = expr.dataType().simpleString()
+    if value is None:
+        return Lit(None)
+    if dtype in ("tinyint", "smallint", "int", "bigint"):
+        return Lit(int(value))
+    if dtype in ("float", "double"):
+        return Lit(float(value))
+    if dtype == "boolean":
+        return Lit(bool(value))
+    if dtype == "string":
+        return Lit(str(value.toString()) if not isinstance(value, str) else value)
+    if dtype == "date":
+        return Lit(_EPOCH + timedelta(days=int(value)))
+    if dtype == "timestamp":
+        return Lit(_EPOCH_TS + timedelta(microseconds=int(value)))
+    if dtype == "timestamp_ntz":
+        return Lit((_EPOCH_TS + timedelta(microseconds=int(value))).replace(tzinfo=None))
+    if dtype.startswith("decimal"):
+        return Lit(Decimal(value.toString()))
+    return None

@@ -1,0 +1,234 @@
+"""Reading a snapshot with Spark's native Parquet scan.
+
+Spark reads the data files (keeping column pruning and Parquet predicate
+pushdown); pydelta chooses the files, renames physical columns, supplies
+partition values from the log and drops rows deleted by deletion vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pydelta.errors import DeltaError, MissingDataFileError
+from pydelta.log.data_skipping import FileSkipper
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+from pydelta.spark.predicates import filter_condition, translate
+
+FILE_COL = "__pydelta_file_path"
+ROW_COL = "__pydelta_row_index"
+_PART_PREFIX = "__pydelta_part_"
+
+# ASCII characters java.net.URI keeps unquoted in a path (what Spark reports as file_path).
+_URI_PATH_SAFE = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'():@&=+$,;/"
+)
+
+
+def spark_file_uri(path: str) -> str:
+    """The `_metadata.file_path` Spark reports for a local absolute `path`."""
+    out = []
+    for ch in path:
+        if ch in _URI_PATH_SAFE:
+            out.append(ch)
+        elif ord(ch) > 127 and not ch.isspace() and unicodedata.category(ch)[0] != "C":
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
+    return "file:" + "".join(out)
+
+
+def to_spark_type(delta_type_json: dict | str) -> Any:
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    return _parse_datatype_json_value(delta_type_json)
+
+
+def spark_schema(schema: StructType) -> Any:
+    from pyspark.sql.types import StructType as SparkStructType
+
+    return SparkStructType.fromJson(json.loads(schema.to_json()))
+
+
+def _read_parquet(spark: Any, read_schema: Any, paths: list[str]) -> Any:
+    jvm_conf = spark.conf
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    previous = jvm_conf.get(key)
+    jvm_conf.set(key, str(max(32, len(paths) + 1)))  # list our known files in the driver
+    try:
+        return spark.read.schema(read_schema).option("__globPaths__", "false").parquet(*paths)
+    except Exception as e:  # AnalysisException for a missing file
+        text = str(e)
+        if "PATH_NOT_FOUND" in text or "does not exist" in text:
+            raise MissingDataFileError(
+                f"a data file of this table version is missing (vacuumed or deleted): {text.splitlines()[0]}"
+            ) from None
+        raise
+    finally:
+        jvm_conf.set(key, previous)
+
+
+def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+    """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`)."""
+    from pyspark.sql import functions as F
+
+    schema = snapshot.schema
+    logical = spark_schema(schema)
+    if files.num_rows == 0:
+        return spark.createDataFrame([], logical)
+    mode = column_mapping_mode(snapshot.configuration)
+    partition_cols = snapshot.partition_columns
+    data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
+    read_schema = spark_schema(to_physical_schema(data_schema, mode))
+    paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
+    dvs = files.column("deletion_vector")
+    has_dv = dvs.null_count < files.num_rows
+    df = _read_parquet(spark, read_schema, paths)
+    if partition_cols or has_dv:
+        extra = [F.col("_metadata.file_path").alias(FILE_COL)]
+        if has_dv:
+            extra.append(F.col("_metadata.row_index").alias(ROW_COL))
+        df = df.select("*", *extra)
+    if has_dv:
+        df = _drop_deleted_rows(spark, snapshot, files, paths, df)
+    if partition_cols:
+        df = df.join(F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
+    columns = []
+    for i, field in enumerate(schema.fields):
+        spark_type = logical[field.name].dataType
+        if field.name in partition_cols:
+            # Like delta-spark: zone-less timestamp partition values are in the session time zone.
+            part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
+            columns.append(part.cast(spark_type).alias(field.name))
+        else:
+            phys = physical_name(field) if mode != "none" else field.name
+            col = F.col(f"`{phys}`")
+            if mode != "none" and not _is_primitive(spark_type):
+                col = col.cast(spark_type)  # nested physical names -> logical (by position)
+            columns.append(col.alias(field.name))
+    return df.select(*columns)
+
+
+def _is_primitive(spark_type: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType as SparkStructType
+
+    return not isinstance(spark_type, (ArrayType, MapType, SparkStructType))
+
+
+def _partition_map(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[str], mode: str) -> Any:
+    schema = snapshot.schema
+    pv = files.column("partition_values").combine_chunks()
+    columns = {FILE_COL: pa.array([spark_file_uri(p) for p in paths], pa.string())}
+    for i, name in enumerate(snapshot.partition_columns):
+        field = next(f for f in schema.fields if f.name == name)
+        key = physical_name(field) if mode != "none" else name
+        values = pc.map_lookup(pv, pa.scalar(key), "first")
+        if values.null_count == len(values) and mode != "none":
+            values = pc.map_lookup(pv, pa.scalar(name), "first")
+        values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+        columns[f"{_PART_PREFIX}{i}"] = values
+    return _arrow_df(spark, pa.table(columns))
+
+
+def _arrow_df(spark: Any, table: pa.Table) -> Any:
+    """A small DataFrame from an Arrow table, with all-null string columns kept as strings."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType as SparkStructType
+
+    fields = [
+        StructField(f.name, LongType() if pa.types.is_integer(f.type) else StringType(), True) for f in table.schema
+    ]
+    return spark.createDataFrame(table, schema=SparkStructType(fields))
+
+
+def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[str], df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+
+    uris, rows = [], []
+    for path, dv in zip(paths, files.column("deletion_vector").to_pylist()):
+        if not dv:
+            continue
+        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root)
+        uris.append(pa.array([spark_file_uri(path)] * len(deleted), pa.string()))
+        rows.append(pa.array(deleted.astype("int64"), pa.int64()))
+    if not uris:
+        return df
+    deleted_df = _arrow_df(
+        spark, pa.table({FILE_COL: pa.concat_arrays(uris), ROW_COL: pa.concat_arrays(rows)})
+    )
+    total = sum(len(r) for r in rows)
+    if total <= 2_000_000:
+        deleted_df = F.broadcast(deleted_df)
+    return df.join(deleted_df, [FILE_COL, ROW_COL], "left_anti")
+
+
+# ---- a DataFrame that prunes files when filtered ------------------------------------
+
+
+def _dataframe_class() -> type:
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    class DeltaScanDataFrame(ClassicDataFrame):  # type: ignore[misc, valid-type]
+        """The DataFrame of a Delta read. `filter`/`where` on it also skip files.
+
+        Filters are translated to pydelta predicates and evaluated over the
+        log's partition values and min/max/nullCount stats; the scan is then
+        rebuilt on the files that may match, and the filter applied as usual.
+        """
+
+        _pydelta_snapshot: Snapshot
+        _pydelta_files: pa.Table
+        _pydelta_conditions: tuple
+
+        def filter(self, condition: Any) -> Any:  # noqa: A003
+            from pyspark.sql import Column
+
+            jcond = condition if isinstance(condition, str) else condition._jc if isinstance(condition, Column) else None
+            if jcond is None:
+                return super().filter(condition)
+            snapshot, files = self._pydelta_snapshot, self._pydelta_files
+            predicate = translate(filter_condition(self._jdf, jcond))
+            skipper = FileSkipper(
+                files, snapshot.schema, snapshot.partition_columns, column_mapping_mode(snapshot.configuration)
+            )
+            pruned = skipper.prune(predicate)
+            conditions = self._pydelta_conditions + (condition,)
+            if pruned.num_rows == files.num_rows:
+                out = super().filter(condition)
+                return wrap(out, snapshot, files, conditions)
+            base = build_dataframe(self.sparkSession, snapshot, pruned)
+            for c in conditions:
+                base = base.filter(c)
+            return wrap(base, snapshot, pruned, conditions)
+
+    return DeltaScanDataFrame
+
+
+_CLASS: type | None = None
+
+
+def wrap(df: Any, snapshot: Snapshot, files: pa.Table, conditions: tuple = ()) -> Any:
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _dataframe_class()
+    out = _CLASS(df._jdf, df.sparkSession)
+    out._pydelta_snapshot = snapshot
+    out._pydelta_files = files
+    out._pydelta_conditions = conditions
+    return out
+
+
+def read_snapshot(spark: Any, snapshot: Snapshot) -> Any:
+    """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
+    snapshot.protocol.check_readable()
+    files = snapshot.files()
+    try:
+        return wrap(build_dataframe(spark, snapshot, files), snapshot, files)
+    except DeltaError:
+        raise

@@ -1,0 +1,53 @@
+"""Shared fixtures: one local SparkSession for the whole run, golden table paths."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = Path(os.environ.get("PYDELTA_GOLDEN", ROOT.parent / "shared" / "golden")).resolve()
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    if not GOLDEN.is_dir():
+        pytest.fail(f"golden tables not found at {GOLDEN} (set PYDELTA_GOLDEN)")
+    return GOLDEN
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pydelta.spark.session import local_session
+
+    session = local_session(
+        "pydelta-tests",
+        **{
+            "spark.sql.session.timeZone": "America/Los_Angeles",
+            "spark.driver.extraJavaOptions": "-Duser.timezone=America/Los_Angeles",
+            "spark.executor.extraJavaOptions": "-Duser.timezone=America/Los_Angeles",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+        },
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def copy_table(tmp_path):
+    """Copy a (read-only) golden table into tmp_path and return the copy's path."""
+
+    def _copy(src: Path) -> Path:
+        dst = tmp_path / src.name
+        shutil.copytree(src, dst)
+        return dst
+
+    return _copy

@@ -1,0 +1,27 @@
+"""Small test utilities."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+
+def canonical(value: Any) -> Any:
+    """A hashable, order-independent form of a collected Spark value."""
+    if hasattr(value, "asDict"):
+        return tuple(sorted((k, canonical(v)) for k, v in value.asDict(recursive=False).items()))
+    if isinstance(value, dict):
+        return ("__map__", tuple(sorted(((canonical(k), canonical(v)) for k, v in value.items()), key=repr)))
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(v) for v in value)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, Decimal):
+        return value.normalize()
+    return value
+
+
+def canonical_rows(rows: list[Any]) -> list[Any]:
+    return [canonical(r) for r in rows]
