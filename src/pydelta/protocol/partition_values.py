@@ -25,10 +25,8 @@ import pyarrow.compute as pc
 
 from pydelta.errors import CorruptedLogError, DeltaIllegalArgumentError, InvalidTableError
 from pydelta.protocol.schema import (
-    ArrayType,
     DataType,
     DecimalType,
-    MapType,
     PrimitiveType,
     StructType,
     data_type_to_arrow,
@@ -44,6 +42,7 @@ __all__ = [
     "escape_path_name",
     "unescape_path_name",
     "to_uri_path",
+    "from_uri_path",
     "java_double_to_string",
     "java_float_to_string",
 ]
@@ -235,12 +234,15 @@ def _java_decimal_digits(digits: tuple[int, ...], exp: int, sign: int, plain: bo
     return f"{s}{mant}E{sci_exp}"
 
 
-def _java_shortest(x: float, digits_needed: int) -> str:
-    # JDK 19+ (Double/Float.toString): the shortest decimal that reads back as x, but when a
-    # single digit would do, the 2-digit decimal closest to x (so MIN_VALUE is 4.9E-324).
-    if digits_needed == 1:
-        return f"{x:.1e}"
-    return f"{x:.{digits_needed - 1}e}"
+def _java_digits(x: float, n: int, reads_back: Any) -> Decimal:
+    """JDK 19+ Double/Float.toString choice: among the decimals with the fewest digits that
+    read back as x (at least 2 digits, so MIN_VALUE is 4.9E-324), the one closest to x."""
+    n = max(n, 2)
+    base = Decimal(f"{x:.{n - 1}e}")
+    unit = Decimal(1).scaleb(base.adjusted() - (n - 1))
+    exact = Decimal(x)
+    candidates = [c for c in (base, base - unit, base + unit) if reads_back(c)]
+    return min(candidates, key=lambda c: abs(c - exact)) if candidates else Decimal(repr(x))
 
 
 def java_double_to_string(x: float) -> str:
@@ -252,7 +254,7 @@ def java_double_to_string(x: float) -> str:
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     shortest = Decimal(repr(x)).normalize().as_tuple()
-    t = Decimal(_java_shortest(x, len(shortest.digits))).as_tuple()
+    t = _java_digits(x, len(shortest.digits), lambda c: float(c) == x).as_tuple()
     return _java_decimal_digits(t.digits, int(t.exponent), t.sign, 1e-3 <= abs(x) < 1e7)
 
 
@@ -266,7 +268,7 @@ def java_float_to_string(x: float) -> str:
         if _f32(float(f"{x:.{n - 1}e}")) == x:
             digits = n
             break
-    t = Decimal(_java_shortest(x, digits)).as_tuple()
+    t = _java_digits(x, digits, lambda c: _f32(float(c)) == x).as_tuple()
     return _java_decimal_digits(t.digits, int(t.exponent), t.sign, 1e-3 <= abs(x) < 1e7)
 
 
@@ -366,7 +368,10 @@ def serialize_partition_value(value: Any, dt: DataType) -> str | None:
 
 # ---- vectorized ------------------------------------------------------------------------
 
-_FAST_CAST = frozenset({"long", "integer", "short", "byte", "float", "double", "date"})
+# Arrow's string casts for these accept only spellings our scalar parser reads the same way
+# (timestamps: with a zone for 'timestamp', without for 'timestamp_ntz'); anything else
+# falls back to the scalar parser.
+_FAST_CAST = frozenset({"long", "integer", "short", "byte", "float", "double", "date", "timestamp", "timestamp_ntz"})
 
 
 def _as_map_array(arr: pa.Array) -> pa.MapArray:
@@ -403,11 +408,11 @@ def _strings_to_typed(raw: pa.Array, dt: DataType, timezone: str | _dt.tzinfo | 
             return raw
         if dt.name == "binary":
             return pc.cast(raw, pa.binary())
-        if dt.name in _FAST_CAST:
-            try:
-                return pc.cast(raw, arrow_type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                pass  # unusual spellings: the scalar parser decides (or names the bad value)
+    if isinstance(dt, DecimalType) or dt.name in _FAST_CAST:
+        try:
+            return pc.cast(raw, arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # unusual spellings: the scalar parser decides (or names the bad value)
     # Few distinct values per column: parse each distinct string once.
     enc = pc.dictionary_encode(raw)
     uniq = enc.dictionary.to_pylist()
@@ -431,13 +436,10 @@ def partition_values_to_arrow(
     ``{f.name: physical_name(f) for f in partition_schema}``.
     """
     if isinstance(partition_values, pa.ChunkedArray):
+        chunks = partition_values.chunks
         partition_values = (
-            partition_values.combine_chunks()
-            if partition_values.num_chunks != 1
-            else partition_values.chunk(0)
+            chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) if chunks else pa.array([], partition_values.type)
         )
-        if isinstance(partition_values, pa.ChunkedArray):  # pragma: no cover - older pyarrow
-            partition_values = pa.concat_arrays(partition_values.chunks)
     n = len(partition_values)
     if not partition_schema.fields:
         return pa.StructArray.from_buffers(pa.struct([]), n, [None])
@@ -530,5 +532,3 @@ def from_uri_path(path: str) -> str:
     """Decode an ``add.path`` back to the file system name."""
     return unquote(path, errors="surrogatepass")
 
-
-__all__.append("from_uri_path")

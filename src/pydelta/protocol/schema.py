@@ -321,7 +321,7 @@ class StructType:
 
     def to_json(self) -> str:
         """Compact JSON exactly as delta-spark writes ``schemaString``."""
-        return json.dumps(self.to_json_value(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(self.to_json_value(), separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, schema_string: str) -> StructType:
@@ -658,32 +658,37 @@ def field_id(f: StructField) -> int | None:
         raise InvalidTableError(f"field {f.name!r} has a non-integer {COLUMN_MAPPING_ID_KEY}: {fid!r}") from None
 
 
-def to_physical_schema(schema: StructType, mode: str) -> StructType:
+def to_physical_schema(schema: StructType, mode: str, *, field_ids: bool = True) -> StructType:
     """The schema as data files store it: every field, at any depth, under its physical name.
 
     Like delta-spark, in 'id' and 'name' mode each field keeps its metadata and gets
     ``parquet.field.id`` (and ``parquet.field.nested.ids`` for IcebergCompatV2 element/key/value
     ids), which `to_arrow_schema` turns into Parquet field ids. In 'none' mode the schema is
-    returned as is.
+    returned as is. Readers of 'name' mode tables pass ``field_ids=False``: files written
+    before column mapping was enabled have no ids, and names are what resolve columns there.
     """
     if mode == "none":
         return schema
     if mode not in ("id", "name"):
         raise InvalidTableError(f"unsupported column mapping mode {mode!r}")
-    return _physical_struct(schema, mode)
+    return _physical_struct(schema, mode, field_ids)
 
 
-def _physical_type(dt: DataType, mode: str) -> DataType:
+def _physical_type(dt: DataType, mode: str, field_ids: bool) -> DataType:
     if isinstance(dt, StructType):
-        return _physical_struct(dt, mode)
+        return _physical_struct(dt, mode, field_ids)
     if isinstance(dt, ArrayType):
-        return ArrayType(_physical_type(dt.element_type, mode), dt.contains_null)
+        return ArrayType(_physical_type(dt.element_type, mode, field_ids), dt.contains_null)
     if isinstance(dt, MapType):
-        return MapType(_physical_type(dt.key_type, mode), _physical_type(dt.value_type, mode), dt.value_contains_null)
+        return MapType(
+            _physical_type(dt.key_type, mode, field_ids),
+            _physical_type(dt.value_type, mode, field_ids),
+            dt.value_contains_null,
+        )
     return dt
 
 
-def _physical_struct(st: StructType, mode: str) -> StructType:
+def _physical_struct(st: StructType, mode: str, field_ids: bool = True) -> StructType:
     out = []
     for f in st.fields:
         pname = f.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME_KEY)
@@ -693,11 +698,12 @@ def _physical_struct(st: StructType, mode: str) -> StructType:
         if fid is None:
             raise InvalidTableError(f"column mapping mode {mode!r}: field {f.name!r} has no column id")
         md = dict(f.metadata)
-        md[PARQUET_FIELD_ID_KEY] = fid
-        nested = f.metadata.get(COLUMN_MAPPING_NESTED_IDS_KEY)
-        if isinstance(nested, Mapping) and nested:
-            md[PARQUET_FIELD_NESTED_IDS_KEY] = dict(nested)
-        out.append(StructField(pname, _physical_type(f.type, mode), f.nullable, md))
+        if field_ids:
+            md[PARQUET_FIELD_ID_KEY] = fid
+            nested = f.metadata.get(COLUMN_MAPPING_NESTED_IDS_KEY)
+            if isinstance(nested, Mapping) and nested:
+                md[PARQUET_FIELD_NESTED_IDS_KEY] = dict(nested)
+        out.append(StructField(pname, _physical_type(f.type, mode, field_ids), f.nullable, md))
     return StructType(tuple(out))
 
 

@@ -349,7 +349,7 @@ def _read_type(t: pa.DataType) -> pa.DataType:
 def _parse_fast(lines: pa.Array, schema: pa.Schema) -> pa.StructArray | None:
     n = len(lines)
     read_schema = pa.schema([f.with_type(_read_type(f.type)) for f in schema])
-    joined = pc.binary_join_element_wise(lines, "\n", "")
+    joined = pc.binary_join_element_wise(lines, pa.scalar("\n", lines.type), pa.scalar("", lines.type))
     # The lines are contiguous in the value buffer: hand that buffer to the reader as is.
     offset_type = pa.int64() if pa.types.is_large_string(joined.type) else pa.int32()
     offs = pa.Array.from_buffers(offset_type, n + 1, [None, joined.buffers()[1]], offset=joined.offset)
@@ -357,7 +357,8 @@ def _parse_fast(lines: pa.Array, schema: pa.Schema) -> pa.StructArray | None:
     data = joined.buffers()[2].slice(start, end - start)
     longest = pc.max(pc.binary_length(joined)).as_py() or 1
     threads = os.cpu_count() or 1
-    block = max(1 << 20, 2 * longest, min(64 << 20, end // (2 * threads) + 1))
+    # Blocks must hold whole lines; a few per thread keeps the reader parallel.
+    block = max(1 << 20, 2 * longest, min(64 << 20, data.size // (2 * threads) + 1))
     try:
         table = pa_json.read_json(
             pa.BufferReader(data),

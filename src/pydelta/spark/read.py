@@ -84,7 +84,7 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
     data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
-    read_schema = spark_schema(to_physical_schema(data_schema, mode))
+    read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
     paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
     dvs = files.column("deletion_vector")
     has_dv = dvs.null_count < files.num_rows

@@ -1,0 +1,634 @@
+"""OptimisticTransaction: read a snapshot, stage actions, commit the next version exactly once.
+
+The commit protocol is delta-spark's. `N.json` is created with put-if-absent,
+so a log entry is never overwritten. When another writer already took N, the
+winning commits are read and checked for real conflicts (conflicts.py); if
+there are none the transaction is rebased and retried at the next version.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from pydelta.errors import (
+    ConcurrentWriteException,
+    DeltaAnalysisError,
+    DeltaIllegalArgumentError,
+    DeltaProtocolError,
+    InvalidTableError,
+)
+from pydelta.log.segment import LogSegment, list_log, log_dir_of
+from pydelta.log.storage import FileAlreadyExistsError, Storage, storage_for, to_local_path
+from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
+from pydelta.protocol.predicates import Predicate
+from pydelta.txn import protocol_upgrade as pu
+from pydelta.txn.commit_info import (
+    Operation,
+    build_commit_info,
+    in_commit_timestamp,
+    is_blind_append,
+    new_txn_id,
+)
+from pydelta.txn.conflicts import (
+    SERIALIZABLE,
+    SNAPSHOT_ISOLATION,
+    WRITE_SERIALIZABLE,
+    CurrentTransaction,
+    WinningCommit,
+    check_conflicts,
+)
+
+if TYPE_CHECKING:
+    from pydelta.log.snapshot import Snapshot
+
+__all__ = ["OptimisticTransaction", "Operation", "DEFAULT_MAX_COMMIT_ATTEMPTS"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_COMMIT_ATTEMPTS = 10_000
+DEFAULT_CHECKPOINT_INTERVAL = 10
+ICT_ENABLED = "delta.enableInCommitTimestamps"
+ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+_FILE_KINDS = ("add", "remove", "cdc")
+
+
+def _is_true(conf: Mapping[str, str], key: str, default: bool = False) -> bool:
+    raw = conf.get(key)
+    if raw is None:
+        return default
+    return str(raw).strip().lower() == "true"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _dv_uid(dv: Mapping[str, Any] | None) -> str:
+    if not dv:
+        return ""
+    uid = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}"
+    if dv.get("offset") is not None:
+        uid += f"@{dv['offset']}"
+    return uid
+
+
+@dataclass
+class _Prepared:
+    """Everything fixed for all commit attempts; only ICT and ICT enablement move on retry."""
+
+    commit_info: dict[str, Any]
+    protocol_action: Protocol | None
+    metadata_action: Metadata | None
+    other_lines: list[str]  # txn + domainMetadata + file actions, serialized once
+    ict: int | None
+    enables_ict: bool
+    conflict_info: CurrentTransaction
+    attempts: int = field(default=0)
+
+
+class OptimisticTransaction:
+    """One atomic change to a Delta table, committed with optimistic concurrency control."""
+
+    def __init__(
+        self,
+        table_root: str,
+        snapshot: "Snapshot | None",
+        *,
+        isolation_level: str = WRITE_SERIALIZABLE,
+        engine_info: str | None = None,
+        storage: Storage | None = None,
+        max_commit_attempts: int = DEFAULT_MAX_COMMIT_ATTEMPTS,
+        legacy_protocols: bool = True,
+        post_commit_hooks: bool = True,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if isolation_level not in (SERIALIZABLE, WRITE_SERIALIZABLE):
+            raise DeltaIllegalArgumentError(
+                f"isolation level must be {SERIALIZABLE} or {WRITE_SERIALIZABLE}, got {isolation_level!r}"
+            )
+        if max_commit_attempts < 1:
+            raise DeltaIllegalArgumentError("max_commit_attempts must be at least 1")
+        self.snapshot = snapshot
+        self.table_root = snapshot.table_root if snapshot is not None else (to_local_path(table_root).rstrip("/") or "/")
+        self.storage: Storage = storage or (snapshot.storage if snapshot is not None else storage_for(table_root))
+        self.read_version: int = snapshot.version if snapshot is not None else -1
+        self.isolation_level = isolation_level
+        self.engine_info = engine_info
+        self.max_commit_attempts = max_commit_attempts
+        self.legacy_protocols = legacy_protocols
+        self.post_commit_hooks = post_commit_hooks
+        self.txn_id = new_txn_id()
+        self._clock = clock or _now_ms
+        self._new_metadata: Metadata | None = None
+        self._new_protocol: Protocol | None = None
+        self._txns: dict[str, Txn] = {}
+        self._domains: dict[str, DomainMetadata] = {}
+        self._read_predicates: list[Predicate] = []
+        self._read_files: set[str] = set()
+        self._read_whole_table = False
+        self._read_app_ids: set[str] = set()
+        self.committed_version: int | None = None
+        self.committed_commit_info: dict[str, Any] | None = None
+        self._post_snapshot: "Snapshot | None" = None
+        if snapshot is not None:
+            # Refuse early, before the caller writes any data file.
+            snapshot.protocol.check_writable()
+
+    # ---- state ------------------------------------------------------------------------
+    @property
+    def metadata(self) -> Metadata | None:
+        if self._new_metadata is not None:
+            return self._new_metadata
+        return self.snapshot.metadata if self.snapshot is not None else None
+
+    @property
+    def protocol(self) -> Protocol | None:
+        if self._new_protocol is not None:
+            return self._new_protocol
+        return self.snapshot.protocol if self.snapshot is not None else None
+
+    @property
+    def metadata_changed(self) -> bool:
+        return self._new_metadata is not None
+
+    def _read_protocol(self) -> Protocol | None:
+        return self.snapshot.protocol if self.snapshot is not None else None
+
+    # ---- staging ----------------------------------------------------------------------
+    def update_metadata(self, metadata: Metadata) -> None:
+        """Set the table's new metadata; the protocol follows what its features need."""
+        self._check_open()
+        if self._new_metadata is not None:
+            raise DeltaIllegalArgumentError("Cannot change the metadata more than once in a transaction.")
+        _validate_metadata(metadata)
+        current = self._new_protocol or self._read_protocol()
+        stored, protocol = pu.metadata_and_protocol(metadata, current, legacy_preferred=self.legacy_protocols)
+        protocol.check_writable()
+        pu.check_upgrade(current, protocol)
+        self._new_metadata = stored
+        if protocol != self._read_protocol():
+            self._new_protocol = protocol
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        """Upgrade the protocol explicitly (never a downgrade)."""
+        self._check_open()
+        current = self._new_protocol or self._read_protocol()
+        pu.check_upgrade(current, protocol)
+        if self._new_metadata is not None:
+            protocol = pu.required_protocol(self._new_metadata, protocol, legacy_preferred=self.legacy_protocols)
+        protocol.check_writable()
+        self._new_protocol = protocol if protocol != self._read_protocol() else None
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        """Record an idempotent writer's progress (a txn action); it also becomes a read dependency."""
+        self._check_open()
+        self._txns[app_id] = Txn(app_id, int(version), self._clock())
+        self._read_app_ids.add(app_id)
+
+    def app_transaction_version(self, app_id: str) -> int | None:
+        """The last version committed by `app_id` in the read snapshot (None if never)."""
+        self._read_app_ids.add(app_id)
+        if self.snapshot is None:
+            return None
+        return self.snapshot.transactions.get(app_id)
+
+    def add_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None:
+        self._check_open()
+        if domain in self._domains:
+            raise DeltaIllegalArgumentError(
+                f"Internal error: two DomainMetadata actions within the same transaction have the same domain {domain}"
+            )
+        self._domains[domain] = DomainMetadata(domain, configuration, removed)
+
+    def read_predicate(self, predicate: Predicate | None) -> None:
+        """Record a filtered read (None: the whole table) so later appends to it conflict."""
+        if predicate is None:
+            self.read_whole_table()
+        else:
+            self._read_predicates.append(predicate)
+
+    def read_files(self, paths: Iterable[str]) -> None:
+        """Record files this transaction read, so their concurrent removal conflicts."""
+        from pydelta.log.replay import canonical_path
+
+        self._read_files.update(canonical_path(p, self.table_root) for p in paths)
+
+    def read_whole_table(self) -> None:
+        self._read_whole_table = True
+
+    def _read_anything(self) -> bool:
+        return bool(self._read_predicates or self._read_files or self._read_whole_table)
+
+    def _check_open(self) -> None:
+        if self.committed_version is not None:
+            raise DeltaIllegalArgumentError("Transaction already committed.")
+
+    # ---- commit ------------------------------------------------------------------------
+    def commit(
+        self,
+        actions: list[dict],
+        operation: Operation | str,
+        *,
+        operation_metrics: Mapping[str, int | str] | None = None,
+        user_metadata: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        data_change: bool = True,
+    ) -> int:
+        """Commit `actions` as the next version; returns the version written.
+
+        `data_change` says whether the operation changes data (delta-spark's
+        `Operation.changesData`); a no-data-change commit of dataChange=false
+        files runs under SnapshotIsolation, like OPTIMIZE.
+        """
+        self._check_open()
+        if isinstance(operation, str):
+            operation = Operation(operation)
+        file_actions = self._absorb(actions)
+        prepared = self._prepare(file_actions, operation, operation_metrics, user_metadata, tags, data_change)
+        version = self._write_with_retries(prepared)
+        self.committed_version = version
+        logger.info("committed version %d of %s (%d attempts)", version, self.table_root, prepared.attempts)
+        self._run_post_commit_hooks(version)
+        return version
+
+    def _absorb(self, actions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Split caller actions: file actions stay, others go through the transaction's own API."""
+        file_actions: list[dict[str, Any]] = []
+        for action in actions:
+            if not isinstance(action, Mapping) or len(action) != 1:
+                raise DeltaIllegalArgumentError(f"an action must be a one-key dict like {{'add': {{...}}}}, got {action!r:.200}")
+            kind, body = next(iter(action.items()))
+            if kind in _FILE_KINDS:
+                if not isinstance(body, Mapping):
+                    raise DeltaIllegalArgumentError(f"{kind} action body must be a dict, got {body!r:.200}")
+                file_actions.append({kind: body})
+            elif kind == "metaData":
+                self.update_metadata(body if isinstance(body, Metadata) else Metadata.from_dict(body))
+            elif kind == "protocol":
+                self.update_protocol(body if isinstance(body, Protocol) else Protocol.from_dict(body))
+            elif kind == "txn":
+                self.set_app_transaction(body["appId"], body["version"])
+            elif kind == "domainMetadata":
+                self.add_domain_metadata(body["domain"], body.get("configuration", ""), bool(body.get("removed", False)))
+            elif kind == "commitInfo":
+                raise DeltaIllegalArgumentError("commitInfo is written by the transaction itself")
+            else:
+                raise DeltaIllegalArgumentError(f"unsupported action kind {kind!r} in a commit")
+        return file_actions
+
+    def _prepare(
+        self,
+        file_actions: list[dict[str, Any]],
+        operation: Operation,
+        operation_metrics: Mapping[str, int | str] | None,
+        user_metadata: str | None,
+        tags: Mapping[str, str] | None,
+        data_change: bool,
+    ) -> _Prepared:
+        """Validate everything and build what every attempt writes. Nothing touches the table here."""
+        if self.read_version < 0 and self._new_metadata is None:
+            raise InvalidTableError("Couldn't find Metadata while committing the first version of the Delta table.")
+        metadata, protocol = self.metadata, self.protocol
+        assert metadata is not None and protocol is not None
+        protocol.check_writable()
+        removed = self._validate_file_actions(file_actions, metadata, protocol)
+        self._validate_domains(protocol)
+
+        isolation = self._isolation_for(file_actions, data_change)
+        blind = is_blind_append(file_actions, self._read_anything())
+        now = self._clock()
+        ict_on = _is_true(metadata.configuration, ICT_ENABLED)
+        ict = in_commit_timestamp(now, self.snapshot.timestamp if self.snapshot is not None else None) if ict_on else None
+        enables_ict = ict_on and (self.snapshot is None or not _is_true(self.snapshot.metadata.configuration, ICT_ENABLED))
+        commit_info = build_commit_info(
+            timestamp=now,
+            operation=operation,
+            read_version=self.read_version,
+            isolation_level=isolation,
+            is_blind_append=blind,
+            operation_metrics=operation_metrics,
+            user_metadata=user_metadata,
+            tags=tags,
+            engine_info=self.engine_info,
+            txn_id=self.txn_id,
+            in_commit_timestamp=ict,
+        )
+        other = [dumps_action("txn", {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}) for t in self._txns.values()]
+        other += [dumps_action("domainMetadata", d.to_dict()) for d in self._domains.values()]
+        other += [dumps_action(kind, body) for a in file_actions for kind, body in a.items()]
+        conflict_info = CurrentTransaction(
+            table_root=self.table_root,
+            read_snapshot=self.snapshot,
+            isolation_level=isolation,
+            is_blind_append=blind,
+            protocol=protocol,
+            metadata_changed=self._new_metadata is not None,
+            has_protocol_action=self._new_protocol is not None,
+            read_predicates=list(self._read_predicates),
+            read_files=set(self._read_files),
+            read_whole_table=self._read_whole_table,
+            read_app_ids=set(self._read_app_ids),
+            removed_files=removed,
+            domains=set(self._domains),
+        )
+        return _Prepared(
+            commit_info, self._new_protocol, self._new_metadata, other, ict, enables_ict, conflict_info
+        )
+
+    def _validate_file_actions(
+        self, file_actions: list[dict[str, Any]], metadata: Metadata, protocol: Protocol
+    ) -> dict[str, Mapping[str, Any] | None]:
+        """Duplicate paths, partition values, appendOnly, DV support. Returns removed canonical paths."""
+        from pydelta.log.replay import canonical_path
+
+        expected_keys = _physical_partition_columns(metadata)
+        features = pu.all_features(protocol)
+        adds: dict[str, str] = {}
+        removes: dict[str, str] = {}
+        removed: dict[str, Mapping[str, Any] | None] = {}
+        for action in file_actions:
+            (kind, body), = action.items()
+            path = body.get("path")
+            if not isinstance(path, str) or not path:
+                raise DeltaIllegalArgumentError(f"{kind} action without a path: {body!r:.200}")
+            if kind == "cdc":
+                continue
+            key = canonical_path(path, self.table_root) + "\x00" + _dv_uid(body.get("deletionVector"))
+            if kind == "add":
+                missing = [k for k in ("partitionValues", "size", "modificationTime", "dataChange") if k not in body]
+                if missing:
+                    raise DeltaIllegalArgumentError(f"add action for {path} is missing {', '.join(missing)}")
+                _check_duplicate("add", key, path, adds, removes)
+                values = body.get("partitionValues") or {}
+                if set(values) != expected_keys:
+                    raise InvalidTableError(
+                        f"The AddFile for {path} contains partitioning schema different from the table's "
+                        f"partitioning schema: expected partition values for {sorted(expected_keys)}, "
+                        f"got {sorted(values)}"
+                    )
+                if body.get("deletionVector") and "deletionVectors" not in features:
+                    raise DeltaProtocolError(
+                        f"AddFile {path} has a deletion vector but the table protocol does not support "
+                        "the deletionVectors feature"
+                    )
+            else:
+                if "dataChange" not in body:
+                    raise DeltaIllegalArgumentError(f"remove action for {path} is missing dataChange")
+                _check_duplicate("remove", key, path, removes, adds)
+                removed[canonical_path(path, self.table_root)] = body.get("partitionValues")
+        read_md = self.snapshot.metadata if self.snapshot is not None else None
+        if read_md is not None and _is_true(read_md.configuration, "delta.appendOnly"):
+            if any("remove" in a and a["remove"].get("dataChange", True) for a in file_actions):
+                raise DeltaAnalysisError(
+                    "This table is configured to only allow appends. If you would like to permit updates "
+                    "or deletes, use 'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
+                )
+        return removed
+
+    def _validate_domains(self, protocol: Protocol) -> None:
+        if self._domains and "domainMetadata" not in pu.all_features(protocol):
+            raise DeltaAnalysisError(
+                f"Detected DomainMetadata action(s) for domains {sorted(self._domains)}, but "
+                "DomainMetadataTableFeature is not enabled."
+            )
+
+    def _isolation_for(self, file_actions: list[dict[str, Any]], op_changes_data: bool) -> str:
+        """delta-spark: no-data-change commits of only file actions may use SnapshotIsolation."""
+        if self._new_metadata is not None or self._new_protocol is not None or self._txns or self._domains:
+            return self.isolation_level
+        data_changed = any(
+            body.get("dataChange", True) for a in file_actions for kind, body in a.items() if kind != "cdc"
+        )
+        if self.isolation_level == SERIALIZABLE:
+            allowed = not data_changed
+        else:
+            allowed = not data_changed and not op_changes_data
+        return SNAPSHOT_ISOLATION if allowed else self.isolation_level
+
+    # ---- writing ------------------------------------------------------------------------
+    def _commit_path(self, version: int) -> str:
+        return os.path.join(log_dir_of(self.table_root), f"{version:020d}.json")
+
+    def _metadata_for(self, prepared: _Prepared, version: int) -> Metadata | None:
+        """The metaData action for an attempt at `version`, with ICT enablement provenance."""
+        md = prepared.metadata_action
+        if md is None or prepared.ict is None:
+            return md
+        conf = dict(md.configuration)
+        if prepared.enables_ict and version != 0:
+            conf[ICT_VERSION] = str(version)
+            conf[ICT_TIMESTAMP] = str(prepared.ict)
+        elif not prepared.enables_ict and self.snapshot is not None:
+            prior = self.snapshot.metadata.configuration
+            if ICT_VERSION in prior and ICT_TIMESTAMP in prior and ICT_VERSION not in conf:
+                conf[ICT_VERSION], conf[ICT_TIMESTAMP] = prior[ICT_VERSION], prior[ICT_TIMESTAMP]
+        return replace(md, configuration=conf) if conf != md.configuration else md
+
+    def _payload(self, prepared: _Prepared, version: int) -> tuple[bytes, dict[str, Any]]:
+        info = dict(prepared.commit_info)
+        if prepared.ict is not None:
+            info["inCommitTimestamp"] = prepared.ict  # already the first key
+        lines = [dumps_action("commitInfo", info)]
+        if prepared.protocol_action is not None:
+            lines.append(dumps_action("protocol", prepared.protocol_action.to_dict()))
+        md = self._metadata_for(prepared, version)
+        if md is not None:
+            lines.append(dumps_action("metaData", md.to_dict()))
+        lines.extend(prepared.other_lines)
+        return ("\n".join(lines) + "\n").encode("utf-8"), info
+
+    def _write_with_retries(self, prepared: _Prepared) -> int:
+        attempt_version = self.read_version + 1
+        started = self._clock()
+        for attempt in range(1, self.max_commit_attempts + 1):
+            prepared.attempts = attempt
+            payload, info = self._payload(prepared, attempt_version)
+            try:
+                self.storage.put_if_absent(self._commit_path(attempt_version), payload)
+            except FileAlreadyExistsError:
+                if attempt == self.max_commit_attempts:
+                    break
+                rebased = self._rebase(prepared, attempt_version)
+                if rebased is None:
+                    continue
+                ours, attempt_version = rebased
+                if not ours:
+                    continue
+                # Our own commit is already there (a retried write that did land).
+            self.committed_commit_info = info
+            if prepared.metadata_action is not None:
+                self._new_metadata = self._metadata_for(prepared, attempt_version)
+            return attempt_version
+        raise ConcurrentWriteException(
+            f"This commit has failed as it has been tried {self.max_commit_attempts} times but did not "
+            "succeed. This can be caused by the Delta table being committed continuously by many "
+            f"concurrent commits. Commit started at version: {self.read_version + 1}. Commit failed at "
+            f"version: {attempt_version}. Total time spent attempting this commit: {self._clock() - started} ms"
+        )
+
+    def _rebase(self, prepared: _Prepared, attempt_version: int) -> tuple[bool, int] | None:
+        """Check the winners from `attempt_version` on (raising on a real conflict).
+
+        Returns (False, next version to try), (True, v) when the commit at v is our own,
+        or None when the winner is not visible yet.
+        """
+        listing = list_log(self.storage, self.table_root, attempt_version).commits
+        version = attempt_version
+        found = False
+        while version in listing:
+            info = listing[version]
+            winner = WinningCommit.read(self.storage, info.path, version, info.modification_time)
+            if version == attempt_version and winner.txn_id == self.txn_id:
+                return (True, version)
+            check_conflicts(prepared.conflict_info, winner)
+            if prepared.ict is not None:
+                prepared.ict = max(prepared.ict, winner.timestamp + 1)
+            version += 1
+            found = True
+        if not found:
+            time.sleep(0.01)  # the winner is not listed yet; try the same version again
+            return None
+        return (False, version)
+
+    # ---- after the commit -----------------------------------------------------------------
+    def post_commit_snapshot(self) -> "Snapshot":
+        """The snapshot at the committed version, replaying only the commits since the read."""
+        if self.committed_version is None:
+            raise DeltaIllegalArgumentError("the transaction has not committed yet")
+        if self._post_snapshot is None:
+            self._post_snapshot = self._snapshot_at(self.committed_version)
+        return self._post_snapshot
+
+    def _snapshot_at(self, version: int) -> "Snapshot":
+        from pydelta.log.snapshot import load_snapshot
+
+        if self.snapshot is not None:
+            try:
+                latest = self.snapshot.update()
+                if latest.version == version:
+                    return latest
+                return _advance(self.snapshot, version)
+            except Exception as e:  # fall back to a full load below
+                logger.debug("incremental post-commit snapshot failed, reloading: %s", e)
+        return load_snapshot(self.table_root, version=version)
+
+    def _run_post_commit_hooks(self, version: int) -> None:
+        """Checkpoint every `delta.checkpointInterval` versions; never fails the committed write."""
+        if not self.post_commit_hooks or version <= 0:
+            return
+        conf = (self.metadata.configuration if self.metadata is not None else {}) or {}
+        try:
+            interval = int(conf.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+        except ValueError:
+            interval = DEFAULT_CHECKPOINT_INTERVAL
+        if interval <= 0 or version % interval != 0:
+            return
+        write_checkpoint = _optional("pydelta.log.checkpoint_writer", "write_checkpoint")
+        if write_checkpoint is None:
+            return
+        try:
+            snapshot = self.post_commit_snapshot()
+            write_checkpoint(snapshot)
+        except Exception as e:
+            logger.warning("checkpoint of %s at version %d failed; the commit stands: %s", self.table_root, version, e)
+            return
+        if not _is_true(conf, "delta.enableExpiredLogCleanup", default=True):
+            return
+        cleanup = _optional("pydelta.log.cleanup", "cleanup_expired_logs")
+        if cleanup is None:
+            return
+        try:
+            cleanup(snapshot)
+        except Exception as e:
+            logger.warning("log cleanup of %s after version %d failed: %s", self.table_root, version, e)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+
+def _optional(module: str, name: str) -> Callable[..., Any] | None:
+    """A function from a module that may not exist yet (written in parallel)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            logger.debug("%s is not available; skipping", module)
+            return None
+        logger.warning("cannot import %s: %s", module, e)
+        return None
+    except Exception as e:
+        logger.warning("cannot import %s: %s", module, e)
+        return None
+    return getattr(mod, name, None)
+
+
+def _check_duplicate(kind: str, key: str, path: str, same: dict[str, str], other: dict[str, str]) -> None:
+    if key in same:
+        raise DeltaIllegalArgumentError(
+            f"File operation '{kind}' for path {path} was specified several times. It conflicts with "
+            f"{same[key]}. It is not valid for multiple file operations with the same path to exist in a single commit."
+        )
+    if key in other:
+        raise DeltaIllegalArgumentError(
+            f"File operation 'add/remove' for path {path} was specified several times. It conflicts with "
+            f"{other[key]}. It is not valid for multiple file operations with the same path to exist in a single commit."
+        )
+    same[key] = path
+
+
+def _physical_partition_columns(metadata: Metadata) -> set[str]:
+    """Keys an add's partitionValues must have: physical names under column mapping."""
+    from pydelta.protocol.schema import column_mapping_mode, physical_name
+
+    mode = column_mapping_mode(metadata.configuration)
+    if mode == "none":
+        return set(metadata.partition_columns)
+    schema = metadata.schema
+    return {physical_name(schema.field(c, case_sensitive=False)) for c in metadata.partition_columns}
+
+
+def _validate_metadata(metadata: Metadata) -> None:
+    """Schema parses, partition columns exist once, checkpoint interval is sane."""
+    schema = metadata.schema  # raises InvalidTableError on a bad schema string
+    names = {f.name.lower() for f in schema.fields}
+    seen: set[str] = set()
+    for column in metadata.partition_columns:
+        if column.lower() not in names:
+            raise InvalidTableError(f"Partition column `{column}` not found in schema {schema.field_names}")
+        if column.lower() in seen:
+            raise InvalidTableError(f"Found duplicate partition column `{column}`")
+        seen.add(column.lower())
+    raw = metadata.configuration.get("delta.checkpointInterval")
+    if raw is not None:
+        try:
+            ok = int(raw) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InvalidTableError(f"delta.checkpointInterval needs to be a positive integer, got {raw!r}")
+
+
+def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
+    """`snapshot` moved forward to exactly `version` by applying the commits in between."""
+    from pydelta.log.replay import apply_commits, read_commits
+    from pydelta.log.snapshot import Snapshot
+
+    commits = list_log(snapshot.storage, snapshot.table_root, snapshot.version + 1).commits
+    wanted = list(range(snapshot.version + 1, version + 1))
+    missing = [v for v in wanted if v not in commits]
+    if missing:
+        raise FileNotFoundError(f"commits {missing} are not in the log")
+    new_commits = [(v, commits[v]) for v in wanted]
+    old = snapshot.segment
+    partial = LogSegment(old.log_dir, version, None, new_commits)
+    state = apply_commits(snapshot.state, read_commits(snapshot.storage, partial), snapshot.table_root, version)
+    segment = LogSegment(old.log_dir, version, old.checkpoint, list(old.commits) + new_commits, list(old.compactions))
+    return Snapshot(snapshot.table_root, snapshot.storage, segment, state)
+
