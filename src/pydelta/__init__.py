@@ -10,7 +10,7 @@ from typing import Any
 
 from pydelta.errors import DeltaError
 
-__all__ = ["DeltaError", "DeltaTable", "configure_spark", "enable", "load_snapshot"]
+__all__ = ["DeltaError", "DeltaTable", "configure_spark", "enable", "load_snapshot", "write"]
 __version__ = "0.1.0"
 
 
@@ -33,6 +33,25 @@ def configure_spark(builder: Any) -> Any:
     from pydelta.spark.session import configure_spark as _configure
 
     return _configure(builder)
+
+
+def write(
+    df: Any,
+    path: str,
+    mode: str = "errorifexists",
+    partition_by: list[str] | None = None,
+    **options: Any,
+) -> int | None:
+    """Write a Spark DataFrame to the Delta table at `path`, like `df.write.format("delta")`.
+
+    Returns the committed version, or None when nothing was committed (mode
+    "ignore" on an existing table, or an already applied txnAppId/txnVersion).
+    """
+    from pydelta.spark.session import enable as _enable
+    from pydelta.spark.write import write_dataframe
+
+    _enable(df.sparkSession)
+    return write_dataframe(df, path, mode, partition_by, options)
 
 
 def __getattr__(name: str) -> Any:

@@ -112,3 +112,7 @@ class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
 
 class ConcurrentTransactionException(DeltaConcurrentModificationException):
     """Two transactions used the same application transaction id (txn appId)."""
+
+
+class DeltaNotImplementedError(DeltaError, NotImplementedError):
+    """A Delta capability pydelta does not implement yet; the message names it."""

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from typing import Any
 
-from pydelta.errors import DeltaError, DeltaTableNotFoundError
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaError,
+    DeltaIllegalArgumentError,
+    DeltaNotImplementedError,
+    DeltaTableNotFoundError,
+    TableAlreadyExistsError,
+)
 from pydelta.log.snapshot import Snapshot, load_snapshot
 
 
@@ -28,6 +37,14 @@ class DeltaTable:
         return table
 
     @classmethod
+    def forName(cls, sparkSession: Any, tableOrViewName: str) -> "DeltaTable":
+        from pydelta.spark.catalog import is_delta_name, table_location
+
+        if not is_delta_name(sparkSession, tableOrViewName):
+            raise DeltaTableNotFoundError(f"{tableOrViewName} is not a Delta table")
+        return cls.forPath(sparkSession, table_location(sparkSession, tableOrViewName))
+
+    @classmethod
     def isDeltaTable(cls, sparkSession: Any, identifier: str) -> bool:
         log_dir = os.path.join(identifier, "_delta_log")
         if not os.path.isdir(log_dir):
@@ -39,6 +56,22 @@ class DeltaTable:
             return False
         except DeltaError:
             return True  # it is a Delta table, even if pydelta cannot read it
+
+    @classmethod
+    def create(cls, sparkSession: Any = None) -> "DeltaTableBuilder":
+        return DeltaTableBuilder(_session(sparkSession), "create")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: Any = None) -> "DeltaTableBuilder":
+        return DeltaTableBuilder(_session(sparkSession), "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession: Any = None) -> "DeltaTableBuilder":
+        return DeltaTableBuilder(_session(sparkSession), "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: Any = None) -> "DeltaTableBuilder":
+        return DeltaTableBuilder(_session(sparkSession), "createOrReplace")
 
     # ---- state -----------------------------------------------------------------------
     @property
@@ -63,3 +96,179 @@ class DeltaTable:
         table = DeltaTable(self._spark, self._path, aliasName)
         table._snapshot = self._snapshot
         return table
+
+    def history(self, limit: int | None = None) -> Any:
+        from pydelta.spark.table_info import history_dataframe
+
+        if limit is not None and limit < 1:
+            raise DeltaIllegalArgumentError("history limit must be at least 1")
+        return history_dataframe(self._spark, self.snapshot(), limit)
+
+    def detail(self) -> Any:
+        from pydelta.spark.table_info import detail_dataframe
+
+        return detail_dataframe(self._spark, self.snapshot())
+
+    # ---- not yet implemented: clear errors naming the capability -----------------------
+    def _todo(self, name: str) -> Any:
+        raise DeltaNotImplementedError(f"DeltaTable.{name} is not implemented in pydelta yet")
+
+    def delete(self, condition: Any = None) -> None:
+        self._todo("delete")
+
+    def update(self, condition: Any = None, set: Any = None) -> None:  # noqa: A002
+        self._todo("update")
+
+    def merge(self, source: Any, condition: Any) -> Any:
+        self._todo("merge")
+
+    def vacuum(self, retentionHours: float | None = None) -> Any:
+        self._todo("vacuum")
+
+    def optimize(self) -> Any:
+        self._todo("optimize")
+
+    def restoreToVersion(self, version: int) -> Any:
+        self._todo("restoreToVersion")
+
+    def restoreToTimestamp(self, timestamp: str) -> Any:
+        self._todo("restoreToTimestamp")
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        self._todo("upgradeTableProtocol")
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        self._todo("addFeatureSupport")
+
+    def generate(self, mode: str) -> None:
+        self._todo("generate")
+
+    @classmethod
+    def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> "DeltaTable":
+        raise DeltaNotImplementedError("DeltaTable.convertToDelta is not implemented in pydelta yet")
+
+
+def _session(spark: Any) -> Any:
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is None:
+        raise DeltaIllegalArgumentError("no active SparkSession: pass one to the builder")
+    return active
+
+
+class DeltaTableBuilder:
+    """delta-spark's DeltaTableBuilder: create / replace a table from a schema."""
+
+    def __init__(self, spark: Any, kind: str) -> None:
+        from pydelta.spark.session import enable
+
+        self._spark = enable(spark)
+        self._kind = kind
+        self._name: str | None = None
+        self._location: str | None = None
+        self._comment: str | None = None
+        self._columns: list[Any] = []
+        self._partitioned_by: list[str] = []
+        self._properties: dict[str, str] = {}
+
+    def tableName(self, identifier: str) -> "DeltaTableBuilder":
+        self._name = identifier
+        return self
+
+    def location(self, location: str) -> "DeltaTableBuilder":
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> "DeltaTableBuilder":
+        self._comment = comment
+        return self
+
+    def addColumn(
+        self,
+        colName: str,
+        dataType: Any,
+        nullable: bool = True,
+        generatedAlwaysAs: str | None = None,
+        generatedByDefaultAs: Any = None,
+        comment: str | None = None,
+    ) -> "DeltaTableBuilder":
+        from pyspark.sql.types import DataType, StructField, _parse_datatype_string
+
+        if isinstance(dataType, str):
+            dataType = _parse_datatype_string(dataType)
+        if not isinstance(dataType, DataType):
+            raise DeltaIllegalArgumentError(f"addColumn: dataType must be a DataType or a DDL string, got {dataType!r}")
+        if generatedByDefaultAs is not None:
+            raise DeltaNotImplementedError("identity columns (generatedByDefaultAs) are not implemented in pydelta yet")
+        metadata: dict[str, Any] = {}
+        if generatedAlwaysAs is not None:
+            metadata["delta.generationExpression"] = generatedAlwaysAs
+        if comment is not None:
+            metadata["comment"] = comment
+        self._columns.append(StructField(colName, dataType, nullable, metadata))
+        return self
+
+    def addColumns(self, cols: Any) -> "DeltaTableBuilder":
+        from pyspark.sql.types import StructType
+
+        fields = cols.fields if isinstance(cols, StructType) else list(cols)
+        self._columns.extend(fields)
+        return self
+
+    def partitionedBy(self, *cols: str) -> "DeltaTableBuilder":
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        self._partitioned_by = list(cols)
+        return self
+
+    def clusterBy(self, *cols: str) -> "DeltaTableBuilder":
+        raise DeltaNotImplementedError("liquid clustering (clusterBy) is not implemented in pydelta yet")
+
+    def property(self, key: str, value: str) -> "DeltaTableBuilder":
+        self._properties[key] = str(value)
+        return self
+
+    def execute(self) -> DeltaTable:
+        from pyspark.sql.types import StructType as SparkStructType
+
+        from pydelta.protocol.schema import parse_schema
+        from pydelta.spark.catalog import table_location
+        from pydelta.spark.data_writer import file_rows_to_adds, remove_action
+        from pydelta.spark.write import engine_info, new_table_metadata, try_load
+        from pydelta.txn.commit_info import Operation
+        from pydelta.txn.transaction import OptimisticTransaction
+
+        if self._location is None and self._name is None:
+            raise DeltaIllegalArgumentError("the table needs a tableName or a location")
+        if not self._columns:
+            raise DeltaAnalysisError("the table needs at least one column (addColumn / addColumns)")
+        path = self._location or table_location(self._spark, self._name)  # type: ignore[arg-type]
+        snapshot = try_load(path)
+        if snapshot is not None and self._kind == "create":
+            raise TableAlreadyExistsError(f"Table {self._name or path} already exists")
+        if snapshot is not None and self._kind == "createIfNotExists":
+            return DeltaTable.forPath(self._spark, path)
+        if snapshot is None and self._kind == "replace":
+            raise DeltaAnalysisError(f"Table {self._name or path} cannot be replaced as it does not exist; use createOrReplace")
+        schema = parse_schema(SparkStructType(self._columns).json())
+        metadata = new_table_metadata(schema, self._partitioned_by, self._properties, description=self._comment)
+        txn = OptimisticTransaction(path, snapshot, engine_info=engine_info(self._spark))
+        txn.update_metadata(metadata)
+        actions = []
+        if snapshot is not None:
+            txn.read_whole_table()
+            now = int(time.time() * 1000)
+            actions = [{"remove": remove_action(a, timestamp_ms=now)} for a in file_rows_to_adds(snapshot.files())]
+        name = {"create": "CREATE TABLE", "createIfNotExists": "CREATE TABLE", "replace": "REPLACE TABLE",
+                "createOrReplace": "CREATE OR REPLACE TABLE" if snapshot is not None else "CREATE TABLE"}[self._kind]
+        operation = Operation(name, {
+            "isManaged": "false" if self._location else "true",
+            "description": self._comment,
+            "partitionBy": json.dumps(list(metadata.partition_columns)),
+            "properties": json.dumps(self._properties),
+        })
+        txn.commit(actions, operation)
+        return DeltaTable.forPath(self._spark, path)

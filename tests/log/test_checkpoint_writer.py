@@ -303,7 +303,8 @@ def test_checkpoint_schema_matches_delta_spark(tmp_path: Path) -> None:
     assert not any(pc.struct_field(adds.combine_chunks(), "dataChange").to_pylist())
     hint = last_checkpoint(tmp_path)
     assert hint["version"] == 3 and hint["size"] == table.num_rows and hint["numOfAddFiles"] == 5
-    assert "parts" not in hint and hint["sizeInBytes"] == (tmp_path / "_delta_log" / f"{3:020d}.checkpoint.parquet").stat().st_size
+    assert "parts" not in hint
+    assert hint["sizeInBytes"] == (tmp_path / "_delta_log" / f"{3:020d}.checkpoint.parquet").stat().st_size
     assert parse_last_checkpoint((tmp_path / "_delta_log" / "_last_checkpoint").read_bytes()) is not None
 
 
@@ -433,9 +434,14 @@ def _dv(path: str, cardinality: int, offset: int | None = 1) -> dict:
 
 
 def _dv_table(root: Path) -> TableBuilder:
-    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}
-    t = TableBuilder(root, [field("id", "long")], configuration={"delta.enableDeletionVectors": "true",
-                                                                  "delta.checkpoint.writeStatsAsStruct": "true"}, protocol=protocol)
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors"],
+        "writerFeatures": ["deletionVectors"],
+    }
+    conf = {"delta.enableDeletionVectors": "true", "delta.checkpoint.writeStatsAsStruct": "true"}
+    t = TableBuilder(root, [field("id", "long")], configuration=conf, protocol=protocol)
     stats = {**num_stats(10, 0, 9), "tightBounds": True}
     t.commit([add("a.parquet", stats=stats), add("b.parquet", stats=stats)])
     loose = {**num_stats(10, 0, 9), "tightBounds": False}
@@ -833,7 +839,13 @@ def _drop_commits_through(root: Path, version: int) -> None:
 
 @pytest.mark.parametrize(
     "partitioned, kind, struct_stats",
-    [(False, {}, False), (True, {}, True), (False, {"parts": 3}, False), (True, {"parts": 2}, False)],
+    [
+        (False, {}, False),
+        (True, {}, True),
+        (False, {"parts": 3}, False),
+        (True, {"parts": 2}, False),
+        (False, {"parts": 20}, False),  # more parts than actions: empty part files
+    ],
 )
 def test_deltalake_reads_our_checkpoints(tmp_path: Path, partitioned: bool, kind: dict, struct_stats: bool) -> None:
     root = tmp_path / "t"

@@ -367,7 +367,7 @@ def test_metadata_needing_an_unwritable_feature_is_refused(tmp_path: Path) -> No
 
 def test_update_protocol_upgrades_but_never_downgrades(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
-    create_table(root, configuration={"delta.minWriterVersion": "7", "delta.feature.inCommitTimestamp": "supported"})
+    create_table(root, configuration={"delta.feature.inCommitTimestamp": "supported"})
     snap = pydelta.load_snapshot(root)
     assert snap.protocol == Protocol(1, 7, None, frozenset({"appendOnly", "invariants", "inCommitTimestamp"}))
     assert snap.configuration == {}  # protocol requests are not stored
@@ -558,33 +558,60 @@ def test_seed_003_walk_through() -> None:
     assert with_dv.to_dict()["readerFeatures"] == ["deletionVectors"]
 
 
+AO_INV = ["appendOnly", "invariants"]
+
+
+def col(name: str, type_: str, **metadata: object) -> dict:
+    return {"name": name, "type": type_, "nullable": True, "metadata": metadata}
+
+
+INVARIANT = col("id", "integer", **{"delta.invariants": '{"expression":{"expression":"id > 0"}}'})
+GENERATED = col("g", "integer", **{"delta.generationExpression": "id + 1"})
+IDENTITY = col("id", "long", **{"delta.identity.start": 1, "delta.identity.step": 1})
+NTZ = col("t", "timestamp_ntz")
+
+
+def rw(feature: str, *more: str) -> Protocol:
+    """(3,7) with `feature` (a reader-writer feature) plus writer-only extras and the defaults."""
+    return P(3, 7, [feature], [feature, *more, *AO_INV])
+
+
 @pytest.mark.parametrize(
     "conf,fields,expected",
     [
         ({}, None, P(1, 2)),
         ({"delta.appendOnly": "true"}, None, P(1, 2)),
-        ({}, [{**FIELD, "metadata": {"delta.invariants": '{"expression":{"expression":"id > 0"}}'}}], P(1, 2)),
+        ({}, [INVARIANT], P(1, 2)),
         ({"delta.constraints.positive": "id > 0"}, None, P(1, 3)),
         ({"delta.enableChangeDataFeed": "true"}, None, P(1, 4)),
-        ({}, [FIELD, {"name": "g", "type": "integer", "nullable": True, "metadata": {"delta.generationExpression": "id + 1"}}], P(1, 4)),
+        ({}, [FIELD, GENERATED], P(1, 4)),
         ({"delta.columnMapping.mode": "name"}, None, P(2, 5)),
         ({"delta.columnMapping.mode": "id"}, None, P(2, 5)),
-        ({}, [{**FIELD, "type": "long", "metadata": {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}}], P(1, 6)),
-        ({}, [FIELD, {"name": "t", "type": "timestamp_ntz", "nullable": True, "metadata": {}}], P(3, 7, ["timestampNtz"], ["timestampNtz", "appendOnly", "invariants"])),
-        ({"delta.enableDeletionVectors": "true"}, None, P(3, 7, ["deletionVectors"], ["deletionVectors", "appendOnly", "invariants"])),
-        ({"delta.enableInCommitTimestamps": "true"}, None, P(1, 7, None, ["inCommitTimestamp", "appendOnly", "invariants"])),
-        ({"delta.checkpointPolicy": "v2"}, None, P(3, 7, ["v2Checkpoint"], ["v2Checkpoint", "appendOnly", "invariants"])),
-        ({"delta.enableTypeWidening": "true"}, None, P(3, 7, ["typeWidening"], ["typeWidening", "appendOnly", "invariants"])),
-        ({"delta.feature.domainMetadata": "supported"}, None, P(1, 7, None, ["domainMetadata", "appendOnly", "invariants"])),
-        ({"delta.feature.vacuumProtocolCheck": "supported"}, None, P(3, 7, ["vacuumProtocolCheck"], ["vacuumProtocolCheck", "appendOnly", "invariants"])),
-        ({"delta.enableRowTracking": "true"}, None, P(1, 7, None, ["rowTracking", "domainMetadata", "appendOnly", "invariants"])),
-        ({"delta.enableChangeDataFeed": "true", "delta.enableInCommitTimestamps": "true"}, None, P(1, 7, None, ["inCommitTimestamp", "changeDataFeed", "invariants", "appendOnly"])),
-        ({"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"}, None, P(3, 7, ["columnMapping", "deletionVectors"], ["columnMapping", "deletionVectors", "appendOnly", "invariants"])),
+        ({}, [IDENTITY], P(1, 6)),
+        ({}, [FIELD, NTZ], rw("timestampNtz")),
+        ({"delta.enableDeletionVectors": "true"}, None, rw("deletionVectors")),
+        ({"delta.enableInCommitTimestamps": "true"}, None, P(1, 7, None, ["inCommitTimestamp", *AO_INV])),
+        ({"delta.checkpointPolicy": "v2"}, None, rw("v2Checkpoint")),
+        ({"delta.enableTypeWidening": "true"}, None, rw("typeWidening")),
+        ({"delta.feature.domainMetadata": "supported"}, None, P(1, 7, None, ["domainMetadata", *AO_INV])),
+        ({"delta.feature.vacuumProtocolCheck": "supported"}, None, rw("vacuumProtocolCheck")),
+        ({"delta.enableRowTracking": "true"}, None, P(1, 7, None, ["rowTracking", "domainMetadata", *AO_INV])),
+        (
+            {"delta.enableChangeDataFeed": "true", "delta.enableInCommitTimestamps": "true"},
+            None,
+            P(1, 7, None, ["inCommitTimestamp", "changeDataFeed", *AO_INV]),  # as delta-spark 4.3 wrote it
+        ),
+        (
+            {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"},
+            None,
+            P(3, 7, ["columnMapping", "deletionVectors"], ["columnMapping", "deletionVectors", *AO_INV]),
+        ),
         ({"delta.minWriterVersion": "5"}, None, P(1, 5)),
         ({"delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}, None, P(2, 5)),
         ({"delta.minWriterVersion": "1"}, None, P(1, 1)),
         ({"delta.ignoreProtocolDefaults": "true"}, None, P(1, 1)),
-        ({"delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}, None, P(3, 7, [], ["appendOnly", "invariants"])),
+        # Explicit versions replace delta-spark's (1,2) defaults instead of adding to them.
+        ({"delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}, None, P(3, 7, [], [])),
         ({"delta.feature.appendOnly": "enabled"}, None, P(1, 2)),
     ],
 )

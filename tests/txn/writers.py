@@ -201,7 +201,7 @@ def cmd_overwrite_partition(root: str, part: str, sync_dir: str, worker: int) ->
     txn = OptimisticTransaction(root, snapshot)
     predicate = Cmp("=", Col(("part",)), Lit(part))
     txn.read_predicate(predicate)
-    files = [f for f in snapshot.files().to_pylist() if (f["partition_values"] or {}).get("part") == part]
+    files = [f for f in snapshot.files().to_pylist() if dict(f["partition_values"] or []).get("part") == part]
     txn.read_files(f["path"] for f in files)
     rows = [{"id": 9_000_000 + worker * 10 + k, "part": part, "value": f"overwrite-by-{worker}"} for k in range(2)]
     add = write_data_file(root, rows)
@@ -242,56 +242,38 @@ def cmd_append(root: str, ident: int) -> dict[str, Any]:
     return {"status": "ok", "version": version}
 
 
-def cmd_checkpoint_crash(root: str, signal_file: str) -> dict[str, Any]:
-    """Commit a version that triggers a checkpoint, and freeze halfway through writing it.
+def cmd_checkpoint_crash(root: str, signal_file: str, freeze_at: int) -> dict[str, Any]:
+    """Commit a version that triggers a checkpoint, and freeze in the middle of writing it.
 
-    Any checkpoint file (or `_last_checkpoint`) the checkpoint writer creates through
-    pyarrow.parquet or the Storage class is written half-way, then the process waits to
-    be killed. If the writer bypasses both, the commit simply completes.
+    Storage creates files as a temp file plus an atomic link/rename, so the moments a
+    kill can hit are "before the n-th checkpoint file (or `_last_checkpoint`) becomes
+    visible". The `freeze_at`-th such publication blocks (its temp file fully written)
+    until the parent kills us. If it never happens the commit simply completes.
     """
-    import io
+    real_link, real_replace = os.link, os.replace
+    seen = [0]
 
-    import pyarrow.parquet as pq_mod
+    def gate(dst: Any) -> None:
+        base = os.path.basename(os.fspath(dst))
+        if ".checkpoint." in base or base == "_last_checkpoint" or "_sidecars" in os.fspath(dst):
+            seen[0] += 1
+            if seen[0] == freeze_at:
+                with open(signal_file, "w") as f:
+                    f.write(os.fspath(dst))
+                time.sleep(3600)
 
-    from pydelta.log import storage as storage_mod
+    def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        gate(dst)
+        real_link(src, dst, *args, **kwargs)
 
-    def freeze(target: str, data: bytes) -> None:
-        with open(target, "wb") as f:
-            f.write(data[: max(1, len(data) // 2)])
-        with open(signal_file, "w") as f:
-            f.write(target)
-        time.sleep(3600)
+    def replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        gate(dst)
+        real_replace(src, dst, *args, **kwargs)
 
-    def hooked(name: str) -> bool:
-        base = os.path.basename(str(name))
-        return ".checkpoint." in base or base == "_last_checkpoint" or base.endswith(".checkpoint.parquet")
-
-    real_put_if_absent = storage_mod.LocalStorage.put_if_absent
-    real_put = storage_mod.LocalStorage.put
-    real_write_table = pq_mod.write_table
-
-    def put_if_absent(self, path, data):  # type: ignore[no-untyped-def]
-        if hooked(path):
-            freeze(storage_mod.to_local_path(path), data)
-        return real_put_if_absent(self, path, data)
-
-    def put(self, path, data):  # type: ignore[no-untyped-def]
-        if hooked(path):
-            freeze(storage_mod.to_local_path(path), data)
-        return real_put(self, path, data)
-
-    def write_table(table, where, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if isinstance(where, (str, os.PathLike)) and hooked(os.fspath(where)):
-            buf = io.BytesIO()
-            real_write_table(table, buf, *args, **kwargs)
-            freeze(os.fspath(where), buf.getvalue())
-        return real_write_table(table, where, *args, **kwargs)
-
-    storage_mod.LocalStorage.put_if_absent = put_if_absent  # type: ignore[method-assign]
-    storage_mod.LocalStorage.put = put  # type: ignore[method-assign]
-    pq_mod.write_table = write_table
+    os.link = link  # type: ignore[assignment]
+    os.replace = replace  # type: ignore[assignment]
     version = append(root, [{"id": 7_000_000, "part": "cp", "value": "checkpointed"}])
-    return {"status": "ok", "version": version}
+    return {"status": "ok", "version": version, "published": seen[0]}
 
 
 def main(argv: list[str]) -> int:
@@ -303,7 +285,7 @@ def main(argv: list[str]) -> int:
     elif command == "append":
         result = cmd_append(args[0], int(args[1]))
     elif command == "checkpoint-crash":
-        result = cmd_checkpoint_crash(args[0], args[1])
+        result = cmd_checkpoint_crash(args[0], args[1], int(args[2]))
     else:
         raise SystemExit(f"unknown command {command}")
     print(json.dumps(result), flush=True)

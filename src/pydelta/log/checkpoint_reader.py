@@ -18,7 +18,7 @@ from pydelta.errors import CorruptedLogError, MissingDataFileError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, conform, rows_to_struct
 from pydelta.log.commits import parse_actions
 from pydelta.log.segment import Checkpoint
-from pydelta.log.storage import Storage
+from pydelta.log.storage import LocalStorage, Storage
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 _TOP_LEVEL = ("add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata")
@@ -45,11 +45,13 @@ def _non_null(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 def _read_parquet(storage: Storage, path: str) -> pa.Table:
     try:
-        data = storage.read(path)
+        source = path if isinstance(storage, LocalStorage) else io.BytesIO(storage.read(path))
+        pf = pq.ParquetFile(source)
     except FileNotFoundError:
         raise MissingDataFileError(f"checkpoint file {path} is missing") from None
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
     try:
-        pf = pq.ParquetFile(io.BytesIO(data))
         present = [c for c in _TOP_LEVEL if c in pf.schema_arrow.names]
         return pf.read(columns=present)
     except (pa.ArrowException, OSError) as e:

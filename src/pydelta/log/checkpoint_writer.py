@@ -419,12 +419,13 @@ def _non_file_actions(snapshot: Snapshot) -> list[tuple[str, pa.Array]]:
     """protocol, metaData, txn and domainMetadata rows (few, so built from Python objects)."""
     txns = sorted(snapshot.state.txns.values(), key=lambda t: t.app_id)
     domains = sorted((d for d in snapshot.state.domains.values() if not d.removed), key=lambda d: d.domain)
+    txn_rows = [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in txns]
+    domain_rows = [{"domain": d.domain, "configuration": d.configuration, "removed": False} for d in domains]
     return [
         ("protocol", pa.array([snapshot.protocol.to_dict()], PROTOCOL_TYPE)),
         ("metaData", _metadata_row(snapshot)),
-        ("txn", pa.array([{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in txns], TXN_TYPE)),
-        ("domainMetadata", pa.array([{"domain": d.domain, "configuration": d.configuration, "removed": False} for d in domains],
-                                    DOMAIN_METADATA_TYPE)),
+        ("txn", pa.array(txn_rows, TXN_TYPE)),
+        ("domainMetadata", pa.array(domain_rows, DOMAIN_METADATA_TYPE)),
     ]
 
 
@@ -561,7 +562,11 @@ def _write_v2(job: _Job, parts: int | None) -> _Written:
         "sidecarSizeInBytes": str(sidecar_bytes),
         "numOfAddFiles": str(len(job.adds)),
     }
-    sections = [_checkpoint_metadata_row(job.version, tags), *job.non_file, ("sidecar", pa.array(sidecars, SIDECAR_TYPE))]
+    sections = [
+        _checkpoint_metadata_row(job.version, tags),
+        *job.non_file,
+        ("sidecar", pa.array(sidecars, SIDECAR_TYPE)),
+    ]
     table = _assemble(_schema(job.adds.type, v2_columns=True), sections)
     data = _parquet_bytes(table)
     job.storage.put_if_absent(job.path(f"checkpoint.{uuid.uuid4()}.parquet"), data)
@@ -605,7 +610,9 @@ def _check_parts(parts: int | None, snapshot: Snapshot, v2: bool) -> int | None:
     if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
         raise DeltaIllegalArgumentError(f"parts must be a positive integer, got {parts!r}")
     if parts > 1 and not v2 and snapshot.protocol.has_feature("v2Checkpoint"):
-        raise DeltaIllegalArgumentError("multi-part checkpoints are forbidden on tables with the v2Checkpoint feature")
+        raise DeltaIllegalArgumentError(
+            "multi-part checkpoints are forbidden on tables with the v2Checkpoint feature (use v2=True)"
+        )
     return parts
 
 

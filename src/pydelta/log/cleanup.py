@@ -137,7 +137,8 @@ def _refs_of(storage: Storage, f: FileInfo) -> set[str]:
 
 
 def _unreferenced_sidecars(storage: Storage, log_dir: str, remaining: list[FileInfo], cutoff: int) -> list[FileInfo]:
-    sidecars = [f for f in storage.list_from(os.path.join(log_dir, "_sidecars", _LIST_ALL)) if f.modification_time < cutoff]
+    listed = storage.list_from(os.path.join(log_dir, "_sidecars", _LIST_ALL))
+    sidecars = [f for f in listed if f.modification_time < cutoff]
     if not sidecars:
         return []
     refs = _sidecar_refs(storage, remaining)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -92,6 +93,36 @@ def file_keys(files: pa.StructArray, table_root: str) -> pa.Array:
     return pc.binary_join_element_wise(canonical, uid, "\x00")
 
 
+def _drop_touched(files: pa.StructArray, touched: dict[str, Any], table_root: str) -> pa.StructArray:
+    """`files` minus rows whose key a newer commit touched.
+
+    Full keys are only computed for rows that could match: rows whose raw path
+    equals a touched path's relative form, and rows with unusual paths.
+    """
+    if len(files) == 0:
+        return files
+    prefix = table_root.rstrip("/") + "/"
+    relative = set()
+    for key in touched:
+        path = key.split("\x00", 1)[0]
+        if path.startswith(prefix):
+            relative.add(path[len(prefix):])
+    paths = pc.struct_field(files, "path")
+    unusual = pc.match_substring_regex(paths, r"^/|[%:]")
+    candidates = pc.or_(pc.is_in(paths, value_set=pa.array(sorted(relative), pa.string())), unusual)
+    if not pc.any(candidates).as_py():
+        return files
+    idx = pc.indices_nonzero(candidates)
+    keys = file_keys(files.take(idx), table_root)
+    hit = pc.is_in(keys, value_set=pa.array(list(touched), pa.string()))
+    drop = idx.filter(hit)
+    if len(drop) == 0:
+        return files
+    keep = np.ones(len(files), dtype=bool)
+    keep[drop.to_numpy()] = False
+    return files.filter(pa.array(keep))
+
+
 def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:
     """Commits of the segment in order, a compaction file standing in for its range."""
     compactions = {c.start: c for c in segment.compactions}
@@ -144,11 +175,8 @@ def apply_commits(
     adds = base.adds if base else pa.array([], type=ADD_TYPE)
     removes = base.removes if base else pa.array([], type=REMOVE_TYPE)
     if touched:
-        key_set = pa.array(list(touched), pa.string())
-        if len(adds):
-            adds = adds.filter(pc.invert(pc.is_in(file_keys(adds, table_root), value_set=key_set)))
-        if len(removes):
-            removes = removes.filter(pc.invert(pc.is_in(file_keys(removes, table_root), value_set=key_set)))
+        adds = _drop_touched(adds, touched, table_root)
+        removes = _drop_touched(removes, touched, table_root)
         new_adds = [body for is_add, body in touched.values() if is_add]
         new_removes = [body for is_add, body in touched.values() if not is_add]
         adds = concat([adds, rows_to_struct(new_adds, ADD_TYPE)], ADD_TYPE)

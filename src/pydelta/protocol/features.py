@@ -70,6 +70,11 @@ SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
         "invariants",
+        "checkConstraints",
+        "generatedColumns",
+        "columnMapping",
+        "changeDataFeed",
+        "deletionVectors",
         "timestampNtz",
         "inCommitTimestamp",
         "v2Checkpoint",

@@ -75,6 +75,30 @@ def _reader_load(original):
     return load
 
 
+def _reader_table(original):
+    def table(self, tableName):
+        from pydelta.spark.catalog import is_delta_name, table_location
+
+        if not is_delta_name(self._spark, tableName):
+            return original(self, tableName)
+        from pydelta.spark.reader_options import read_delta
+
+        return read_delta(self._spark, table_location(self._spark, tableName), dict(_state(self)["options"]))
+
+    return table
+
+
+def _session_table(original):
+    def table(self, tableName):
+        from pydelta.spark.catalog import is_delta_name
+
+        if is_delta_name(self, tableName):
+            return self.read.table(tableName)
+        return original(self, tableName)
+
+    return table
+
+
 def install() -> None:
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
@@ -84,6 +108,10 @@ def install() -> None:
     DataFrameReader.option = _record_option(DataFrameReader.option)
     DataFrameReader.options = _record_options(DataFrameReader.options)
     DataFrameReader.load = _reader_load(DataFrameReader.load)
+    DataFrameReader.table = _reader_table(DataFrameReader.table)
+    from pyspark.sql.session import SparkSession
+
+    SparkSession.table = _session_table(SparkSession.table)
     DataFrameReader._pydelta_hooked = True
 
     from pydelta.spark import write_hooks

@@ -1,10 +1,123 @@
-"""Hooks on DataFrameWriter for `format("delta")` (filled in by the write path)."""
+"""Hooks on DataFrameWriter so `df.write.format("delta")...` is served by pydelta.
+
+save(path), saveAsTable(name) and insertInto(name) all work with every
+writer setting (mode, partitionBy, options); other formats are untouched.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.hooks import _is_delta, _record_format, _record_option, _record_options, _state
+
+
+def _record_mode(original):
+    def mode(self, saveMode):
+        _state(self)["mode"] = saveMode
+        return original(self, saveMode)
+
+    return mode
+
+
+def _record_partition_by(original):
+    def partitionBy(self, *cols):
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        _state(self)["partition_by"] = list(cols)
+        return original(self, *cols)
+
+    return partitionBy
+
+
+def _settings(self: Any, mode: Any, partitionBy: Any, options: dict) -> tuple[Any, Any, dict]:
+    st = _state(self)
+    if isinstance(partitionBy, str):
+        partitionBy = [partitionBy]
+    return (
+        mode if mode is not None else st["mode"],
+        list(partitionBy) if partitionBy is not None else st["partition_by"],
+        {**st["options"], **options},
+    )
+
+
+def _save(original):
+    def save(self, path=None, format=None, mode=None, partitionBy=None, **options):  # noqa: A002
+        st = _state(self)
+        if format is not None:
+            st["format"] = format
+        if not _is_delta(st["format"]):
+            return original(self, path, format, mode, partitionBy, **options)
+        mode, partition_by, opts = _settings(self, mode, partitionBy, options)
+        path = path or opts.pop("path", None)
+        if path is None:
+            from pydelta.errors import DeltaIllegalArgumentError
+
+            raise DeltaIllegalArgumentError("save() of a Delta table needs a path")
+        from pydelta.spark.write import write_dataframe
+
+        write_dataframe(self._df, path, mode, partition_by, opts)
+
+    return save
+
+
+def _save_as_table(original):
+    def saveAsTable(self, name, format=None, mode=None, partitionBy=None, **options):  # noqa: A002
+        st = _state(self)
+        if format is not None:
+            st["format"] = format
+        if not _is_delta(st["format"]):
+            return original(self, name, format, mode, partitionBy, **options)
+        mode, partition_by, opts = _settings(self, mode, partitionBy, options)
+        from pydelta.spark.catalog import is_delta_name, table_location
+        from pydelta.spark.write import write_dataframe
+        from pydelta.txn.commit_info import Operation
+
+        location = opts.pop("path", None) or table_location(self._df.sparkSession, name)
+        operation = None
+        if not is_delta_name(self._df.sparkSession, name):
+            operation = Operation("CREATE TABLE AS SELECT", {"isManaged": "true", "description": None,
+                                                              "partitionBy": _json(partition_by or []), "properties": "{}"})
+        write_dataframe(self._df, location, mode, partition_by, opts, operation=operation, table_name=name)
+
+    return saveAsTable
+
+
+def _insert_into(original):
+    def insertInto(self, tableName, overwrite=None):
+        from pydelta.spark.catalog import is_delta_name, table_location
+
+        if not is_delta_name(self._df.sparkSession, tableName):
+            return original(self, tableName, overwrite)
+        from pydelta.spark.write import write_dataframe
+        from pydelta.log.snapshot import load_snapshot
+
+        location = table_location(self._df.sparkSession, tableName)
+        # insertInto matches columns by position, as in Spark.
+        table_cols = [f.name for f in load_snapshot(location).schema.fields]
+        df = self._df
+        if len(df.columns) != len(table_cols):
+            from pydelta.errors import SchemaMismatchError
+
+            raise SchemaMismatchError(f"insertInto {tableName}: the data has {len(df.columns)} columns, the table {len(table_cols)}")
+        df = df.toDF(*table_cols)
+        mode = "overwrite" if overwrite else "append"
+        write_dataframe(df, location, mode, None, dict(_state(self)["options"]))
+
+    return insertInto
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
 
 def install(writer_class: Any) -> None:
-    """Installed by the write path; reads work without it."""
-    return None
+    writer_class.format = _record_format(writer_class.format)
+    writer_class.option = _record_option(writer_class.option)
+    writer_class.options = _record_options(writer_class.options)
+    writer_class.mode = _record_mode(writer_class.mode)
+    writer_class.partitionBy = _record_partition_by(writer_class.partitionBy)
+    writer_class.save = _save(writer_class.save)
+    writer_class.saveAsTable = _save_as_table(writer_class.saveAsTable)
+    writer_class.insertInto = _insert_into(writer_class.insertInto)

@@ -238,10 +238,10 @@ def in_commit_timestamp(now_ms: int, previous_commit_ms: int | None) -> int:
 
 
 def is_blind_append(file_actions: Iterable[Mapping[str, Any]], read_anything: bool) -> bool:
-    """delta-spark: every file action is an add and the transaction read nothing."""
+    """delta-spark: every file action (add, remove, cdc) is an add and the transaction read nothing."""
     if read_anything:
         return False
-    return all("add" in a for a in file_actions if "add" in a or "remove" in a)
+    return all("add" in a for a in file_actions)
 
 
 def build_commit_info(

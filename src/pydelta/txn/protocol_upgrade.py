@@ -285,10 +285,9 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("inCommitTimestamp")
     if _is_true(conf, "delta.enableRowTracking"):
         out.add("rowTracking")
-    if any(_is_true(conf, f"delta.enableIcebergCompat{v}") for v in ("V1", "V2", "V3")):
-        for v in ("V1", "V2", "V3"):
-            if _is_true(conf, f"delta.enableIcebergCompat{v}"):
-                out.add(f"icebergCompat{v}")
+    for v in ("V1", "V2", "V3"):
+        if _is_true(conf, f"delta.enableIcebergCompat{v}"):
+            out.add(f"icebergCompat{v}")
     return out
 
 

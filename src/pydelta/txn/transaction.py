@@ -114,7 +114,10 @@ class OptimisticTransaction:
         if max_commit_attempts < 1:
             raise DeltaIllegalArgumentError("max_commit_attempts must be at least 1")
         self.snapshot = snapshot
-        self.table_root = snapshot.table_root if snapshot is not None else (to_local_path(table_root).rstrip("/") or "/")
+        if snapshot is not None:
+            self.table_root = snapshot.table_root
+        else:
+            self.table_root = to_local_path(table_root).rstrip("/") or "/"
         self.storage: Storage = storage or (snapshot.storage if snapshot is not None else storage_for(table_root))
         self.read_version: int = snapshot.version if snapshot is not None else -1
         self.isolation_level = isolation_level
@@ -261,7 +264,9 @@ class OptimisticTransaction:
         file_actions: list[dict[str, Any]] = []
         for action in actions:
             if not isinstance(action, Mapping) or len(action) != 1:
-                raise DeltaIllegalArgumentError(f"an action must be a one-key dict like {{'add': {{...}}}}, got {action!r:.200}")
+                raise DeltaIllegalArgumentError(
+                    f"an action must be a one-key dict like {{'add': {{...}}}}, got {action!r:.200}"
+                )
             kind, body = next(iter(action.items()))
             if kind in _FILE_KINDS:
                 if not isinstance(body, Mapping):
@@ -274,7 +279,8 @@ class OptimisticTransaction:
             elif kind == "txn":
                 self.set_app_transaction(body["appId"], body["version"])
             elif kind == "domainMetadata":
-                self.add_domain_metadata(body["domain"], body.get("configuration", ""), bool(body.get("removed", False)))
+                removed = bool(body.get("removed", False))
+                self.add_domain_metadata(body["domain"], body.get("configuration", ""), removed)
             elif kind == "commitInfo":
                 raise DeltaIllegalArgumentError("commitInfo is written by the transaction itself")
             else:
@@ -303,8 +309,10 @@ class OptimisticTransaction:
         blind = is_blind_append(file_actions, self._read_anything())
         now = self._clock()
         ict_on = _is_true(metadata.configuration, ICT_ENABLED)
-        ict = in_commit_timestamp(now, self.snapshot.timestamp if self.snapshot is not None else None) if ict_on else None
-        enables_ict = ict_on and (self.snapshot is None or not _is_true(self.snapshot.metadata.configuration, ICT_ENABLED))
+        previous_ts = self.snapshot.timestamp if self.snapshot is not None else None
+        ict = in_commit_timestamp(now, previous_ts) if ict_on else None
+        was_on = self.snapshot is not None and _is_true(self.snapshot.metadata.configuration, ICT_ENABLED)
+        enables_ict = ict_on and not was_on
         commit_info = build_commit_info(
             timestamp=now,
             operation=operation,
@@ -318,7 +326,10 @@ class OptimisticTransaction:
             txn_id=self.txn_id,
             in_commit_timestamp=ict,
         )
-        other = [dumps_action("txn", {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}) for t in self._txns.values()]
+        other = [
+            dumps_action("txn", {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated})
+            for t in self._txns.values()
+        ]
         other += [dumps_action("domainMetadata", d.to_dict()) for d in self._domains.values()]
         other += [dumps_action(kind, body) for a in file_actions for kind, body in a.items()]
         conflict_info = CurrentTransaction(
@@ -570,17 +581,16 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
 
 
 def _check_duplicate(kind: str, key: str, path: str, same: dict[str, str], other: dict[str, str]) -> None:
-    if key in same:
-        raise DeltaIllegalArgumentError(
-            f"File operation '{kind}' for path {path} was specified several times. It conflicts with "
-            f"{same[key]}. It is not valid for multiple file operations with the same path to exist in a single commit."
-        )
-    if key in other:
-        raise DeltaIllegalArgumentError(
-            f"File operation 'add/remove' for path {path} was specified several times. It conflicts with "
-            f"{other[key]}. It is not valid for multiple file operations with the same path to exist in a single commit."
-        )
-    same[key] = path
+    """delta-spark's DELTA_DUPLICATE_ACTIONS_FOUND: one path (+DV) at most once per commit."""
+    conflict = same.get(key) if key in same else other.get(key)
+    if conflict is None:
+        same[key] = path
+        return
+    raise DeltaIllegalArgumentError(
+        f"File operation '{kind if key in same else 'add/remove'}' for path {path} was specified several times. "
+        f"It conflicts with {conflict}. It is not valid for multiple file operations with the same path to exist "
+        "in a single commit."
+    )
 
 
 def _physical_partition_columns(metadata: Metadata) -> set[str]:

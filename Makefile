@@ -1,0 +1,36 @@
+# pydelta: `make demo` sets up from nothing and runs the end-to-end demo on local Spark;
+# `make test` sets up from nothing and runs the whole test suite.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.pydelta-installed
+
+.PHONY: setup demo test test-fast bench java clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory java
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || { \
+	  echo "pydelta needs Java 17 for Spark: install it (Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME" >&2; exit 1; }
+
+demo: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pydelta.demo
+
+test: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not spark and not slow"
+
+bench: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache spark-warehouse

@@ -1,0 +1,48 @@
+"""Table history from the commitInfo of each commit (DESCRIBE HISTORY), no Spark needed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydelta.log.segment import list_log
+from pydelta.log.snapshot import Snapshot, ict_enablement_version
+from pydelta.log.storage import Storage
+from pydelta.log.timestamps import commit_timestamps
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    timestamp: int  # ms
+    commit_info: dict[str, Any]
+
+
+def _commit_info(data: bytes) -> dict[str, Any]:
+    for line in data.splitlines():
+        line = line.strip()
+        if line.startswith(b'{"commitInfo"'):
+            return json.loads(line)["commitInfo"]
+    for line in data.splitlines():
+        line = line.strip()
+        if line:
+            action = json.loads(line)
+            if "commitInfo" in action:
+                return action["commitInfo"]
+    return {}
+
+
+def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
+    """Newest first, at most `limit` entries, for versions whose commit file still exists."""
+    storage: Storage = snapshot.storage
+    commits = list_log(storage, snapshot.table_root).commits
+    stamps = {c.version: c.timestamp for c in commit_timestamps(storage, snapshot.table_root, ict_enablement_version(snapshot.metadata))}
+    versions = sorted((v for v in commits if v <= snapshot.version), reverse=True)
+    if limit is not None:
+        versions = versions[:limit]
+    out = []
+    for v in versions:
+        info = _commit_info(storage.read(commits[v].path))
+        out.append(HistoryEntry(v, stamps.get(v, commits[v].modification_time), info))
+    return out

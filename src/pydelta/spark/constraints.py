@@ -1,0 +1,86 @@
+"""Enforcing NOT NULL, column invariants and CHECK constraints while Spark writes.
+
+Checks run inside the write job itself (an `assert_true` in a filter), so
+data is read once; a violation fails the job before anything is committed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydelta.errors import InvariantViolationError
+from pydelta.protocol.schema import ArrayType, MapType, StructType
+
+MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
+
+
+def _not_null_checks(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for f in schema.fields:
+        name = f"{prefix}`{f.name}`"
+        if not f.nullable:
+            out.append((f"{name} IS NOT NULL", f"NOT NULL constraint violated for column: {prefix}{f.name}"))
+        if isinstance(f.type, StructType):
+            # nested non-null fields only apply when the parent struct is present
+            for expr, msg in _not_null_checks(f.type, f"{name}."):
+                out.append((f"({name} IS NULL OR {expr})", msg))
+    return out
+
+
+def _invariants(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for f in schema.fields:
+        raw = f.metadata.get("delta.invariants")
+        if raw:
+            try:
+                expr = json.loads(raw)["expression"]["expression"]
+            except (ValueError, KeyError, TypeError):
+                raise InvariantViolationError(f"column {f.name!r} has an unreadable delta.invariants: {raw!r}") from None
+            out.append((expr, f"Invariant violated for column: {prefix}{f.name}: {expr}"))
+        if isinstance(f.type, StructType):
+            out.extend(_invariants(f.type, f"{prefix}{f.name}."))
+    return out
+
+
+def constraint_checks(schema: StructType, configuration: dict[str, str]) -> list[tuple[str, str]]:
+    """(SQL boolean expression, message) pairs every written row must satisfy."""
+    checks = _not_null_checks(schema) + _invariants(schema)
+    for key, expr in configuration.items():
+        if key.lower().startswith("delta.constraints."):
+            name = key[len("delta.constraints.") :]
+            checks.append((expr, f"CHECK constraint {name} ({expr}) violated"))
+    return checks
+
+
+def with_checks(df: Any, checks: list[tuple[str, str]]) -> Any:
+    """`df` with each check asserted per row, inline in the same job."""
+    from pyspark.sql import functions as F
+
+    if not checks:
+        return df
+    conditions = [
+        F.assert_true(F.coalesce(F.expr(expr), F.lit(False)), F.lit(f"{MARKER}: {message}")).isNull()
+        for expr, message in checks
+    ]
+    cond = conditions[0]
+    for c in conditions[1:]:
+        cond = cond & c
+    return df.filter(cond)
+
+
+def violation_from(exc: BaseException) -> InvariantViolationError | None:
+    """The pydelta error for a Spark failure caused by one of our checks, if it was."""
+    text = str(exc)
+    if MARKER not in text:
+        return None
+    start = text.index(MARKER) + len(MARKER) + 2
+    message = text[start:].splitlines()[0]
+    for sep in ("'", '"', " SQLSTATE", "\tat "):
+        if sep in message:
+            message = message.split(sep)[0]
+    return InvariantViolationError(message.strip())
+
+
+def has_nested_types(schema: StructType) -> bool:
+    return any(isinstance(f.type, (StructType, ArrayType, MapType)) for f in schema.fields)

@@ -1,0 +1,170 @@
+"""Writing data files with Spark and describing them as `add` actions.
+
+Spark writes Parquet into a private staging directory of the table (so we
+know exactly which files this write produced, even with concurrent
+writers); pydelta then reads each footer for the statistics, moves the files
+to their final, non-hidden place and builds the add actions. Nothing is
+committed here: an aborted write leaves only orphan files, as in delta-spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from typing import Any
+
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.partition_values import (
+    deserialize_partition_value,
+    parse_hive_partition_path,
+    serialize_partition_value,
+    to_uri_path,
+)
+from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+
+STAGING_DIR = "_pydelta_staging"
+
+
+def physical_dataframe(df: Any, schema: StructType, mode: str) -> Any:
+    """`df` (columns = the table's logical schema) with physical column names and field ids."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType as SparkStructType
+
+    if mode == "none":
+        return df.select(*[F.col(f"`{f.name}`") for f in schema.fields])
+    physical = SparkStructType.fromJson(json.loads(to_physical_schema(schema, mode).to_json()))
+    columns = []
+    for field, spark_field in zip(schema.fields, physical.fields):
+        col = F.col(f"`{field.name}`")
+        if spark_field.dataType.typeName() in ("struct", "array", "map"):
+            col = col.cast(spark_field.dataType)  # renames nested fields by position
+        columns.append(col.alias(spark_field.name, metadata=spark_field.metadata))
+    return df.select(*columns)
+
+
+def _table_conf_int(metadata: Metadata, key: str, default: int) -> int:
+    try:
+        return int(metadata.configuration.get(key, default))
+    except ValueError:
+        return default
+
+
+def _staged_files(staging: str) -> list[str]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(staging):
+        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+        for name in filenames:
+            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                continue
+            out.append(os.path.join(dirpath, name))
+    return sorted(out)
+
+
+def write_data_files(
+    df: Any,
+    table_root: str,
+    metadata: Metadata,
+    *,
+    data_change: bool = True,
+    max_records_per_file: int | None = None,
+    compression: str | None = None,
+    session_time_zone: str = "UTC",
+) -> list[dict[str, Any]]:
+    """Write `df` (logical table columns, in table order) as data files; return their add actions."""
+    schema = metadata.schema
+    mode = column_mapping_mode(metadata.configuration)
+    partition_cols = list(metadata.partition_columns)
+    fields = {f.name: f for f in schema.fields}
+    phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
+    pdf = physical_dataframe(df, schema, mode)
+
+    staging = os.path.join(table_root, STAGING_DIR, uuid.uuid4().hex)
+    try:
+        writer = pdf.write.option("compression", compression or "snappy")
+        if max_records_per_file:
+            writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
+        if partition_cols:
+            writer = writer.partitionBy(*[phys_of[c] for c in partition_cols])
+        writer.parquet(staging)
+        staged = _staged_files(staging)
+        data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
+        from pydelta.protocol.file_stats import collect_stats_for_files
+
+        stats = collect_stats_for_files(
+            staged,
+            data_schema,
+            column_mapping_mode=mode,
+            num_indexed_cols=_table_conf_int(metadata, "delta.dataSkippingNumIndexedCols", 32),
+            stats_columns=metadata.configuration.get("delta.dataSkippingStatsColumns"),
+            string_prefix_length=_table_conf_int(metadata, "delta.dataSkippingStringPrefixLength", 32),
+        )
+        adds = []
+        for path, (num_rows, stats_json) in zip(staged, stats):
+            if num_rows == 0:
+                os.unlink(path)
+                continue
+            rel = os.path.relpath(path, staging)
+            raw = parse_hive_partition_path(os.path.dirname(rel)) if partition_cols else {}
+            partition_values = {}
+            for col in partition_cols:
+                value = raw.get(phys_of[col])
+                typed = deserialize_partition_value(value, fields[col].type, timezone=session_time_zone)
+                partition_values[phys_of[col]] = serialize_partition_value(typed, fields[col].type)
+            dest = os.path.join(table_root, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            os.rename(path, dest)
+            st = os.stat(dest)
+            adds.append(
+                {
+                    "path": to_uri_path(rel),
+                    "partitionValues": partition_values,
+                    "size": st.st_size,
+                    "modificationTime": int(st.st_mtime * 1000),
+                    "dataChange": data_change,
+                    "stats": stats_json,
+                }
+            )
+        return adds
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            os.rmdir(os.path.join(table_root, STAGING_DIR))
+        except OSError:
+            pass
+
+
+def remove_action(add: dict[str, Any], *, data_change: bool = True, timestamp_ms: int | None = None) -> dict[str, Any]:
+    """The remove action that logically deletes file `add` (as delta-spark writes it)."""
+    out = {
+        "path": add["path"],
+        "deletionTimestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
+        "dataChange": data_change,
+        "extendedFileMetadata": True,
+        "partitionValues": add.get("partitionValues") or add.get("partition_values") or {},
+        "size": add.get("size"),
+    }
+    for src, dst in (("tags", "tags"), ("deletionVector", "deletionVector"), ("deletion_vector", "deletionVector"), ("stats", "stats")):
+        if add.get(src) is not None:
+            out[dst] = add[src]
+    return out
+
+
+def file_rows_to_adds(files: Any) -> list[dict[str, Any]]:
+    """Snapshot.files() rows back to add-action shaped dicts (for removes)."""
+    out = []
+    for row in files.to_pylist():
+        pv = row.get("partition_values")
+        out.append(
+            {
+                "path": row["path"],
+                "partitionValues": dict(pv) if pv is not None else {},
+                "size": row["size"],
+                "tags": dict(row["tags"]) if row.get("tags") else None,
+                "deletionVector": {k: v for k, v in row["deletion_vector"].items() if v is not None} if row.get("deletion_vector") else None,
+                "stats": row.get("stats"),
+            }
+        )
+    return out

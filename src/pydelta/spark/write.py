@@ -1,0 +1,344 @@
+"""`df.write.format("delta").save(path)` and friends: one write, one transaction.
+
+Order of work: load the table, decide the schema and the files to replace,
+let Spark write the new files (with constraints checked inline), then commit
+adds and removes in one OptimisticTransaction. Any failure before the commit
+leaves the log untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from pydelta import __version__
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaError,
+    DeltaTableNotFoundError,
+    InvalidTableError,
+    TableAlreadyExistsError,
+)
+from pydelta.log.data_skipping import FileSkipper
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.storage import to_local_path
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.partition_values import deserialize_partition_value
+from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
+from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name
+from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
+from pydelta.spark.constraints import constraint_checks, violation_from, with_checks
+from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.spark.write_options import WriteOptions, parse_write_options
+from pydelta.txn.commit_info import Operation
+from pydelta.txn.transaction import OptimisticTransaction
+
+
+def engine_info(spark: Any) -> str:
+    return f"pydelta/{__version__} Apache-Spark/{spark.version}"
+
+
+def isolation_level(metadata: Metadata | None) -> str:
+    level = (metadata.configuration.get("delta.isolationLevel") if metadata else None) or "WriteSerializable"
+    return "Serializable" if level.lower() == "serializable" else "WriteSerializable"
+
+
+def try_load(path: str) -> Snapshot | None:
+    try:
+        return load_snapshot(path)
+    except DeltaTableNotFoundError:
+        return None
+
+
+# ---- schema ---------------------------------------------------------------------------
+
+
+def _resolve_partition_columns(schema: StructType, partition_by: list[str]) -> list[str]:
+    out = []
+    for name in partition_by:
+        match = [f.name for f in schema.fields if f.name.lower() == name.lower()]
+        if not match:
+            raise InvalidTableError(f"partition column {name!r} is not in the schema {schema.field_names}")
+        out.append(match[0])
+    if out and len(out) == len(schema.fields):
+        raise InvalidTableError("cannot use all columns as partition columns")
+    return out
+
+
+def new_table_metadata(
+    schema: StructType, partition_by: list[str], properties: dict[str, str], *, table_id: str | None = None,
+    name: str | None = None, description: str | None = None,
+) -> Metadata:
+    config = dict(properties)
+    if column_mapping_mode(config) != "none":
+        schema, config = assign_column_mapping(schema, config)
+    return Metadata(
+        id=table_id or str(uuid.uuid4()),
+        schema_string=schema.to_json(),
+        partition_columns=tuple(_resolve_partition_columns(schema, partition_by)),
+        configuration=config,
+        name=name,
+        description=description,
+        created_time=int(time.time() * 1000),
+    )
+
+
+def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions) -> Metadata:
+    """The metadata after this write (the existing one when nothing changes)."""
+    if snapshot is None:
+        return new_table_metadata(as_nullable(incoming), opts.partition_by or [], opts.table_properties)
+    current = snapshot.metadata
+    if opts.overwrite_schema and opts.mode == "Overwrite" and not opts.replace_where:
+        config = {**current.configuration, **opts.table_properties}
+        partition_by = opts.partition_by if opts.partition_by is not None else list(current.partition_columns)
+        md = new_table_metadata(as_nullable(incoming), partition_by, config, table_id=current.id,
+                                name=current.name, description=current.description)
+        return md
+    if opts.partition_by is not None:
+        wanted = [c.lower() for c in opts.partition_by]
+        if wanted != [c.lower() for c in current.partition_columns]:
+            raise DeltaAnalysisError(
+                f"Partition columns do not match the partition columns of the table. "
+                f"Given: {opts.partition_by}; table: {list(current.partition_columns)}"
+            )
+    merged = merge_schema(current.schema, incoming, allow_new_columns=opts.merge_schema)
+    if merged == current.schema:
+        return current
+    config = dict(current.configuration)
+    if column_mapping_mode(config) != "none":
+        merged, config = assign_column_mapping(merged, config)
+    return Metadata(
+        id=current.id, schema_string=merged.to_json(), partition_columns=current.partition_columns,
+        configuration=config, format=current.format, name=current.name, description=current.description,
+        created_time=current.created_time,
+    )
+
+
+def conform(df: Any, schema: StructType) -> Any:
+    """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns."""
+    from pyspark.sql import functions as F
+
+    spark_types = spark_schema(schema)
+    by_lower = {c.lower(): c for c in df.columns}
+    columns = []
+    for field, spark_field in zip(schema.fields, spark_types.fields):
+        source = by_lower.get(field.name.lower())
+        if source is None:
+            columns.append(F.lit(None).cast(spark_field.dataType).alias(field.name))
+            continue
+        col = F.col(f"`{source}`")
+        if df.schema[source].dataType != spark_field.dataType:
+            col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col)
+        columns.append(col.alias(field.name))
+    return df.select(*columns)
+
+
+def _conform_nested(src: Any, dst: Any, col: Any) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType as SparkStructType
+
+    if isinstance(src, SparkStructType) and isinstance(dst, SparkStructType) and len(src.fields) != len(dst.fields):
+        names = {f.name.lower(): f for f in src.fields}
+        parts = []
+        for f in dst.fields:
+            s = names.get(f.name.lower())
+            if s is None:
+                parts.append(F.lit(None).cast(f.dataType).alias(f.name))
+            else:
+                sub = col.getField(s.name)
+                parts.append((sub if s.dataType == f.dataType else _conform_nested(s.dataType, f.dataType, sub)).alias(f.name))
+        return F.when(col.isNull(), F.lit(None).cast(dst)).otherwise(F.struct(*parts))
+    return col.cast(dst)
+
+
+# ---- which files an overwrite replaces ---------------------------------------------------
+
+
+def partition_rows_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+    """One row per file: `__pydelta_idx` plus the typed (logical) partition columns."""
+    from pyspark.sql import functions as F
+
+    from pydelta.spark.read import _arrow_df
+    import pyarrow.compute as pc
+
+    schema = snapshot.schema
+    mode = column_mapping_mode(snapshot.configuration)
+    pv = files.column("partition_values").combine_chunks()
+    columns = {"__pydelta_idx": pa.array(range(files.num_rows), pa.int64())}
+    for name in snapshot.partition_columns:
+        field = schema.field(name)
+        key = physical_name(field) if mode != "none" else name
+        values = pc.map_lookup(pv, pa.scalar(key), "first") if files.num_rows else pa.array([], pa.string())
+        columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values) if files.num_rows else values
+    df = _arrow_df(spark, pa.table(columns))
+    logical = spark_schema(schema)
+    return df.select("__pydelta_idx", *[F.col(f"`{n}`").cast(logical[n].dataType).alias(n) for n in snapshot.partition_columns])
+
+
+def _predicate_of(spark: Any, snapshot: Snapshot, sql: str) -> Predicate:
+    from pydelta.spark.predicates import filter_condition, translate
+
+    base = build_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
+    try:
+        return translate(filter_condition(base._jdf, sql))
+    except Exception as e:
+        raise DeltaAnalysisError(f"cannot resolve the predicate {sql!r} against the table: {e}") from None
+
+
+def _is_partition_only(predicate: Predicate, partition_cols: list[str]) -> bool:
+    def has_unknown(p: Any) -> bool:
+        if isinstance(p, Unknown):
+            return True
+        return any(has_unknown(getattr(p, a)) for a in ("left", "right", "child") if hasattr(p, a))
+
+    lowered = {c.lower() for c in partition_cols}
+    cols = columns_of(predicate)
+    return bool(cols) and not has_unknown(predicate) and all(len(c) == 1 and c[0].lower() in lowered for c in cols)
+
+
+def _files_matching_partition_sql(spark: Any, snapshot: Snapshot, files: pa.Table, sql: str) -> pa.Table:
+    rows = partition_rows_dataframe(spark, snapshot, files).filter(sql).select("__pydelta_idx").collect()
+    return files.take(pa.array(sorted(r[0] for r in rows), pa.int64()))
+
+
+def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicate:
+    schema = snapshot_md.schema
+    mode = column_mapping_mode(snapshot_md.configuration)
+    cols = list(snapshot_md.partition_columns)
+    disjuncts: list[Predicate] = []
+    for values in touched:
+        conj: Predicate | None = None
+        for name, raw in zip(cols, values):
+            field = schema.field(name)
+            typed = deserialize_partition_value(raw, field.type)
+            leaf: Predicate = IsNull(Col((name,))) if typed is None else Cmp("=", Col((name,)), Lit(typed))
+            conj = leaf if conj is None else And(conj, leaf)
+        if conj is not None:
+            disjuncts.append(conj)
+    if not disjuncts:
+        return Unknown("no partitions")
+    out = disjuncts[0]
+    for d in disjuncts[1:]:
+        out = Or(out, d)
+    return out
+
+
+# ---- the write itself ------------------------------------------------------------------------
+
+
+def write_dataframe(
+    df: Any,
+    path: str,
+    mode: str | None = None,
+    partition_by: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+    *,
+    operation: Operation | None = None,
+    table_name: str | None = None,
+) -> int | None:
+    """Write `df` to the Delta table at `path`; returns the committed version (None if skipped)."""
+    spark = df.sparkSession
+    conf = {k: spark.conf.get(k, None) for k in (
+        "spark.sql.sources.partitionOverwriteMode",
+        "spark.databricks.delta.schema.autoMerge.enabled",
+        "spark.databricks.delta.commitInfo.userMetadata",
+    )}
+    opts = parse_write_options(mode, partition_by, options or {}, {k: v for k, v in conf.items() if v is not None})
+    root = to_local_path(path)
+    snapshot = try_load(root)
+    if snapshot is not None:
+        if opts.mode == "ErrorIfExists":
+            raise TableAlreadyExistsError(f"Cannot write to already existent path {path} without setting mode('overwrite') or mode('append')")
+        if opts.mode == "Ignore":
+            return None
+    txn = OptimisticTransaction(root, snapshot, engine_info=engine_info(spark),
+                                isolation_level=isolation_level(snapshot.metadata if snapshot else None))
+    if opts.txn_app_id is not None:
+        seen = txn.app_transaction_version(opts.txn_app_id)
+        if seen is not None and seen >= (opts.txn_version or 0):
+            return None  # this (appId, version) already committed: idempotent no-op
+        txn.set_app_transaction(opts.txn_app_id, int(opts.txn_version))  # type: ignore[arg-type]
+
+    incoming = parse_schema(df.schema.json())
+    metadata = _plan_metadata(snapshot, incoming, opts)
+    if snapshot is None or metadata != snapshot.metadata:
+        txn.update_metadata(metadata)
+    metadata = txn.metadata  # protocol properties stripped, ICT settings, ...
+    assert metadata is not None
+    new_data = conform(df, metadata.schema)
+    checks = constraint_checks(metadata.schema, metadata.configuration)
+    new_checks = list(checks)
+    if opts.replace_where:
+        new_checks.append((opts.replace_where, f"Written data does not conform to partial table overwrite condition or constraint ({opts.replace_where})"))
+    to_write = with_checks(new_data, new_checks)
+
+    removed: pa.Table | None = None
+    if snapshot is not None and opts.mode == "Overwrite":
+        files = snapshot.files()
+        if opts.replace_where:
+            predicate = _predicate_of(spark, snapshot, opts.replace_where)
+            if _is_partition_only(predicate, snapshot.partition_columns):
+                removed = _files_matching_partition_sql(spark, snapshot, files, opts.replace_where)
+                txn.read_predicate(predicate)
+            else:
+                candidates = FileSkipper(files, snapshot.schema, snapshot.partition_columns,
+                                         column_mapping_mode(snapshot.configuration)).prune(predicate)
+                kept = build_dataframe(spark, snapshot, candidates).filter(
+                    f"NOT COALESCE(({opts.replace_where}), false)")
+                to_write = to_write.unionByName(with_checks(conform(kept, metadata.schema), checks))
+                removed = candidates
+                txn.read_predicate(predicate)
+                txn.read_files(candidates.column("path").to_pylist())
+        elif not opts.dynamic_partition_overwrite:
+            removed = files
+            txn.read_whole_table()
+
+    try:
+        adds = write_data_files(
+            to_write, root, metadata, data_change=opts.data_change,
+            max_records_per_file=opts.max_records_per_file, compression=opts.compression,
+            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+        )
+    except DeltaError:
+        raise
+    except Exception as e:
+        violation = violation_from(e)
+        if violation is not None:
+            raise violation from None
+        raise
+
+    if snapshot is not None and opts.mode == "Overwrite" and opts.dynamic_partition_overwrite:
+        cols = list(metadata.partition_columns)
+        mode_cm = column_mapping_mode(metadata.configuration)
+        keys = [physical_name(metadata.schema.field(c)) if mode_cm != "none" else c for c in cols]
+        touched = {tuple(a["partitionValues"].get(k) for k in keys) for a in adds}
+        files = snapshot.files()
+        pvs = [dict(pv or []) for pv in files.column("partition_values").to_pylist()]
+        mask = [tuple(pv.get(k) or None for k in keys) in {tuple(v or None for v in t) for t in touched} for pv in pvs]
+        removed = files.filter(pa.array(mask, pa.bool_()))
+        txn.read_predicate(_partition_predicate(metadata, touched))
+
+    now = int(time.time() * 1000)
+    removes = [remove_action(a, data_change=opts.data_change, timestamp_ms=now) for a in file_rows_to_adds(removed)] if removed is not None else []
+    actions = [{"add": a} for a in adds] + [{"remove": r} for r in removes]
+    metrics = {
+        "numFiles": len(adds),
+        "numOutputRows": sum(json.loads(a["stats"]).get("numRecords", 0) if a.get("stats") else 0 for a in adds),
+        "numOutputBytes": sum(a["size"] for a in adds),
+    }
+    if opts.mode == "Overwrite" and snapshot is not None:
+        metrics["numRemovedFiles"] = len(removes)
+        metrics["numRemovedBytes"] = sum(r.get("size") or 0 for r in removes)
+    if operation is None:
+        predicate = json.dumps([opts.replace_where]) if opts.replace_where else None
+        operation = Operation.write(
+            mode=opts.mode, partition_by=list(metadata.partition_columns), predicate=predicate,
+            is_dynamic_partition_overwrite=opts.dynamic_partition_overwrite if opts.mode == "Overwrite" else None,
+        )
+    return txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
+                      data_change=opts.data_change)
