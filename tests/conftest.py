@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ def spark():
             "spark.executor.extraJavaOptions": "-Duser.timezone=America/Los_Angeles",
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
+            "spark.sql.warehouse.dir": tempfile.mkdtemp(prefix="pydelta-warehouse-"),
         },
     )
     yield session

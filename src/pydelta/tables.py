@@ -109,43 +109,66 @@ class DeltaTable:
 
         return detail_dataframe(self._spark, self.snapshot())
 
-    # ---- not yet implemented: clear errors naming the capability -----------------------
-    def _todo(self, name: str) -> Any:
-        raise DeltaNotImplementedError(f"DeltaTable.{name} is not implemented in pydelta yet")
+    # ---- DML (pydelta.spark.dml) ---------------------------------------------------------
+    def delete(self, condition: Any = None) -> Any:
+        from pydelta.spark.dml.delete import delete
 
-    def delete(self, condition: Any = None) -> None:
-        self._todo("delete")
+        return delete(self, condition)
 
-    def update(self, condition: Any = None, set: Any = None) -> None:  # noqa: A002
-        self._todo("update")
+    def update(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
+        from pydelta.spark.dml.update import update
+
+        return update(self, condition, set)
+
+    def updateExpr(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
+        return self.update(condition, set)
 
     def merge(self, source: Any, condition: Any) -> Any:
-        self._todo("merge")
+        from pydelta.spark.dml.merge import DeltaMergeBuilder
 
+        return DeltaMergeBuilder(self, source, condition)
+
+    # ---- maintenance (pydelta.spark.maintenance) ------------------------------------------
     def vacuum(self, retentionHours: float | None = None) -> Any:
-        self._todo("vacuum")
+        from pydelta.spark.maintenance.vacuum import vacuum
+
+        return vacuum(self, retentionHours)
 
     def optimize(self) -> Any:
-        self._todo("optimize")
+        from pydelta.spark.maintenance.optimize import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self)
 
     def restoreToVersion(self, version: int) -> Any:
-        self._todo("restoreToVersion")
+        from pydelta.spark.maintenance.restore import restore
+
+        return restore(self, version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> Any:
-        self._todo("restoreToTimestamp")
+        from pydelta.spark.maintenance.restore import restore
+
+        return restore(self, timestamp=timestamp)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        self._todo("upgradeTableProtocol")
+        from pydelta.spark.maintenance.protocol_ops import upgrade_table_protocol
+
+        upgrade_table_protocol(self, readerVersion, writerVersion)
 
     def addFeatureSupport(self, featureName: str) -> None:
-        self._todo("addFeatureSupport")
+        from pydelta.spark.maintenance.protocol_ops import add_feature_support
+
+        add_feature_support(self, featureName)
 
     def generate(self, mode: str) -> None:
-        self._todo("generate")
+        from pydelta.spark.maintenance.manifest import generate
+
+        generate(self, mode)
 
     @classmethod
     def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> "DeltaTable":
-        raise DeltaNotImplementedError("DeltaTable.convertToDelta is not implemented in pydelta yet")
+        from pydelta.spark.maintenance.convert import convert_to_delta
+
+        return convert_to_delta(sparkSession, identifier, partitionSchema)
 
 
 def _session(spark: Any) -> Any:

@@ -46,6 +46,10 @@ def _invariants(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
 def constraint_checks(schema: StructType, configuration: dict[str, str]) -> list[tuple[str, str]]:
     """(SQL boolean expression, message) pairs every written row must satisfy."""
     checks = _not_null_checks(schema) + _invariants(schema)
+    for f in schema.fields:
+        expr = f.metadata.get("delta.generationExpression")
+        if expr:
+            checks.append((f"`{f.name}` <=> ({expr})", f"Generated column {f.name} does not match its expression {expr}"))
     for key, expr in configuration.items():
         if key.lower().startswith("delta.constraints."):
             name = key[len("delta.constraints.") :]

@@ -111,9 +111,13 @@ def _column(expr: Any) -> Col | None:
 
 
 def _literal(expr: Any) -> Lit | None:
-    if _name(expr) != "Literal":
+    """A constant: a Literal, or any foldable expression (e.g. cast(50 as bigint)) evaluated now."""
+    if _name(expr) == "Literal":
+        value = expr.value()
+    elif expr.foldable() and not expr.references().nonEmpty():
+        value = expr.eval(None)
+    else:
         return None
-    value = expr.value()
     dtype = expr.dataType().simpleString()
     if value is None:
         return Lit(None)

@@ -95,7 +95,7 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
     current = snapshot.metadata
     if opts.overwrite_schema and opts.mode == "Overwrite" and not opts.replace_where:
         config = {**current.configuration, **opts.table_properties}
-        partition_by = opts.partition_by if opts.partition_by is not None else list(current.partition_columns)
+        partition_by = opts.partition_by or []  # delta-spark: the new partitioning replaces the old one
         md = new_table_metadata(as_nullable(incoming), partition_by, config, table_id=current.id,
                                 name=current.name, description=current.description)
         return md
@@ -129,7 +129,9 @@ def conform(df: Any, schema: StructType) -> Any:
     for field, spark_field in zip(schema.fields, spark_types.fields):
         source = by_lower.get(field.name.lower())
         if source is None:
-            columns.append(F.lit(None).cast(spark_field.dataType).alias(field.name))
+            generated = field.metadata.get("delta.generationExpression")
+            value = F.expr(generated) if generated else F.lit(None)
+            columns.append(value.cast(spark_field.dataType).alias(field.name))
             continue
         col = F.col(f"`{source}`")
         if df.schema[source].dataType != spark_field.dataType:

@@ -1,0 +1,443 @@
+"""Pieces DELETE, UPDATE and MERGE share: conditions, scans that know their file,
+rewriting files copy-on-write, metrics and the commit.
+
+Every DML command here runs in one OptimisticTransaction: plan on one snapshot,
+let Spark find the touched files and write their replacements, then commit
+adds and removes together. Nothing is committed before the last step, so any
+failure leaves the table as it was (at most orphan data files remain, which
+VACUUM removes, as with delta-spark).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaNotImplementedError
+from pydelta.log.data_skipping import FileSkipper
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.predicates import And, Predicate, Unknown
+from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+from pydelta.spark.constraints import constraint_checks, violation_from, with_checks
+from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+from pydelta.spark.predicates import filter_condition, translate
+from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri, spark_schema
+from pydelta.spark.write import conform, engine_info, isolation_level, partition_rows_dataframe
+from pydelta.txn.commit_info import Operation
+from pydelta.txn.transaction import OptimisticTransaction
+
+__all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit"]
+
+CDF_KEY = "delta.enableChangeDataFeed"
+# A predicate that keeps every file: what delta-spark records for an unfiltered read.
+READ_ALL = Unknown("true")
+
+
+class DmlTypeError(DeltaIllegalArgumentError, TypeError):
+    """A DML argument of the wrong type (delta-spark raises TypeError)."""
+
+
+# ---- arguments ----------------------------------------------------------------------------
+
+
+def as_column(value: Any, argname: str = "'condition'") -> Any:
+    """A pyspark Column from a SQL string or a Column."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        try:
+            return F.expr(value)
+        except Exception as e:  # ParseException
+            raise DeltaAnalysisError(f"cannot parse {argname} {value!r}: {_first_line(e)}") from None
+    raise DmlTypeError(
+        f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), found to be of type {type(value)}"
+    )
+
+
+def column_mapping(value: Any, argname: str) -> dict[str, Any]:
+    """A {column name: Column} dict from delta-spark's `set` / `values` argument."""
+    from pyspark.sql import Column
+
+    if value is None:
+        raise DeltaIllegalArgumentError(f"{argname} cannot be None")
+    if not isinstance(value, dict):
+        raise DmlTypeError(f"{argname} must be a dict, found to be {type(value)}")
+    out = {}
+    for key, expr in value.items():
+        if not isinstance(key, str):
+            raise DmlTypeError(
+                f"Keys of dict in {argname} must contain only strings with column names, found {key!r} of type {type(key)}"
+            )
+        if not isinstance(expr, (str, Column)):
+            raise DmlTypeError(
+                f"Values of dict in {argname} must contain only Spark SQL Columns or strings (expressions in SQL "
+                f"syntax) as values, found {expr!r} of type {type(expr)}"
+            )
+        out[key] = as_column(expr, argname)
+    return out
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def analysis_error(what: str, e: BaseException) -> DeltaAnalysisError:
+    return DeltaAnalysisError(f"{what}: {_first_line(e)}")
+
+
+# ---- analyzed conditions --------------------------------------------------------------------
+
+
+@dataclass
+class Condition:
+    """A user condition analyzed against a DataFrame."""
+
+    column: Any  # pyspark Column
+    expr: Any  # the analyzed Catalyst expression (py4j)
+    sql: str  # how delta-spark records it in history: the expression's simpleString
+
+    @property
+    def references(self) -> list[str]:
+        return expression_references(self.expr)
+
+    @property
+    def deterministic(self) -> bool:
+        try:
+            return bool(self.expr.deterministic())
+        except Exception:
+            return False
+
+    def predicate(self) -> Predicate:
+        return translate(self.expr)
+
+
+def analyze(df: Any, condition: Any, what: str = "the condition") -> Condition:
+    col = as_column(condition)
+    try:
+        expr = filter_condition(df._jdf, col._jc)
+    except Exception as e:
+        raise analysis_error(f"cannot resolve {what} {_describe(condition)}", e) from None
+    if expr is None:
+        raise DeltaAnalysisError(f"cannot resolve {what} {_describe(condition)}")
+    try:
+        dtype = expr.dataType().simpleString()
+    except Exception:
+        dtype = "boolean"
+    if dtype != "boolean":
+        raise DeltaAnalysisError(f"{what} {_describe(condition)} must be a boolean expression, not {dtype}")
+    return Condition(col, expr, simple_string(df.sparkSession, expr))
+
+
+def _describe(condition: Any) -> str:
+    return repr(condition) if isinstance(condition, str) else str(condition)
+
+
+def simple_string(spark: Any, expr: Any) -> str:
+    try:
+        max_fields = int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
+    except (ValueError, TypeError):
+        max_fields = 25
+    try:
+        return str(expr.simpleString(max_fields))
+    except Exception:
+        return str(expr.sql())
+
+
+def expression_references(expr: Any) -> list[str]:
+    seq = expr.references().toSeq()
+    return [str(seq.apply(i).name()) for i in range(seq.size())]
+
+
+def has_subquery(spark: Any, expr: Any) -> bool:
+    try:
+        jvm = spark.sparkContext._jvm
+        return bool(jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expr))
+    except Exception:
+        return False
+
+
+def conjuncts(expr: Any) -> list[Any]:
+    """The AND-ed parts of a Catalyst expression."""
+    from pydelta.spark.predicates import _children, _name
+
+    if _name(expr) == "And":
+        out = []
+        for child in _children(expr):
+            out.extend(conjuncts(child))
+        return out
+    return [expr]
+
+
+def is_partition_only(spark: Any, cond: Condition, partition_columns: Iterable[str]) -> bool:
+    """delta-spark's isPredicateMetadataOnly: only partition columns, no subquery (and deterministic)."""
+    lowered = {c.lower() for c in partition_columns}
+    if not cond.deterministic or has_subquery(spark, cond.expr):
+        return False
+    return all(r.lower() in lowered for r in cond.references)
+
+
+def and_all(predicates: list[Predicate]) -> Predicate:
+    if not predicates:
+        return READ_ALL
+    out = predicates[0]
+    for p in predicates[1:]:
+        out = And(out, p)
+    return out
+
+
+# ---- the table's files ------------------------------------------------------------------------
+
+
+def _conf_true(snapshot: Snapshot, key: str) -> bool:
+    return str(snapshot.configuration.get(key, "false")).strip().lower() == "true"
+
+
+def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: bool = True) -> None:
+    """Refuse early (before writing anything) what the commit would refuse or pydelta cannot do."""
+    if _conf_true(snapshot, CDF_KEY):
+        raise DeltaNotImplementedError(
+            f"{operation} on a table with {CDF_KEY}=true needs change data feed for DML "
+            "(writing _change_data files), which pydelta does not implement yet"
+        )
+    if removes_rows:
+        check_not_append_only(snapshot)
+
+
+def check_not_append_only(snapshot: Snapshot) -> None:
+    if _conf_true(snapshot, "delta.appendOnly"):
+        raise DeltaAnalysisError(
+            "This table is configured to only allow appends. If you would like to permit updates or deletes, use "
+            "'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
+        )
+
+
+def new_transaction(spark: Any, snapshot: Snapshot) -> OptimisticTransaction:
+    return OptimisticTransaction(
+        snapshot.table_root, snapshot, engine_info=engine_info(spark), isolation_level=isolation_level(snapshot.metadata)
+    )
+
+
+def skipper(snapshot: Snapshot, files: pa.Table) -> FileSkipper:
+    return FileSkipper(files, snapshot.schema, snapshot.partition_columns, column_mapping_mode(snapshot.configuration))
+
+
+def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
+    """What Spark reports as `_metadata.file_path` for each file of `files`."""
+    return [spark_file_uri(snapshot.absolute_path(p)) for p in files.column("path").to_pylist()]
+
+
+def select_files(snapshot: Snapshot, files: pa.Table, uris: Iterable[str]) -> pa.Table:
+    """The rows of `files` whose Spark file URI is in `uris`."""
+    wanted = set(uris)
+    mask = [u in wanted for u in file_uris(snapshot, files)]
+    found = sum(mask)
+    if found != len(wanted):
+        missing = sorted(wanted - set(file_uris(snapshot, files)))[:3]
+        raise DeltaError(f"internal error: Spark reported files that are not in the snapshot: {missing}")
+    return files.filter(pa.array(mask, pa.bool_()))
+
+
+def files_matching_partitions(spark: Any, snapshot: Snapshot, files: pa.Table, column: Any, alias: str | None) -> pa.Table:
+    """Files whose partition values satisfy `column` (a condition on partition columns only)."""
+    if files.num_rows == 0:
+        return files
+    df = partition_rows_dataframe(spark, snapshot, files)
+    if alias:
+        df = df.alias(alias)
+    rows = df.filter(column).select("__pydelta_idx").collect()
+    return files.take(pa.array(sorted(r[0] for r in rows), pa.int64()))
+
+
+def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:
+    """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`.
+
+    Like read.build_dataframe (which it equals without `with_file`), but keeps
+    each row's file URI and row index so joins can tell which file a row is in.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from pydelta.spark import read as R
+
+    if not with_file:
+        return build_dataframe(spark, snapshot, files)
+    schema = snapshot.schema
+    logical = spark_schema(schema)
+    if files.num_rows == 0:
+        empty = SparkStructType(list(logical.fields) + [StructField(FILE_COL, StringType()), StructField(ROW_COL, LongType())])
+        return spark.createDataFrame([], empty)
+    mode = column_mapping_mode(snapshot.configuration)
+    partition_cols = snapshot.partition_columns
+    data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
+    read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
+    paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
+    df = R._read_parquet(spark, read_schema, paths)
+    df = df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(ROW_COL))
+    dvs = files.column("deletion_vector")
+    if dvs.null_count < files.num_rows:
+        df = R._drop_deleted_rows(spark, snapshot, files, paths, df)
+    if partition_cols:
+        df = df.join(F.broadcast(R._partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
+    columns = []
+    for field_ in schema.fields:
+        spark_type = logical[field_.name].dataType
+        if field_.name in partition_cols:
+            part = F.col(f"{R._PART_PREFIX}{partition_cols.index(field_.name)}")
+            columns.append(part.cast(spark_type).alias(field_.name))
+        else:
+            phys = physical_name(field_) if mode != "none" else field_.name
+            col = F.col(f"`{phys}`")
+            if mode != "none" and not R._is_primitive(spark_type):
+                col = col.cast(spark_type)
+            columns.append(col.alias(field_.name))
+    return df.select(*columns, F.col(FILE_COL), F.col(ROW_COL))
+
+
+def logical_record_count(files: pa.Table) -> int | None:
+    """Rows in `files` per their stats (minus DV-deleted rows), or None when a file has no stats."""
+    if files.num_rows == 0:
+        return 0
+    counts = files.column("num_records")
+    if counts.null_count:
+        return None
+    total = pc.sum(counts).as_py() or 0
+    dvs = files.column("deletion_vector")
+    if dvs.null_count < files.num_rows:
+        for dv in dvs.to_pylist():
+            if dv:
+                total -= int(dv.get("cardinality") or 0)
+    return int(total)
+
+
+def total_bytes(files: pa.Table) -> int:
+    if files.num_rows == 0:
+        return 0
+    return int(pc.sum(files.column("size")).as_py() or 0)
+
+
+def count_dvs(files: pa.Table) -> int:
+    if files.num_rows == 0:
+        return 0
+    return files.num_rows - files.column("deletion_vector").null_count
+
+
+def add_rows(adds: list[dict[str, Any]]) -> int:
+    total = 0
+    for a in adds:
+        stats = a.get("stats")
+        if stats:
+            total += int(json.loads(stats).get("numRecords", 0))
+    return total
+
+
+def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
+    now = int(time.time() * 1000)
+    return [{"remove": remove_action(a, data_change=True, timestamp_ms=now)} for a in file_rows_to_adds(files)]
+
+
+# ---- writing ---------------------------------------------------------------------------------------
+
+
+def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartition: bool = False) -> list[dict[str, Any]]:
+    """Write `df` (columns by the table's logical names) as new data files, constraints checked inline."""
+    from pyspark.sql import functions as F
+
+    data = conform(df, metadata.schema)
+    data = with_checks(data, constraint_checks(metadata.schema, metadata.configuration))
+    if repartition and metadata.partition_columns:
+        data = data.repartition(*[F.col(f"`{c}`") for c in metadata.partition_columns])
+    try:
+        adds = write_data_files(
+            data, root, metadata, data_change=True,
+            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+        )
+    except DeltaError:
+        raise
+    except Exception as e:
+        violation = violation_from(e)
+        if violation is not None:
+            raise violation from None
+        raise
+    return [{"add": a} for a in adds]
+
+
+# ---- observed counts ----------------------------------------------------------------------------------
+
+
+def observation() -> Any:
+    import uuid
+
+    from pyspark.sql import Observation
+
+    return Observation(f"pydelta_dml_{uuid.uuid4().hex[:12]}")
+
+
+def observed(obs: Any, wait_s: float = 5.0) -> dict[str, Any] | None:
+    """The metrics of an Observation whose query has run, or None if Spark never reported them.
+
+    Spark skips reporting when the optimizer removed the observed part of the
+    plan (e.g. a join with an empty side); callers then fall back to counting.
+    """
+    jo = getattr(obs, "_jo", None)
+    if jo is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            done = bool(jo.future().isCompleted())
+        except Exception:
+            done = True  # older API without a future: get() is safe after the action
+        if done:
+            break
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    try:
+        return {k: (0 if v is None else v) for k, v in obs.get.items()}
+    except Exception:
+        return None
+
+
+# ---- the commit ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PreparedCommit:
+    """A DML command whose data files are written; `commit()` publishes it.
+
+    Split in two so tests (and callers) can interleave other commits between
+    the read and the commit, which is what conflict detection is about.
+    """
+
+    txn: OptimisticTransaction
+    actions: list[dict[str, Any]]
+    operation: Operation
+    metrics: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+    result: Any = None
+
+    def commit(self) -> int | None:
+        """Commit; returns the version, or None when delta-spark would skip an empty commit."""
+        if "executionTimeMs" in self.metrics:
+            self.metrics["executionTimeMs"] = max(
+                int(self.metrics["executionTimeMs"]), int((time.monotonic() - self.started) * 1000)
+            )
+        if not self.actions and self.txn.isolation_level == "Serializable" and not self.txn.metadata_changed:
+            # delta-spark (skipRecordingEmptyCommits): an empty commit is skipped under Serializable.
+            return None
+        return self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
+
+
+def elapsed_ms(since: float) -> int:
+    return int((time.monotonic() - since) * 1000)

@@ -1,0 +1,137 @@
+"""DELETE FROM a Delta table, copy-on-write, as delta-spark's DeleteCommand does it.
+
+1. No condition: every file is removed (no data is read).
+2. A condition on partition columns only: the files of matching partitions are
+   removed whole, again without reading data.
+3. Otherwise: data skipping picks candidate files, one Spark job finds which of
+   them hold matching rows (only file names and counts come back to the
+   driver), and a second job rewrites just those files without the deleted
+   rows. Old files are removed and the new ones added in one commit.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydelta.log.snapshot import Snapshot
+from pydelta.spark.dml.common import (
+    FILE_COL,
+    READ_ALL,
+    PreparedCommit,
+    add_rows,
+    analyze,
+    check_dml_supported,
+    count_dvs,
+    elapsed_ms,
+    files_matching_partitions,
+    is_partition_only,
+    logical_record_count,
+    new_transaction,
+    remove_actions,
+    scan,
+    select_files,
+    skipper,
+    total_bytes,
+    write_rows,
+)
+from pydelta.spark.read import build_dataframe
+from pydelta.txn.commit_info import Operation
+
+__all__ = ["delete", "prepare_delete"]
+
+
+def delete(table: Any, condition: Any = None) -> None:
+    """`DeltaTable.delete(condition)`: returns None, like delta-spark's Python API."""
+    prepared = prepare_delete(table._spark, table.snapshot(), condition, alias=getattr(table, "_alias", None))
+    prepared.commit()
+    return None
+
+
+def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, alias: str | None = None) -> PreparedCommit:
+    """Plan the delete and write the rewritten files; nothing is committed yet."""
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    check_dml_supported(snapshot, "DELETE")
+    txn = new_transaction(spark, snapshot)
+    files = snapshot.files()
+    root = snapshot.table_root
+
+    predicates: list[str] = []
+    actions: list[dict[str, Any]] = []
+    scan_ms = rewrite_ms = 0
+    deleted_rows: int | None = 0
+    copied_rows = 0
+    added: list[dict[str, Any]] = []
+    removed = files.slice(0, 0)
+
+    if condition is None:
+        removed = files
+        txn.read_predicate(READ_ALL)
+        txn.read_files(files.column("path").to_pylist())
+        deleted_rows = logical_record_count(removed)
+        scan_ms = elapsed_ms(started)
+    else:
+        base = build_dataframe(spark, snapshot, files.slice(0, 0))
+        if alias:
+            base = base.alias(alias)
+        cond = analyze(base, condition)
+        predicates = [cond.sql]
+        predicate = cond.predicate()
+        if is_partition_only(spark, cond, snapshot.partition_columns):
+            # Case 2: whole files, decided from partition values alone.
+            removed = files_matching_partitions(spark, snapshot, files, cond.column, alias)
+            txn.read_predicate(predicate)
+            txn.read_files(removed.column("path").to_pylist())
+            deleted_rows = logical_record_count(removed)
+            scan_ms = elapsed_ms(started)
+        else:
+            # Case 3: find the files with matching rows, rewrite them without those rows.
+            candidates = skipper(snapshot, files).prune(predicate)
+            txn.read_predicate(predicate)
+            txn.read_files(candidates.column("path").to_pylist())
+            counts: dict[str, int] = {}
+            if candidates.num_rows:
+                df = scan(spark, snapshot, candidates, with_file=True)
+                if alias:
+                    df = df.alias(alias)
+                rows = df.filter(cond.column).groupBy(FILE_COL).count().collect()
+                counts = {r[0]: int(r[1]) for r in rows}
+            scan_ms = elapsed_ms(started)
+            if counts:
+                removed = select_files(snapshot, candidates, counts)
+                deleted_rows = sum(counts.values())
+                rewrite_started = time.monotonic()
+                data = build_dataframe(spark, snapshot, removed)
+                if alias:
+                    data = data.alias(alias)
+                kept = data.filter(~F.coalesce(cond.column, F.lit(False)))
+                added = write_rows(spark, kept, root, txn.metadata)
+                rewrite_ms = elapsed_ms(rewrite_started)
+                copied_rows = add_rows([a["add"] for a in added])
+
+    if removed.num_rows:
+        actions = remove_actions(removed) + added
+
+    metrics: dict[str, Any] = {
+        "numAddedFiles": len(added),
+        "numRemovedFiles": removed.num_rows,
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": count_dvs(removed),
+        "numDeletionVectorsUpdated": 0,
+        "numAddedChangeFiles": 0,
+        "numDeletedRows": deleted_rows or 0,
+        "numCopiedRows": copied_rows,
+        "executionTimeMs": elapsed_ms(started),
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": rewrite_ms,
+        "numRemovedBytes": total_bytes(removed),
+        "numAddedBytes": sum(a["add"]["size"] for a in added),
+    }
+    if metrics["numDeletedRows"] == 0 and metrics["numRemovedFiles"] != 0:
+        # delta-spark: row counts are unknown for whole-file deletes without stats.
+        for key in ("numDeletedRows", "numCopiedRows", "numAddedFiles"):
+            metrics.pop(key)
+    return PreparedCommit(txn, actions, Operation.delete(predicates), metrics, started=started,
+                          result=deleted_rows)

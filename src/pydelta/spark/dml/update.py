@@ -1,0 +1,251 @@
+"""UPDATE a Delta table, copy-on-write, as delta-spark's UpdateCommand does it.
+
+1. No condition, or a condition on partition columns only: every file of the
+   matching partitions is rewritten with the new values (no scan for matches).
+2. Otherwise: data skipping picks candidate files, one Spark job finds the
+   files holding rows that match (file names and counts only), a second job
+   rewrites those files with `CASE WHEN condition THEN new ELSE old END` per
+   assigned column. Constraints are checked on every rewritten row.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydelta.errors import DeltaAnalysisError
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.schema import StructType
+from pydelta.spark.dml.common import (
+    FILE_COL,
+    READ_ALL,
+    PreparedCommit,
+    add_rows,
+    analysis_error,
+    analyze,
+    check_dml_supported,
+    column_mapping,
+    count_dvs,
+    elapsed_ms,
+    files_matching_partitions,
+    is_partition_only,
+    new_transaction,
+    remove_actions,
+    scan,
+    select_files,
+    skipper,
+    total_bytes,
+    write_rows,
+)
+from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.txn.commit_info import Operation
+
+__all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
+
+
+def update(table: Any, condition: Any = None, set: Any = None) -> None:  # noqa: A002
+    """`DeltaTable.update(condition, set)` / `updateExpr`: returns None like delta-spark's Python API."""
+    assignments = column_mapping(set, "'set'")
+    prepared = prepare_update(table._spark, table.snapshot(), condition, assignments,
+                              alias=getattr(table, "_alias", None))
+    prepared.commit()
+    return None
+
+
+# ---- SET column resolution -------------------------------------------------------------------------
+
+
+def split_name(name: str) -> list[str]:
+    """`a.b`, `` `a.b`.c `` -> name parts (backticks quote dots)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and i + 1 < len(name) and name[i + 1] == "`":
+                cur.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def resolve_assignments(
+    schema: StructType, assignments: dict[str, Any], alias: str | None, current: Any, *, clause: str = "UPDATE"
+) -> dict[str, Any]:
+    """{target column: new value Column} for top-level columns; nested keys become `withField`s.
+
+    `current(name)` gives the Column holding the current value of top-level column `name`.
+    """
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    top: dict[str, Any] = {}
+    nested: dict[str, list[tuple[list[str], Any]]] = {}
+    seen: list[str] = []
+    for key, value in assignments.items():
+        parts = split_name(key)
+        if len(parts) > 1 and alias and parts[0].lower() == alias.lower() and parts[0].lower() not in by_lower:
+            parts = parts[1:]
+        field = by_lower.get(parts[0].lower())
+        if field is None or any(not p for p in parts):
+            cols = ", ".join(_quote(f.name) for f in schema.fields)
+            raise DeltaAnalysisError(
+                f"[DELTA_MISSING_SET_COLUMN] SET column {_quote(key)} not found given columns: [{cols}]."
+            )
+        canonical = ".".join([field.name] + parts[1:]).lower()
+        clash = [s for s in seen if s == canonical or s.startswith(canonical + ".") or canonical.startswith(s + ".")]
+        if clash:
+            raise DeltaAnalysisError(
+                f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{_quote(key)}, "
+                f"{', '.join(_quote(c) for c in clash)}]."
+            )
+        seen.append(canonical)
+        if len(parts) == 1:
+            top[field.name] = value
+        else:
+            if not isinstance(field.type, StructType):
+                raise DeltaAnalysisError(
+                    f"[DELTA_MISSING_SET_COLUMN] SET column {_quote(key)} not found: {field.name} is not a struct"
+                )
+            nested.setdefault(field.name, []).append((parts[1:], value))
+    for name, updates in nested.items():
+        col = current(name)
+        for path, value in updates:
+            col = col.withField(".".join(_quote(p) for p in path), value)
+        top[name] = col
+    return top
+
+
+def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str) -> dict[str, Any]:
+    """Each value analyzed against `df` and cast to its column's table type (errors are DeltaAnalysisError)."""
+    from pydelta.spark.write import _conform_nested
+
+    target = spark_schema(schema)
+    out = {}
+    for name, value in values.items():
+        try:
+            dtype = df.select(value.alias("v")).schema["v"].dataType
+        except Exception as e:
+            raise analysis_error(f"cannot resolve the {what} value for column {name}", e) from None
+        wanted = target[name].dataType
+        out[name] = value if dtype == wanted else _conform_nested(dtype, wanted, value)
+    return out
+
+
+# ---- the command ------------------------------------------------------------------------------------
+
+
+def prepare_update(
+    spark: Any, snapshot: Snapshot, condition: Any, assignments: dict[str, Any], *, alias: str | None = None
+) -> PreparedCommit:
+    """Plan the update and write the rewritten files; nothing is committed yet."""
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    check_dml_supported(snapshot, "UPDATE")
+    txn = new_transaction(spark, snapshot)
+    metadata = txn.metadata
+    assert metadata is not None
+    schema = metadata.schema
+    files = snapshot.files()
+    root = snapshot.table_root
+
+    base = build_dataframe(spark, snapshot, files.slice(0, 0))
+    if alias:
+        base = base.alias(alias)
+    cond = analyze(base, condition) if condition is not None else None
+    values = resolve_assignments(schema, assignments, alias, lambda n: F.col(_quote(n)))
+    values = typed_values(base, schema, values, "SET")
+
+    def updated(df: Any) -> Any:
+        hit = F.coalesce(cond.column, F.lit(False)) if cond is not None else None
+        columns = []
+        for f in schema.fields:
+            if f.name in values:
+                new = values[f.name]
+                columns.append((F.when(hit, new).otherwise(F.col(_quote(f.name))) if hit is not None else new).alias(f.name))
+            elif f.metadata.get("delta.generationExpression"):
+                continue  # recomputed from the new values by conform()
+            else:
+                columns.append(F.col(_quote(f.name)))
+        return df.select(*columns)
+
+    try:
+        updated(base).schema  # analysis errors surface before any job runs
+    except DeltaAnalysisError:
+        raise
+    except Exception as e:
+        raise analysis_error("cannot resolve the UPDATE", e) from None
+
+    scan_ms = rewrite_ms = 0
+    updated_rows: int | None = None
+    to_rewrite = files.slice(0, 0)
+    if cond is None or is_partition_only(spark, cond, snapshot.partition_columns):
+        # Every row of the matching files is updated: no scan for matches.
+        if cond is None:
+            to_rewrite = files
+            txn.read_predicate(READ_ALL)
+        else:
+            to_rewrite = files_matching_partitions(spark, snapshot, files, cond.column, alias)
+            txn.read_predicate(cond.predicate())
+        txn.read_files(to_rewrite.column("path").to_pylist())
+    else:
+        predicate = cond.predicate()
+        candidates = skipper(snapshot, files).prune(predicate)
+        txn.read_predicate(predicate)
+        txn.read_files(candidates.column("path").to_pylist())
+        counts: dict[str, int] = {}
+        if candidates.num_rows:
+            df = scan(spark, snapshot, candidates, with_file=True)
+            if alias:
+                df = df.alias(alias)
+            rows = df.filter(cond.column).groupBy(FILE_COL).count().collect()
+            counts = {r[0]: int(r[1]) for r in rows}
+        if counts:
+            to_rewrite = select_files(snapshot, candidates, counts)
+        updated_rows = sum(counts.values())
+    scan_ms = elapsed_ms(started)
+
+    added: list[dict[str, Any]] = []
+    if to_rewrite.num_rows:
+        rewrite_started = time.monotonic()
+        data = build_dataframe(spark, snapshot, to_rewrite)
+        if alias:
+            data = data.alias(alias)
+        added = write_rows(spark, updated(data), root, metadata)
+        rewrite_ms = elapsed_ms(rewrite_started)
+    written = add_rows([a["add"] for a in added])
+    if updated_rows is None:
+        updated_rows = written  # whole files rewritten: every row was updated
+    copied_rows = written - updated_rows
+
+    actions = (remove_actions(to_rewrite) + added) if to_rewrite.num_rows else []
+    metrics: dict[str, Any] = {
+        "numAddedFiles": len(added),
+        "numRemovedFiles": to_rewrite.num_rows,
+        "numAddedChangeFiles": 0,
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": count_dvs(to_rewrite),
+        "numDeletionVectorsUpdated": 0,
+        "numUpdatedRows": updated_rows,
+        "numCopiedRows": copied_rows,
+        "executionTimeMs": elapsed_ms(started),
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": rewrite_ms,
+        "numRemovedBytes": total_bytes(to_rewrite),
+        "numAddedBytes": sum(a["add"]["size"] for a in added),
+    }
+    return PreparedCommit(txn, actions, Operation.update(cond.sql if cond is not None else None), metrics,
+                          started=started, result=updated_rows)

@@ -1,0 +1,1 @@
+"""Table maintenance commands: VACUUM, OPTIMIZE, RESTORE, protocol upgrades, manifests, CONVERT."""

@@ -1,0 +1,679 @@
+"""OPTIMIZE: bin-packing compaction and Z-ordering (delta-spark's OptimizeTableCommand).
+
+Planning follows delta-spark's OptimizeExecutor:
+ * candidate files are the live files of the partitions selected by `where(...)`
+   (partition columns only);
+ * compaction keeps the files smaller than `spark.databricks.delta.optimize.minFileSize`
+   or with too many rows deleted by a deletion vector
+   (`spark.databricks.delta.optimize.maxDeletedRowsRatio`), groups them per partition and
+   packs them, smallest first, into bins of at most
+   `spark.databricks.delta.optimize.maxFileSize` bytes; a bin of a single file is left
+   alone unless that file has a deletion vector (rewriting it purges the deleted rows);
+ * Z-order takes every candidate file of a partition as one bin and range-partitions the
+   rows by an interleaved-bits z-value of the Z-order columns into
+   `max(1, binSize / maxFileSize)` files.
+Every bin is rewritten by its own Spark job (several run at once, up to
+`spark.databricks.delta.optimize.maxThreads`); new files are added and old ones removed
+with dataChange=false in one OPTIMIZE commit, which therefore runs under snapshot
+isolation: concurrent appends never conflict, while a concurrent removal of a compacted
+file does (ConcurrentDeleteReadException / ConcurrentDeleteDeleteException).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaConcurrentModificationException,
+    DeltaIllegalArgumentError,
+    DeltaNotImplementedError,
+)
+from pydelta.log.snapshot import Snapshot
+from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
+from pydelta.txn.commit_info import Operation
+
+logger = logging.getLogger(__name__)
+
+MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
+MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+MAX_DELETED_ROWS_RATIO_CONF = "spark.databricks.delta.optimize.maxDeletedRowsRatio"
+MAX_THREADS_CONF = "spark.databricks.delta.optimize.maxThreads"
+REPARTITION_CONF = "spark.databricks.delta.optimize.repartition.enabled"
+ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
+NUM_RANGE_IDS_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
+ADD_NOISE_CONF = "spark.databricks.io.skipping.mdc.addNoise"
+_GIB = 1 << 30
+_MAX_COMMIT_ATTEMPTS = 10
+
+
+class DeltaOptimizeBuilder:
+    """delta-spark's `DeltaOptimizeBuilder`: `table.optimize().where(...).executeCompaction()`."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._filters: list[str] = []
+
+    def where(self, partitionFilter: str) -> "DeltaOptimizeBuilder":
+        if not isinstance(partitionFilter, str) or not partitionFilter.strip():
+            raise DeltaIllegalArgumentError("where() needs a partition filter SQL expression string")
+        self._filters.append(partitionFilter)
+        return self
+
+    def executeCompaction(self) -> Any:
+        return optimize(self._table, self._filters, ())
+
+    def executeZOrderBy(self, *cols: Any) -> Any:
+        names: list[str] = []
+        for c in cols:
+            if isinstance(c, (list, tuple)):
+                names.extend(c)
+            else:
+                names.append(c)
+        for n in names:
+            if not isinstance(n, str):
+                raise DeltaIllegalArgumentError(f"Z-order columns must be names (strings), got {n!r}")
+        return optimize(self._table, self._filters, names)
+
+
+# ---- planning -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Bin:
+    partition: tuple[tuple[str, str | None], ...]
+    files: pa.Table  # rows of Snapshot.files()
+
+    @property
+    def size(self) -> int:
+        return int(sum(self.files.column("size").to_pylist()))
+
+
+@dataclass
+class OptimizeResult:
+    adds: list[dict[str, Any]] = field(default_factory=list)
+    removes: list[dict[str, Any]] = field(default_factory=list)
+    removed_dvs: list[dict[str, Any]] = field(default_factory=list)
+    version: int | None = None
+
+
+def _java_seq(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _parse_expression(spark: Any, sql: str) -> Any:
+    try:
+        return spark._jsparkSession.sessionState().sqlParser().parseExpression(sql)
+    except Exception as e:
+        raise DeltaAnalysisError(f"cannot parse the partition predicate {sql!r}: {str(e).splitlines()[0]}") from None
+
+
+def _has_subquery(expr: Any) -> bool:
+    name = expr.getClass().getSimpleName()
+    if "Subquery" in name or name in ("Exists", "ListQuery", "InSubquery"):
+        return True
+    return any(_has_subquery(c) for c in _java_seq(expr.children()))
+
+
+def predicate_strings(spark: Any, filters: Sequence[str]) -> list[str]:
+    """How delta-spark records the OPTIMIZE predicates: the parsed expressions' simpleString."""
+    out = []
+    for sql in filters:
+        expr = _parse_expression(spark, sql)
+        try:
+            max_fields = spark._jsparkSession.sessionState().conf().maxToStringFields()
+            out.append(str(expr.simpleString(max_fields)))
+        except Exception:
+            out.append(sql)
+    return out
+
+
+def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
+    """Only partition columns may be referenced, and no subqueries (delta-spark's rule)."""
+    case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
+    for sql in filters:
+        expr = _parse_expression(spark, sql)
+        if _has_subquery(expr):
+            raise DeltaAnalysisError("Subquery is not supported in partition predicates.")
+        for ref in _java_seq(expr.references().toSeq()):
+            name = str(ref.name())
+            if case_sensitive:
+                ok = name in partition_columns
+            else:
+                ok = name.lower() in {c.lower() for c in partition_columns}
+            if not ok:
+                raise DeltaAnalysisError(
+                    f"Predicate references non-partition column '{name}'. Only the partition columns may be "
+                    f"referenced: [{', '.join(partition_columns)}]"
+                )
+
+
+def select_partitions(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> pa.Table:
+    """The live files of the partitions matching every filter."""
+    files = snapshot.files()
+    if not filters or files.num_rows == 0:
+        return files
+    from pydelta.spark.write import partition_rows_dataframe
+
+    df = partition_rows_dataframe(spark, snapshot, files)
+    for sql in filters:
+        try:
+            df = df.filter(sql)
+        except Exception as e:
+            raise DeltaAnalysisError(f"cannot resolve the partition predicate {sql!r}: {str(e).splitlines()[0]}") from None
+    keep = sorted(r[0] for r in df.select("__pydelta_idx").collect())
+    return files.take(pa.array(keep, pa.int64()))
+
+
+def _read_predicate(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> Any:
+    """The pydelta predicate of the filters (for conflict detection), or None for the whole table."""
+    if not filters:
+        return None
+    from pydelta.protocol.predicates import And
+    from pydelta.spark.predicates import filter_condition, translate
+    from pydelta.spark.write import partition_rows_dataframe
+
+    base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
+    out = None
+    for sql in filters:
+        p = translate(filter_condition(base._jdf, sql))
+        out = p if out is None else And(out, p)
+    return out
+
+
+def _has_dv(row: dict[str, Any]) -> bool:
+    return bool(row.get("deletion_vector"))
+
+
+def _should_compact_for_deletes(row: dict[str, Any], max_ratio: float) -> bool:
+    dv = row.get("deletion_vector")
+    if not dv:
+        return False
+    records = row.get("num_records")
+    if records is None:
+        return True  # delta-spark: DVs without numRecords stats are always compacted
+    if records == 0:
+        return True
+    return (dv.get("cardinality") or 0) / records > max_ratio
+
+
+def plan_bins(
+    files: pa.Table,
+    *,
+    zorder: bool,
+    min_file_size: int,
+    max_file_size: int,
+    max_deleted_rows_ratio: float,
+) -> list[Bin]:
+    """Group the candidate files into bins, as delta-spark's OptimizeExecutor does."""
+    all_rows = files.to_pylist()
+    by_partition: dict[tuple, list[int]] = {}
+    for i, r in enumerate(all_rows):
+        if not zorder and not (r["size"] < min_file_size or _should_compact_for_deletes(r, max_deleted_rows_ratio)):
+            continue
+        key = tuple(sorted((k, v) for k, v in (r.get("partition_values") or [])))
+        by_partition.setdefault(key, []).append(i)
+    max_bin = math.inf if zorder else max_file_size
+    bins: list[Bin] = []
+    for key in sorted(by_partition, key=lambda k: [(a, b is None, b or "") for a, b in k]):
+        idxs = sorted(by_partition[key], key=lambda i: all_rows[i]["size"])
+        groups: list[list[int]] = []
+        current: list[int] = []
+        current_size = 0
+        for i in idxs:
+            size = all_rows[i]["size"]
+            if current and size + current_size > max_bin:
+                groups.append(current)
+                current, current_size = [], 0
+            current.append(i)
+            current_size += size
+        if current:
+            groups.append(current)
+        for g in groups:
+            if zorder or len(g) > 1 or (len(g) == 1 and _has_dv(all_rows[g[0]])):
+                bins.append(Bin(key, files.take(pa.array(g, pa.int64()))))
+    return bins
+
+
+# ---- Z-order --------------------------------------------------------------------------------------
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _split_column(name: str) -> list[str]:
+    """`a.b` -> ['a', 'b']; backquoted parts keep their dots (Spark's UnresolvedAttribute rules)."""
+    parts, cur, quoted, i = [], "", False, 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and i + 1 < len(name) and name[i + 1] == "`":
+                cur += "`"
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    parts.append(cur)
+    return parts
+
+
+def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[str]) -> list[list[str]]:
+    """Each Z-order column resolved to its logical path in the data schema (delta-spark's checks)."""
+    from pydelta.protocol.schema import StructType as DeltaStruct
+    from pydelta.protocol.stats import indexed_schema
+
+    schema = snapshot.schema
+    partition_columns = snapshot.partition_columns
+    case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
+
+    def same(a: str, b: str) -> bool:
+        return a == b if case_sensitive else a.lower() == b.lower()
+
+    conf = snapshot.metadata.configuration
+    try:
+        num_indexed = int(conf.get("delta.dataSkippingNumIndexedCols", "32"))
+    except ValueError:
+        num_indexed = 32
+    stats_schema = indexed_schema(
+        schema, num_indexed, conf.get("delta.dataSkippingStatsColumns"), partition_columns
+    )
+    check_stats = conf_bool(spark, ZORDER_STATS_CHECK_CONF, True)
+    resolved: list[list[str]] = []
+    without_stats: list[str] = []
+
+    def find(struct: Any, parts: list[str]) -> list[str] | None:
+        path: list[str] = []
+        current = struct
+        for p in parts:
+            if not isinstance(current, DeltaStruct):
+                return None
+            match = [f for f in current.fields if same(f.name, p)]
+            if not match:
+                return None
+            path.append(match[0].name)
+            current = match[0].type
+        return path
+
+    for col in columns:
+        parts = _split_column(col)
+        if len(parts) == 1 and any(same(parts[0], c) for c in partition_columns):
+            raise DeltaAnalysisError(
+                f"{col} is a partition column. Z-Ordering can only be performed on data columns"
+            )
+        data_schema = DeltaStruct(tuple(f for f in schema.fields if f.name not in partition_columns))
+        path = find(data_schema, parts)
+        if path is None:
+            raise DeltaAnalysisError(f"Z-Ordering column {col} does not exist in data schema.")
+        if check_stats and find(stats_schema, path) is None:
+            without_stats.append(col)
+        resolved.append(path)
+    if without_stats:
+        raise DeltaAnalysisError(
+            f"Z-Ordering on [{', '.join(without_stats)}] will be ineffective, because we currently do not collect "
+            "stats for these columns. Please refer to the Delta documentation on data skipping and Z-order for "
+            "more information. You can disable this check by setting: "
+            f"'SET {ZORDER_STATS_CHECK_CONF} = false'"
+        )
+    return resolved
+
+
+def _proxy_sql(col_sql: str, type_name: str) -> str:
+    """An orderable, exactly round-trippable stand-in for a column (same order as the column)."""
+    if type_name == "date":
+        return f"unix_date({col_sql})"
+    if type_name == "timestamp":
+        return f"unix_micros({col_sql})"
+    if type_name == "timestamp_ntz":  # wall-clock micros, independent of any time zone
+        return (
+            f"unix_date(cast({col_sql} as date)) * 86400000000L + hour({col_sql}) * 3600000000L"
+            f" + minute({col_sql}) * 60000000L + cast(date_part('SECOND', {col_sql}) * 1000000 as bigint)"
+        )
+    if type_name == "boolean":
+        return f"cast({col_sql} as int)"
+    if type_name == "binary":
+        return f"hex({col_sql})"
+    return col_sql
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _boundaries(values: list[Any], num_ranges: int) -> list[Any]:
+    """Up to num_ranges-1 increasing split points of the (non-null) sample."""
+    vals = sorted(v for v in values if v is not None and not _is_nan(v))
+    if not vals or num_ranges <= 1:
+        return []
+    out: list[Any] = []
+    n = len(vals)
+    for i in range(1, num_ranges):
+        v = vals[min(n - 1, (i * n) // num_ranges)]
+        if not out or v > out[-1]:
+            out.append(v)
+    return out
+
+
+def _range_id(expr: Any, bounds: list[Any]) -> Any:
+    """0 for null, else 1 + the number of boundaries smaller than the value (binary search)."""
+    from pyspark.sql import functions as F
+
+    def search(lo: int, hi: int) -> Any:
+        if lo == hi:
+            return F.lit(lo + 1)
+        mid = (lo + hi) // 2
+        return F.when(expr <= F.lit(bounds[mid]), search(lo, mid)).otherwise(search(mid + 1, hi))
+
+    return F.when(expr.isNull(), F.lit(0)).otherwise(search(0, len(bounds)))
+
+
+def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ranges: int = 1000,
+                     add_noise: bool = True, total_rows: int | None = None) -> Any:
+    """`df` range-partitioned into `num_files` partitions by the z-value of the columns.
+
+    Each column is mapped to a range id (approximate quantiles from a sample, nulls first),
+    and the ids' bits are interleaved, most significant first, into a binary string whose
+    order is the Z-order curve; delta-spark's range_partition_id + interleave_bits.
+    """
+    from pyspark.sql import functions as F
+
+    proxies = []
+    for path in paths:
+        col_sql = ".".join(_quoted(p) for p in path)
+        dtype = df.select(F.expr(col_sql)).schema.fields[0].dataType.typeName()
+        proxies.append(_proxy_sql(col_sql, dtype))
+    sample_df = df.select(*[F.expr(p).alias(f"__pydelta_z{i}") for i, p in enumerate(proxies)])
+    target = max(20 * num_ranges, 1000)
+    if total_rows is not None and total_rows > target:
+        sample_df = sample_df.sample(False, min(1.0, 1.5 * target / total_rows), seed=7)
+    rows = sample_df.collect()
+    bounds = [_boundaries([r[i] for r in rows], num_ranges) for i in range(len(paths))]
+    bits = max(1, max(len(b) + 1 for b in bounds).bit_length())
+    ids = [_range_id(F.expr(p), b) for p, b in zip(proxies, bounds)]
+    padded = [F.lpad(F.bin(i.cast("long")), bits, "0") for i in ids]
+    pieces = [F.substring(p, pos, 1) for pos in range(1, bits + 1) for p in padded]
+    zkey = F.concat(*pieces)
+    key = "__pydelta_zvalue"
+    out = df.withColumn(key, zkey)
+    if add_noise:
+        noise = "__pydelta_znoise"
+        out = out.withColumn(noise, (F.rand(11) * 255 - 128).cast("byte"))
+        out = out.repartitionByRange(max(1, num_files), F.col(key), F.col(noise)).drop(noise)
+    else:
+        out = out.repartitionByRange(max(1, num_files), F.col(key))
+    return out.drop(key)
+
+
+# ---- execution --------------------------------------------------------------------------------------
+
+
+def _file_size_histogram(sizes: list[int]) -> dict[str, int]:
+    s = sorted(sizes)
+    n = len(s)
+    return {"min": s[0], "p25": s[n // 4], "p50": s[n // 2], "p75": s[n * 3 // 4], "max": s[-1]}
+
+
+def _size_metrics(sizes: list[int]) -> tuple:
+    if not sizes:
+        return (None, None, 0.0, 0, 0)
+    return (min(sizes), max(sizes), sum(sizes) / len(sizes), len(sizes), sum(sizes))
+
+
+def metrics_schema() -> Any:
+    from pyspark.sql.types import (
+        BooleanType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    def size_struct() -> StructType:
+        return StructType([
+            StructField("min", LongType()), StructField("max", LongType()), StructField("avg", DoubleType(), False),
+            StructField("totalFiles", LongType(), False), StructField("totalSize", LongType(), False),
+        ])
+
+    def zfile() -> StructType:
+        return StructType([StructField("num", LongType(), False), StructField("size", LongType(), False)])
+
+    zorder = StructType([
+        StructField("strategyName", StringType()), StructField("inputCubeFiles", zfile()),
+        StructField("inputOtherFiles", zfile()), StructField("inputNumCubes", LongType(), False),
+        StructField("mergedFiles", zfile()), StructField("numOutputCubes", LongType(), False),
+        StructField("mergedNumCubes", LongType()),
+    ])
+    parallelism = StructType([
+        StructField("maxClusterActiveParallelism", LongType()), StructField("minClusterActiveParallelism", LongType()),
+        StructField("maxSessionActiveParallelism", LongType()), StructField("minSessionActiveParallelism", LongType()),
+    ])
+    dv = StructType([
+        StructField("numDeletionVectorsRemoved", LongType(), False),
+        StructField("numDeletionVectorRowsRemoved", LongType(), False),
+    ])
+    return StructType([
+        StructField("numFilesAdded", LongType(), False),
+        StructField("numFilesRemoved", LongType(), False),
+        StructField("filesAdded", size_struct()),
+        StructField("filesRemoved", size_struct()),
+        StructField("partitionsOptimized", LongType(), False),
+        StructField("zOrderStats", zorder),
+        StructField("numBins", LongType(), False),
+        StructField("numBatches", LongType(), False),
+        StructField("totalConsideredFiles", LongType(), False),
+        StructField("totalFilesSkipped", LongType(), False),
+        StructField("preserveInsertionOrder", BooleanType(), False),
+        StructField("numFilesSkippedToReduceWriteAmplification", LongType(), False),
+        StructField("numBytesSkippedToReduceWriteAmplification", LongType(), False),
+        StructField("startTimeMs", LongType(), False),
+        StructField("endTimeMs", LongType(), False),
+        StructField("totalClusterParallelism", LongType(), False),
+        StructField("totalScheduledTasks", LongType(), False),
+        StructField("autoCompactParallelismStats", parallelism),
+        StructField("deletionVectorStats", dv),
+        StructField("numTableColumns", LongType(), False),
+        StructField("numTableColumnsWithStats", LongType(), False),
+    ])
+
+
+def result_schema() -> Any:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField("path", StringType()), StructField("metrics", metrics_schema())])
+
+
+def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_paths: list[list[str]] | None,
+                 max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
+                 timestamp_ms: int) -> tuple[list[dict], list[dict]]:
+    from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.read import build_dataframe
+
+    df = build_dataframe(spark, snapshot, b.files)
+    if zorder_paths:
+        num_files = max(1, b.size // max_file_size)
+        rows = sum(r or 0 for r in b.files.column("num_records").to_pylist())
+        df = zorder_dataframe(df, zorder_paths, num_files, num_ranges=num_ranges, add_noise=add_noise,
+                              total_rows=rows or None)
+    else:
+        df = df.repartition(1) if use_repartition else df.coalesce(1)
+    desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
+    if b.partition:
+        desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
+    try:
+        spark.sparkContext.setJobDescription(desc)
+    except Exception:
+        pass
+    adds = write_data_files(
+        df, snapshot.table_root, metadata, data_change=False,
+        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+    )
+    removes = [remove_action(a, data_change=False, timestamp_ms=timestamp_ms) for a in file_rows_to_adds(b.files)]
+    return adds, removes
+
+
+def optimize(
+    table: Any,
+    partition_filters: Sequence[str] = (),
+    zorder_by: Sequence[str] = (),
+    *,
+    before_commit: Callable[[], None] | None = None,
+) -> Any:
+    """Run OPTIMIZE (compaction, or Z-order when `zorder_by` is given); returns delta-spark's result DataFrame."""
+    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.txn import protocol_upgrade as pu
+
+    spark = table._spark
+    start_ms = int(time.time() * 1000)
+    snapshot = table.snapshot()
+    snapshot.protocol.check_writable()
+    if "clustering" in pu.all_features(snapshot.protocol):
+        raise DeltaNotImplementedError("OPTIMIZE of clustered (liquid clustering) tables is not implemented in pydelta")
+    filters = list(partition_filters)
+    zorder_by = list(zorder_by)
+    partition_columns = snapshot.partition_columns
+    verify_partition_predicates(spark, filters, partition_columns)
+    zorder_paths = validate_zorder_columns(spark, snapshot, zorder_by) if zorder_by else None
+
+    min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
+    max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
+    if max_file_size <= 0:
+        raise DeltaIllegalArgumentError(f"{MAX_FILE_SIZE_CONF} must be positive")
+    try:
+        max_ratio = float(conf_value(spark, MAX_DELETED_ROWS_RATIO_CONF, "0.05"))  # type: ignore[arg-type]
+        max_threads = max(1, int(conf_value(spark, MAX_THREADS_CONF, "15")))  # type: ignore[arg-type]
+        num_ranges = max(1, int(conf_value(spark, NUM_RANGE_IDS_CONF, "1000")))  # type: ignore[arg-type]
+    except ValueError as e:
+        raise DeltaIllegalArgumentError(f"invalid OPTIMIZE configuration: {e}") from None
+    use_repartition = conf_bool(spark, REPARTITION_CONF, False)
+    add_noise = conf_bool(spark, ADD_NOISE_CONF, True)
+
+    candidates = select_partitions(spark, snapshot, filters)
+    bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=min_file_size,
+                     max_file_size=max_file_size, max_deleted_rows_ratio=max_ratio)
+    metadata = snapshot.metadata
+    timestamp_ms = int(time.time() * 1000)
+
+    result = OptimizeResult()
+    if bins:
+        def run(b: Bin) -> tuple[list[dict], list[dict]]:
+            return _rewrite_bin(spark, snapshot, metadata, b, zorder_paths, max_file_size, use_repartition,
+                                num_ranges, add_noise, timestamp_ms)
+
+        if len(bins) == 1 or max_threads == 1:
+            outputs = [run(b) for b in bins]
+        else:
+            with ThreadPoolExecutor(max_workers=min(max_threads, len(bins))) as pool:
+                outputs = list(pool.map(run, bins))
+        for adds, removes in outputs:
+            result.adds.extend(adds)
+            result.removes.extend(removes)
+        for b in bins:
+            result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
+
+    if result.adds:
+        operation = Operation.optimize(predicate_strings(spark, filters), zorder_by)
+        removed_sizes = [r.get("size") or 0 for r in result.removes]
+        added_sizes = [a["size"] for a in result.adds]
+        hist = _file_size_histogram(added_sizes)
+        metrics = {
+            "numAddedFiles": len(result.adds),
+            "numRemovedFiles": len(result.removes),
+            "numAddedBytes": sum(added_sizes),
+            "numRemovedBytes": sum(removed_sizes),
+            "minFileSize": hist["min"],
+            "p25FileSize": hist["p25"],
+            "p50FileSize": hist["p50"],
+            "p75FileSize": hist["p75"],
+            "maxFileSize": hist["max"],
+            "numDeletionVectorsRemoved": len(result.removed_dvs),
+        }
+        read_predicate = _read_predicate(spark, snapshot, filters)
+        candidate_paths = candidates.column("path").to_pylist()
+        txn_snapshot = snapshot
+        hook = before_commit
+        for attempt in range(1, _MAX_COMMIT_ATTEMPTS + 1):
+            txn = OptimisticTransaction(
+                txn_snapshot.table_root, txn_snapshot, engine_info=engine_info(spark),
+                isolation_level=isolation_level(txn_snapshot.metadata),
+            )
+            if read_predicate is None:
+                txn.read_whole_table()
+            else:
+                txn.read_predicate(read_predicate)
+            txn.read_files(candidate_paths)
+            actions = [{"add": a} for a in result.adds] + [{"remove": r} for r in result.removes]
+            if hook is not None:
+                hook()
+                hook = None
+            try:
+                result.version = txn.commit(actions, operation, operation_metrics=metrics, data_change=False)
+                break
+            except DeltaConcurrentModificationException:
+                # delta-spark's commitAndRetry: still valid when every candidate file is still in
+                # the table and the partitioning did not change.
+                latest = txn_snapshot.update()
+                live = set(latest.files().column("path").to_pylist())
+                if (attempt == _MAX_COMMIT_ATTEMPTS or not set(candidate_paths) <= live
+                        or list(latest.partition_columns) != list(partition_columns)):
+                    raise
+                logger.info("OPTIMIZE of %s: retrying the commit after a concurrent update", snapshot.table_root)
+                txn_snapshot = latest
+
+    end_ms = int(time.time() * 1000)
+    removed_sizes = [r.get("size") or 0 for r in result.removes]
+    added_sizes = [a["size"] for a in result.adds]
+    zorder_stats = None
+    if zorder_paths:
+        merged = (len(result.removes), sum(removed_sizes))
+        zorder_stats = ("all", (0, 0), merged, 0, merged, len({b.partition for b in bins}), None)
+    dv_stats = None
+    if result.removed_dvs:
+        dv_stats = (len(result.removed_dvs), sum(int(d.get("cardinality") or 0) for d in result.removed_dvs))
+    num_columns = len(snapshot.schema.fields)
+    try:
+        indexed = int(snapshot.metadata.configuration.get("delta.dataSkippingNumIndexedCols", "32"))
+    except ValueError:
+        indexed = 32
+    with_stats = num_columns if indexed < 0 else min(indexed, num_columns)
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except Exception:
+        parallelism = 0
+    metrics_row = (
+        len(result.adds),
+        len(result.removes),
+        _size_metrics(added_sizes),
+        _size_metrics(removed_sizes),
+        len({b.partition for b in bins}),
+        zorder_stats,
+        len(bins),
+        len(bins),
+        candidates.num_rows,
+        candidates.num_rows - len(result.removes),
+        False,
+        0,
+        0,
+        start_ms,
+        end_ms,
+        parallelism,
+        0,
+        None,
+        dv_stats,
+        num_columns,
+        with_stats,
+    )
+    return spark.createDataFrame([(f"file:{snapshot.table_root}", metrics_row)], result_schema())

@@ -1,0 +1,101 @@
+"""Explicit protocol changes: `upgradeTableProtocol(reader, writer)` and `addFeatureSupport(name)`.
+
+Both commit a protocol action only (operation "UPGRADE PROTOCOL") through
+`OptimisticTransaction.update_protocol`, which refuses anything that would drop a feature.
+
+* upgradeTableProtocol: the versions may only go up. Below table features (writer < 7)
+  the result is that legacy protocol; at writer 7 (and reader 3) every feature the table
+  supported, implicitly through its old versions or explicitly, is listed.
+* addFeatureSupport: the feature (and the features it requires) is added explicitly; a
+  table without table features moves to writer 7, and to reader 3 as well when the
+  feature is a reader-writer one, as delta-spark does. Unknown names are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydelta.errors import DeltaIllegalArgumentError, DeltaProtocolError
+from pydelta.protocol.actions import Protocol
+from pydelta.txn import protocol_upgrade as pu
+from pydelta.txn.commit_info import Operation
+
+
+def _fmt(p: Protocol) -> str:
+    return pu.describe(p)
+
+
+def upgraded_protocol(current: Protocol, reader: int, writer: int) -> Protocol:
+    """The protocol `upgradeTableProtocol(reader, writer)` produces from `current`."""
+    for name, value, limit in (("reader", reader, pu.TABLE_FEATURES_READER), ("writer", writer, pu.TABLE_FEATURES_WRITER)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+            raise DeltaIllegalArgumentError(f"The {name} version must be an integer between 1 and {limit}, got {value!r}")
+    if reader >= pu.TABLE_FEATURES_READER and writer < pu.TABLE_FEATURES_WRITER:
+        raise DeltaProtocolError(
+            f"Reader version {reader} (table features) requires writer version {pu.TABLE_FEATURES_WRITER}, got {writer}"
+        )
+    if reader < current.min_reader_version or writer < current.min_writer_version:
+        raise DeltaProtocolError(
+            f"Protocol version cannot be downgraded from {_fmt(current)} to ({reader},{writer})"
+        )
+    if writer < pu.TABLE_FEATURES_WRITER:
+        return pu.legacy_protocol(reader, writer)
+    names = pu.all_features(current)
+    needed_reader = pu.min_versions(names, current)[0]
+    return pu.features_protocol(max(reader, needed_reader), names, current)
+
+
+def protocol_with_feature(current: Protocol, feature: str) -> Protocol:
+    """`current` plus `feature` (and what it requires), as explicit table features."""
+    requested = pu.requested_features({f"{pu.FEATURE_PROP_PREFIX}{feature}": "supported"})  # validates the name
+    names = set(pu.all_features(current))
+    todo = list(requested)
+    while todo:  # the feature and everything it requires
+        name = todo.pop()
+        names.add(name)
+        todo.extend(r for r in pu.feature_spec(name).requires if r not in names)
+    reader = current.min_reader_version
+    if any(pu.feature_spec(n).reader_writer for n in names - set(pu.all_features(current))) or (
+        reader >= pu.TABLE_FEATURES_READER
+    ):
+        reader = pu.TABLE_FEATURES_READER
+    elif any(pu.feature_spec(n).reader_writer for n in names):
+        # a legacy reader-writer feature (columnMapping at reader 2) keeps its legacy reader version
+        reader = max(reader, pu.min_versions(names, current)[0])
+    return pu.features_protocol(reader, names, current)
+
+
+def _commit_protocol(table: Any, compute: Any) -> int | None:
+    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    snapshot = table.snapshot()
+    new = compute(snapshot.protocol)
+    if new == snapshot.protocol:
+        return None  # delta-spark: "Table ... is already at protocol version ..."
+    txn = OptimisticTransaction(
+        snapshot.table_root, snapshot, engine_info=engine_info(table._spark),
+        isolation_level=isolation_level(snapshot.metadata),
+    )
+    txn.update_protocol(new)
+    committed = txn.protocol
+    assert committed is not None
+    return txn.commit([], Operation.upgrade_protocol(committed))
+
+
+def upgrade_table_protocol(table: Any, readerVersion: int, writerVersion: int) -> None:
+    _commit_protocol(table, lambda current: upgraded_protocol(current, readerVersion, writerVersion))
+
+
+def add_feature_support(table: Any, featureName: str) -> None:
+    if not isinstance(featureName, str) or not featureName.strip():
+        raise DeltaIllegalArgumentError(f"a table feature name is required, got {featureName!r}")
+
+    def compute(current: Protocol) -> Protocol:
+        if featureName in pu.all_features(current) or featureName.lower() in {
+            n.lower() for n in pu.all_features(current)
+        }:
+            return current
+        return protocol_with_feature(current, featureName)
+
+    _commit_protocol(table, compute)

@@ -1,0 +1,212 @@
+"""RESTORE: make the table's files and metadata those of an older version (delta-spark's RestoreTableCommand).
+
+One commit: files of the old version missing now are re-added (their add actions as they
+were, with dataChange=true), files added since are removed (dataChange=true), and the old
+version's metadata is set again. The protocol only ever moves up: the new protocol supports
+every feature of both versions. Restoring is itself a version, so it can be undone by
+restoring to the version before it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from pydelta.errors import DeltaIllegalArgumentError, MissingDataFileError
+from pydelta.log.replay import canonical_path
+from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
+from pydelta.txn.commit_info import Operation
+
+IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
+
+
+class RestoreMissingFilesError(MissingDataFileError, DeltaIllegalArgumentError):
+    """Data files of the version to restore are gone (vacuumed or deleted by hand)."""
+
+
+def _dv_uid(dv: dict | None) -> str:
+    if not dv:
+        return ""
+    uid = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}"
+    if dv.get("offset") is not None:
+        uid += f"@{dv['offset']}"
+    return uid
+
+
+def _add_action(row: dict[str, Any]) -> dict[str, Any]:
+    """A Snapshot.files() row back to the add action it came from, with dataChange=true."""
+    pv = row.get("partition_values")
+    out: dict[str, Any] = {
+        "path": row["path"],
+        "partitionValues": dict(pv) if pv is not None else {},
+        "size": row["size"],
+        "modificationTime": row.get("modification_time") or 0,
+        "dataChange": True,
+    }
+    if row.get("stats") is not None:
+        out["stats"] = row["stats"]
+    if row.get("tags"):
+        out["tags"] = dict(row["tags"])
+    if row.get("deletion_vector"):
+        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
+    for src, dst in (("base_row_id", "baseRowId"), ("default_row_commit_version", "defaultRowCommitVersion"),
+                     ("clustering_provider", "clusteringProvider")):
+        if row.get(src) is not None:
+            out[dst] = row[src]
+    return out
+
+
+def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
+    out = {}
+    for row in snapshot.files().to_pylist():
+        out[(canonical_path(row["path"], snapshot.table_root), _dv_uid(row.get("deletion_vector")))] = row
+    return out
+
+
+def _session_zone(spark: Any) -> Any:
+    from zoneinfo import ZoneInfo
+
+    name = spark.conf.get("spark.sql.session.timeZone", None) or "UTC"
+    try:
+        return ZoneInfo(name)
+    except Exception:
+        return timezone.utc
+
+
+def _parse_timestamp(spark: Any, timestamp: Any) -> datetime:
+    """A timestamp string (session time zone when it has none), date, datetime or epoch ms."""
+    zone = _session_zone(spark)
+    if isinstance(timestamp, bool):
+        raise DeltaIllegalArgumentError(f"The provided timestamp ({timestamp!r}) cannot be converted to a valid timestamp.")
+    if isinstance(timestamp, (int, float)):
+        return datetime.fromtimestamp(timestamp / 1000, tz=timezone.utc)
+    if isinstance(timestamp, datetime):
+        return timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=zone)
+    text = str(timestamp).strip()
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise DeltaIllegalArgumentError(
+            f"The provided timestamp ({text}) cannot be converted to a valid timestamp."
+        ) from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=zone)
+
+
+def _java_timestamp_string(dt: datetime, zone: Any) -> str:
+    """java.sql.Timestamp#toString in the session time zone: 'yyyy-mm-dd hh:mm:ss.f'."""
+    local = dt.astimezone(zone)
+    frac = f"{local.microsecond:06d}".rstrip("0") or "0"
+    return local.strftime("%Y-%m-%d %H:%M:%S") + "." + frac
+
+
+def _version_at_timestamp(snapshot: Snapshot, ts_ms: int) -> int:
+    """delta-spark's getActiveCommitAtTime(canReturnLastCommit = true)."""
+    from pydelta.errors import VersionNotFoundError
+    from pydelta.log.timestamps import commit_timestamps
+
+    stamps = commit_timestamps(snapshot.storage, snapshot.table_root, ict_enablement_version(snapshot.metadata))
+    if not stamps or ts_ms < stamps[0].timestamp:
+        first = stamps[0] if stamps else None
+        raise VersionNotFoundError(
+            f"The provided timestamp ({datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat()}) is before "
+            f"the earliest version available to this table"
+            + (f" (version {first.version})." if first else ".")
+            + " Please use a timestamp after the earliest version."
+        )
+    best = stamps[0].version
+    for ct in stamps:
+        if ct.timestamp <= ts_ms:
+            best = ct.version
+        else:
+            break
+    return best
+
+
+def restore(table: Any, version: int | None = None, timestamp: Any = None) -> Any:
+    """Restore `table` to `version` or `timestamp`; returns delta-spark's one-row metrics DataFrame."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from pydelta.spark.data_writer import remove_action
+    from pydelta.spark.maintenance._conf import conf_bool
+    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.txn import protocol_upgrade as pu
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    spark = table._spark
+    if (version is None) == (timestamp is None):
+        raise DeltaIllegalArgumentError("Either the version or timestamp should be provided for restore")
+    latest = table.snapshot()
+    timestamp_param: str | None = None
+    if version is None:
+        dt = _parse_timestamp(spark, timestamp)
+        timestamp_param = _java_timestamp_string(dt, _session_zone(spark))
+        target_version = _version_at_timestamp(latest, int(dt.timestamp() * 1000))
+    else:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise DeltaIllegalArgumentError(f"invalid version to restore: {version!r}")
+        target_version = version
+    if target_version >= latest.version:
+        raise DeltaIllegalArgumentError(
+            f"requirement failed: Version to restore ({target_version})should be less then last available "
+            f"version ({latest.version})"
+        )
+    source = load_snapshot(latest.table_root, version=target_version)
+
+    txn = OptimisticTransaction(
+        latest.table_root, latest, engine_info=engine_info(spark), isolation_level=isolation_level(latest.metadata)
+    )
+    txn.read_whole_table()  # delta-spark's commitLarge: any concurrent change fails the restore
+
+    src_files = _keyed(source)
+    tgt_files = _keyed(latest)
+    to_add = [_add_action(row) for key, row in src_files.items() if key not in tgt_files]
+    now = int(time.time() * 1000)
+    to_remove = [
+        remove_action(_add_action(row), data_change=True, timestamp_ms=now)
+        for key, row in tgt_files.items()
+        if key not in src_files
+    ]
+
+    if not conf_bool(spark, IGNORE_MISSING_FILES_CONF, False):
+        missing = [a["path"] for a in to_add if not os.path.exists(canonical_path(a["path"], latest.table_root))]
+        if missing:
+            raise RestoreMissingFilesError(
+                f"Not all files from version {target_version} are available in file system.\n"
+                f" Missed files (top 100 files): {','.join(missing[:100])}.\n"
+                " Please use more recent version or timestamp for restoring.\n"
+                f" To disable check update option {IGNORE_MISSING_FILES_CONF}"
+            )
+
+    txn.update_metadata(source.metadata)
+    current = txn.protocol
+    assert current is not None
+    merged = pu.merge(source.protocol, current)
+    if pu.added_features(merged, current):
+        txn.update_protocol(merged)
+
+    restored_size = sum(int(a["size"] or 0) for a in to_add)
+    removed_size = sum(int(r.get("size") or 0) for r in to_remove)
+    source_files = source.files()
+    metrics = {
+        "numRestoredFiles": len(to_add),
+        "restoredFilesSize": restored_size,
+        "numRemovedFiles": len(to_remove),
+        "removedFilesSize": removed_size,
+        "numOfFilesAfterRestore": source_files.num_rows,
+        "tableSizeAfterRestore": int(sum(source_files.column("size").to_pylist())),
+    }
+    actions = [{"add": a} for a in to_add] + [{"remove": r} for r in to_remove]
+    txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param),
+               operation_metrics=metrics)
+
+    schema = StructType([
+        StructField(name, LongType(), True)
+        for name in ("table_size_after_restore", "num_of_files_after_restore", "num_removed_files",
+                     "num_restored_files", "removed_files_size", "restored_files_size")
+    ])
+    row = (metrics["tableSizeAfterRestore"], metrics["numOfFilesAfterRestore"], metrics["numRemovedFiles"],
+           metrics["numRestoredFiles"], metrics["removedFilesSize"], metrics["restoredFilesSize"])
+    return spark.createDataFrame([row], schema)
+
