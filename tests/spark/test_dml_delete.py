@@ -346,12 +346,13 @@ def test_delete_loses_to_concurrent_append_in_same_partition_serializable(spark,
                properties={"delta.isolationLevel": "Serializable"})
     snapshot = pydelta.load_snapshot(table_path)
     prepared = prepare_delete(spark, snapshot, "p = 1 AND id < 40")  # reads partition p=1
-    _append(spark, table_path, [{"id": 1001, "p": 1, "v": 1.0, "s": "new"}])  # wins version 1
+    new = {"id": 9, "p": 1, "v": 1.0, "s": "new"}  # a row the delete would have deleted
+    _append(spark, table_path, [new])  # wins version 1
     with pytest.raises(ConcurrentAppendException) as err:
         prepared.commit()
     assert "p=1" in str(err.value)
     assert version(table_path) == 1
-    assert_rows(spark, table_path, rows + [{"id": 1001, "p": 1, "v": 1.0, "s": "new"}], check_deltalake=False)
+    assert_rows(spark, table_path, rows + [new], check_deltalake=False)
 
 
 def test_delete_and_concurrent_append_elsewhere_both_commit(spark, table_path):

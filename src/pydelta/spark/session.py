@@ -78,6 +78,7 @@ def local_session(app_name: str = "pydelta", cores: int = 2, **conf: str) -> Any
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
         .config("spark.driver.memory", conf.pop("spark.driver.memory", "4g"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

@@ -353,7 +353,11 @@ def _is_nan(v: Any) -> bool:
 
 
 def _boundaries(values: list[Any], num_ranges: int) -> list[Any]:
-    """Up to num_ranges-1 increasing split points of the (non-null) sample."""
+    """Up to num_ranges-1 increasing upper bounds of the ranges of the (non-null) sample.
+
+    Range i holds the values in (b[i-1], b[i]]; the last range everything above the last
+    bound. The sample's maximum is never a bound (its range would stay empty).
+    """
     vals = sorted(v for v in values if v is not None and not _is_nan(v))
     if not vals or num_ranges <= 1:
         return []
@@ -361,18 +365,18 @@ def _boundaries(values: list[Any], num_ranges: int) -> list[Any]:
     n = len(vals)
     for i in range(1, num_ranges):
         v = vals[min(n - 1, (i * n) // num_ranges)]
-        if not out or v > out[-1]:
+        if v < vals[-1] and (not out or v > out[-1]):
             out.append(v)
     return out
 
 
 def _range_id(expr: Any, bounds: list[Any]) -> Any:
-    """0 for null, else 1 + the number of boundaries smaller than the value (binary search)."""
+    """The number of bounds smaller than the value (a binary search); nulls go to range 0."""
     from pyspark.sql import functions as F
 
     def search(lo: int, hi: int) -> Any:
         if lo == hi:
-            return F.lit(lo + 1)
+            return F.lit(lo)
         mid = (lo + hi) // 2
         return F.when(expr <= F.lit(bounds[mid]), search(lo, mid)).otherwise(search(mid + 1, hi))
 
@@ -383,9 +387,10 @@ def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ran
                      add_noise: bool = True, total_rows: int | None = None) -> Any:
     """`df` range-partitioned into `num_files` partitions by the z-value of the columns.
 
-    Each column is mapped to a range id (approximate quantiles from a sample, nulls first),
-    and the ids' bits are interleaved, most significant first, into a binary string whose
-    order is the Z-order curve; delta-spark's range_partition_id + interleave_bits.
+    Each column is mapped to a range id (ranges of about equal row counts, from a sample;
+    nulls first), scaled so that every column spans the same number of bits, and the ids'
+    bits are interleaved, most significant first, into a bit string whose order is the
+    Z-order curve: delta-spark's range_partition_id + interleave_bits.
     """
     from pyspark.sql import functions as F
 
@@ -400,9 +405,13 @@ def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ran
         sample_df = sample_df.sample(False, min(1.0, 1.5 * target / total_rows), seed=7)
     rows = sample_df.collect()
     bounds = [_boundaries([r[i] for r in rows], num_ranges) for i in range(len(paths))]
-    bits = max(1, max(len(b) + 1 for b in bounds).bit_length())
-    ids = [_range_id(F.expr(p), b) for p, b in zip(proxies, bounds)]
-    padded = [F.lpad(F.bin(i.cast("long")), bits, "0") for i in ids]
+    bits = max(1, max(len(b) for b in bounds).bit_length())
+    ids = []
+    for p, b in zip(proxies, bounds):
+        rid = _range_id(F.expr(p), b).cast("long")
+        # ids 0..len(b) spread over 0..2^bits-1, so each column weighs the same in the curve
+        ids.append(F.floor(rid * F.lit(1 << bits) / F.lit(len(b) + 1)).cast("long"))
+    padded = [F.lpad(F.bin(i), bits, "0") for i in ids]
     pieces = [F.substring(p, pos, 1) for pos in range(1, bits + 1) for p in padded]
     zkey = F.concat(*pieces)
     key = "__pydelta_zvalue"

@@ -1,0 +1,639 @@
+"""MERGE INTO a Delta table (delta-spark's DeltaMergeBuilder), copy-on-write.
+
+Execution follows delta-spark's classic merge executor, as Spark jobs only:
+
+1. Candidate target files: data skipping on the target-only conjuncts of the
+   merge condition (all files when there are NOT MATCHED BY SOURCE clauses).
+2. Find touched files: join the source with the candidate target rows, each
+   carrying its file and row index; one aggregation returns, per file, how
+   many rows a clause would modify and whether several source rows match one
+   target row. Only these per-file numbers reach the driver.
+3. Rewrite the touched files: a right/full outer join of source and touched
+   target rows; each output row gets the action of the first clause (in
+   order, per kind) whose condition holds: update, delete, insert, or copy.
+   Row counts are observed inside the same write job.
+4. Without touched files (or for insert-only merges), inserts are appended
+   (a left-anti join against the target when rows may match); nothing is
+   rewritten.
+
+Everything commits in one transaction; an error (multiple matches, constraint
+violations, conflicts) leaves the table unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydelta.errors import DeltaAnalysisError, DeltaError
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.predicates import Or, Predicate
+from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, parse_schema
+from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
+from pydelta.spark.dml.common import (
+    FILE_COL,
+    READ_ALL,
+    ROW_COL,
+    Condition,
+    DmlTypeError,
+    PreparedCommit,
+    analysis_error,
+    analyze,
+    and_all,
+    as_column,
+    check_dml_supported,
+    column_mapping,
+    conjuncts,
+    count_dvs,
+    elapsed_ms,
+    new_transaction,
+    observation,
+    observed,
+    remove_actions,
+    scan,
+    select_files,
+    simple_string,
+    skipper,
+    total_bytes,
+    write_rows,
+)
+from pydelta.spark.dml.update import _quote, resolve_assignments, split_name, typed_values
+from pydelta.spark.predicates import _children, _name, translate
+from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.txn.commit_info import Operation
+
+__all__ = [
+    "DeltaMergeBuilder",
+    "MultipleSourceRowMatchingTargetRowInMergeError",
+    "MergeClause",
+    "prepare_merge",
+]
+
+DOCS = "https://docs.delta.io/latest/delta-update.html#upsert-into-a-table-using-merge"
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+
+SOURCE_PRESENT = "__pydelta_source_row_present"
+TARGET_PRESENT = "__pydelta_target_row_present"
+ACTION = "__pydelta_merge_action"
+DEDUPE_KEY = "__pydelta_merge_row_key"
+TARGET_ALIAS = "__pydelta_merge_target"
+
+COPY = 0
+DROP = -1
+
+
+class MultipleSourceRowMatchingTargetRowInMergeError(DeltaError):
+    """delta-spark's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE (SQLSTATE 21506)."""
+
+    error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+    sql_state = "21506"
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"[{self.error_class}] Cannot perform Merge as multiple source rows matched and attempted to modify "
+            "the same target row in the Delta table in possibly conflicting ways. By SQL semantics of Merge, when "
+            "multiple source rows match on the same target row, the result may be ambiguous as it is unclear which "
+            "source row should be used to update or delete the matching target row. You can preprocess the source "
+            f"table to eliminate the possibility of multiple matches. Please refer to {DOCS}"
+        )
+
+
+# ---- clauses and the builder ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    kind: str  # "matched" | "notMatched" | "notMatchedBySource"
+    action: str  # "update" | "delete" | "insert"
+    condition: Any = None  # pyspark Column or None
+    assignments: dict[str, Any] | None = None  # None with star=True: updateAll / insertAll
+    star: bool = False
+
+    @property
+    def clause_name(self) -> str:
+        return {"matched": "MATCHED", "notMatched": "NOT MATCHED", "notMatchedBySource": "NOT MATCHED BY SOURCE"}[
+            self.kind
+        ] + f" {self.action.upper()}"
+
+
+class DeltaMergeBuilder:
+    """`DeltaTable.merge(source, condition)`: add `when...` clauses, then `execute()`.
+
+    Like delta-spark's, every `when...` call returns a new builder.
+    """
+
+    def __init__(self, table: Any, source: Any, condition: Any, clauses: tuple[MergeClause, ...] = (),
+                 schema_evolution: bool = False) -> None:
+        from pyspark.sql import DataFrame
+
+        if not isinstance(source, DataFrame):
+            raise DmlTypeError(f"the merge source must be a Spark DataFrame, found {type(source)}")
+        if condition is None:
+            raise DmlTypeError("the merge condition must be a Spark SQL Column or a string, found None")
+        self._table = table
+        self._source = source
+        self._condition = as_column(condition, "'condition'")
+        self._clauses = tuple(clauses)
+        self._schema_evolution = schema_evolution
+
+    def _with(self, clause: MergeClause | None = None, *, schema_evolution: bool | None = None) -> "DeltaMergeBuilder":
+        out = DeltaMergeBuilder.__new__(DeltaMergeBuilder)
+        out._table, out._source, out._condition = self._table, self._source, self._condition
+        out._clauses = self._clauses + ((clause,) if clause is not None else ())
+        out._schema_evolution = self._schema_evolution if schema_evolution is None else schema_evolution
+        return out
+
+    @staticmethod
+    def _cond(condition: Any) -> Any:
+        return None if condition is None else as_column(condition, "'condition'")
+
+    def whenMatchedUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+        values = column_mapping(set, "'set' in whenMatchedUpdate")
+        return self._with(MergeClause("matched", "update", self._cond(condition), values))
+
+    def whenMatchedUpdateAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+        return self._with(MergeClause("matched", "update", self._cond(condition), None, star=True))
+
+    def whenMatchedDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+        return self._with(MergeClause("matched", "delete", self._cond(condition)))
+
+    def whenNotMatchedInsert(self, condition: Any = None, values: Any = None) -> "DeltaMergeBuilder":
+        vals = column_mapping(values, "'values' in whenNotMatchedInsert")
+        return self._with(MergeClause("notMatched", "insert", self._cond(condition), vals))
+
+    def whenNotMatchedInsertAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+        return self._with(MergeClause("notMatched", "insert", self._cond(condition), None, star=True))
+
+    def whenNotMatchedBySourceUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+        values = column_mapping(set, "'set' in whenNotMatchedBySourceUpdate")
+        return self._with(MergeClause("notMatchedBySource", "update", self._cond(condition), values))
+
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+        return self._with(MergeClause("notMatchedBySource", "delete", self._cond(condition)))
+
+    def withSchemaEvolution(self) -> "DeltaMergeBuilder":
+        return self._with(schema_evolution=True)
+
+    def execute(self) -> Any:
+        """Run the merge; returns delta-spark's one-row DataFrame of affected row counts."""
+        spark = self._table._spark
+        prepared = prepare_merge(
+            spark, self._table.snapshot(), self._source, self._condition, list(self._clauses),
+            schema_evolution=self._schema_evolution, alias=getattr(self._table, "_alias", None),
+        )
+        prepared.commit()
+        affected, updated, deleted, inserted = prepared.result
+        return spark.createDataFrame(
+            [(affected, updated, deleted, inserted)],
+            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
+        )
+
+
+# ---- planning ---------------------------------------------------------------------------------------------
+
+
+def _check_clauses(clauses: list[MergeClause]) -> None:
+    if not clauses:
+        raise DeltaAnalysisError("[DELTA_MERGE_MISSING_WHEN] There must be at least one WHEN clause in a MERGE statement.")
+    for kind, code, label in (
+        ("matched", "DELTA_NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION", "MATCHED"),
+        ("notMatched", "DELTA_NON_LAST_NOT_MATCHED_CLAUSE_OMIT_CONDITION", "NOT MATCHED"),
+        ("notMatchedBySource", "DELTA_NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION", "NOT MATCHED BY SOURCE"),
+    ):
+        of_kind = [c for c in clauses if c.kind == kind]
+        if len(of_kind) > 1 and any(c.condition is None for c in of_kind[:-1]):
+            raise DeltaAnalysisError(
+                f"[{code}] When there are more than one {label} clauses in a MERGE statement, only the last "
+                f"{label} clause can omit the condition."
+            )
+
+
+def _source_fields(source: Any) -> dict[str, Any]:
+    """lower-case name -> Spark StructField of the source."""
+    return {f.name.lower(): f for f in source.schema.fields}
+
+
+def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause], alias: str | None) -> StructType:
+    """delta-spark's schema evolution for MERGE: source columns that `*` or SET/VALUES assign, appended."""
+    from pyspark.sql.types import StructType as SparkStructType
+
+    existing = {f.name.lower() for f in schema.fields}
+    src = _source_fields(source)
+    wanted: list[Any] = []
+
+    def want(spark_field: Any) -> None:
+        if spark_field.name.lower() not in existing and all(w.name.lower() != spark_field.name.lower() for w in wanted):
+            wanted.append(spark_field)
+
+    for c in clauses:
+        if c.action == "delete" or c.kind == "notMatchedBySource":
+            continue
+        if c.star:
+            for f in source.schema.fields:
+                want(f)
+        else:
+            for key in c.assignments or {}:
+                parts = split_name(key)
+                if len(parts) > 1 and alias and parts[0].lower() == alias.lower():
+                    parts = parts[1:]
+                if len(parts) == 1 and parts[0].lower() not in existing and parts[0].lower() in src:
+                    want(src[parts[0].lower()])
+    if not wanted:
+        return schema
+    added = as_nullable(parse_schema(SparkStructType(wanted).json()))
+    return StructType(tuple(schema.fields) + tuple(added.fields))
+
+
+def _join_node(plan: Any) -> Any:
+    while _name(plan) != "Join":
+        kids = _children(plan)
+        if not kids:
+            return None
+        plan = kids[0]
+    return plan
+
+
+def _target_only_predicate(expr: Any, target_attrs: Any) -> Predicate | None:
+    """The target-only conjuncts of `expr`, translated for data skipping (None when there are none)."""
+    parts = []
+    for conj in conjuncts(expr):
+        try:
+            if conj.deterministic() and conj.references().nonEmpty() and conj.references().subsetOf(target_attrs):
+                parts.append(translate(conj))
+        except Exception:
+            continue
+    return and_all(parts) if parts else None
+
+
+@dataclass
+class _Resolved:
+    clause: MergeClause
+    code: int
+    cond: Condition | None
+    values: dict[str, Any]  # target column -> typed Column (update / insert)
+
+    @property
+    def history(self) -> dict[str, str | None]:
+        return {"predicate": self.cond.sql if self.cond is not None else None, "actionType": self.clause.action}
+
+    def hit(self) -> Any:
+        from pyspark.sql import functions as F
+
+        if self.cond is None:
+            return F.lit(True)
+        return F.coalesce(self.cond.column, F.lit(False))
+
+
+def prepare_merge(
+    spark: Any,
+    snapshot: Snapshot,
+    source: Any,
+    condition: Any,
+    clauses: list[MergeClause],
+    *,
+    schema_evolution: bool = False,
+    alias: str | None = None,
+) -> PreparedCommit:
+    """Plan and run the merge's Spark jobs; returns the (uncommitted) result.
+
+    `result` of the returned PreparedCommit is (num_affected_rows, num_updated_rows,
+    num_deleted_rows, num_inserted_rows).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    _check_clauses(clauses)
+    check_dml_supported(snapshot, "MERGE", removes_rows=False)
+    txn = new_transaction(spark, snapshot)
+    read_md = snapshot.metadata
+    schema = read_md.schema
+    files = snapshot.files()
+    root = snapshot.table_root
+    cond_col = as_column(condition)
+    matched = [c for c in clauses if c.kind == "matched"]
+    not_matched = [c for c in clauses if c.kind == "notMatched"]
+    by_source = [c for c in clauses if c.kind == "notMatchedBySource"]
+    insert_only = not matched and not by_source
+    only_unconditional_delete = len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None
+
+    # ---- schema evolution ----------------------------------------------------------------------
+    evolve = schema_evolution or str(spark.conf.get(AUTO_MERGE_CONF, "false")).strip().lower() == "true"
+    out_schema = _evolved_schema(schema, source, clauses, alias) if evolve else schema
+    if out_schema != schema:
+        config = dict(read_md.configuration)
+        if column_mapping_mode(config) != "none":
+            out_schema, config = assign_column_mapping(out_schema, config)
+        txn.update_metadata(replace(read_md, schema_string=out_schema.to_json(), configuration=config))
+    metadata: Metadata = txn.metadata  # type: ignore[assignment]
+    out_schema = metadata.schema
+    target_names = {f.name.lower(): f.name for f in schema.fields}
+
+    # ---- analysis: every expression against source FULL OUTER JOIN (empty) target ---------------------
+    t_alias = alias or TARGET_ALIAS
+    empty_target = build_dataframe(spark, snapshot, files.slice(0, 0)).alias(t_alias)
+    try:
+        analysis_df = source.join(empty_target, cond_col, "full_outer")
+    except Exception as e:
+        raise analysis_error("[DELTA_MERGE_UNRESOLVED_EXPRESSION] cannot resolve the merge condition", e) from None
+    merge_cond = analyze(analysis_df, cond_col, "the merge condition")
+    join = _join_node(analysis_df._jdf.queryExecution().analyzed())
+    target_attrs = join.right().outputSet() if join is not None else None
+
+    def tgt(name: str) -> Any:
+        return F.col(f"{_quote(t_alias)}.{_quote(name)}")
+
+    def current(name: str) -> Any:
+        if name.lower() in target_names:
+            return tgt(target_names[name.lower()])
+        return F.lit(None).cast(spark_schema(out_schema)[name].dataType)
+
+    src_fields = _source_fields(source)
+
+    def star_values(clause: MergeClause) -> dict[str, Any]:
+        out = {}
+        if evolve:
+            for f in source.schema.fields:
+                out[f.name] = source[f.name]
+            return out
+        for f in schema.fields:
+            sf = src_fields.get(f.name.lower())
+            if sf is None:
+                if f.metadata.get("delta.generationExpression"):
+                    continue  # computed from the other columns
+                cols = ", ".join(f"{_quote(n)}" for n in source.columns)
+                kind = "UPDATE" if clause.action == "update" else "INSERT"
+                raise DeltaAnalysisError(
+                    f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {_quote(f.name)} in {kind} clause given "
+                    f"columns {cols}."
+                )
+            out[f.name] = source[sf.name]
+        return out
+
+    resolved: list[_Resolved] = []
+    counters = {"matched": 0, "notMatched": 0, "notMatchedBySource": 0}
+    for clause in clauses:
+        counters[clause.kind] += 1
+        n = counters[clause.kind]
+        base = {"matched": 0, "notMatchedBySource": 100, "notMatched": 200}[clause.kind]
+        code = base + n if clause.action != "delete" else -(base + n + 10)
+        cond = None
+        if clause.condition is not None:
+            cond = analyze(analysis_df, clause.condition, f"the {clause.clause_name} condition")
+        values: dict[str, Any] = {}
+        if clause.action != "delete":
+            raw = star_values(clause) if clause.star else dict(clause.assignments or {})
+            values = resolve_assignments(out_schema, raw, alias, current, clause=clause.clause_name)
+            values = typed_values(analysis_df, out_schema, values, f"{clause.clause_name}")
+        resolved.append(_Resolved(clause, code, cond, values))
+    r_matched = [r for r in resolved if r.clause.kind == "matched"]
+    r_insert = [r for r in resolved if r.clause.kind == "notMatched"]
+    r_by_source = [r for r in resolved if r.clause.kind == "notMatchedBySource"]
+
+    def any_hit(rs: list[_Resolved]) -> Any:
+        out = F.lit(False)
+        for r in rs:
+            out = out | r.hit()
+        return out
+
+    # ---- candidate target files ------------------------------------------------------------------------
+    read_predicate: Predicate = READ_ALL
+    if not by_source and target_attrs is not None:
+        pred = _target_only_predicate(merge_cond.expr, target_attrs)
+        parts = [pred] if pred is not None else []
+        if not not_matched and matched:
+            # Matched-only merges also skip files no matched clause condition can touch.
+            ors: Predicate | None = None
+            for r in r_matched:
+                p = _target_only_predicate(r.cond.expr, target_attrs) if r.cond is not None else None
+                if p is None:
+                    ors = None
+                    break
+                ors = p if ors is None else Or(ors, p)
+            if ors is not None:
+                parts.append(ors)
+        if parts:
+            read_predicate = and_all(parts)
+    candidates = skipper(snapshot, files).prune(read_predicate) if read_predicate is not READ_ALL else files
+    txn.read_predicate(read_predicate)
+    txn.read_files(candidates.column("path").to_pylist())
+
+    metrics_timing = {"materializeSourceTimeMs": 0, "scanTimeMs": 0, "rewriteTimeMs": 0}
+    num_source_rows: int | None = None
+    touched = files.slice(0, 0)
+    any_match = False
+    overcount = 0
+    need_dedupe = False
+    persisted = False
+    counts: dict[str, int] = {}
+    added: list[dict[str, Any]] = []
+    try:
+        # ---- find touched files ---------------------------------------------------------------------------
+        if not insert_only and candidates.num_rows:
+            t0 = time.monotonic()
+            level = source.storageLevel
+            if not (level.useMemory or level.useDisk):
+                source.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted = True
+            metrics_timing["materializeSourceTimeMs"] = elapsed_ms(t0)
+            t0 = time.monotonic()
+            obs = observation()
+            src = source.observe(obs, F.count(F.lit(1)).alias("n")).withColumn(SOURCE_PRESENT, F.lit(True))
+            target = scan(spark, snapshot, candidates, with_file=True).alias(t_alias)
+            joined = src.join(target, cond_col, "right_outer" if by_source else "inner")
+            is_match = F.col(SOURCE_PRESENT).isNotNull()
+            m_act = (is_match & any_hit(r_matched)).cast("int")
+            u_act = (~is_match & any_hit(r_by_source)).cast("int")
+            if by_source:
+                joined = joined.filter(is_match | (u_act == 1))
+            per_row = joined.groupBy(F.col(FILE_COL), F.col(ROW_COL)).agg(
+                F.count(F.col(SOURCE_PRESENT)).alias("n"), F.sum(m_act).alias("a"), F.max(u_act).alias("u")
+            )
+            n, a, u = F.col("n"), F.col("a"), F.col("u")
+            per_file = per_row.groupBy(FILE_COL).agg(
+                F.sum(F.when((a > 0) | (u > 0), 1).otherwise(0)).alias("acted"),
+                F.sum(F.when(n > 0, 1).otherwise(0)).alias("matched"),
+                F.sum(F.when((n > 1) & (a > 0), 1).otherwise(0)).alias("conflicts"),
+                F.sum(F.when((n > 1) & (a == 0), 1).otherwise(0)).alias("dups"),
+                F.sum(F.when(n > 1, n - 1).otherwise(0)).alias("over"),
+            )
+            stats = per_file.collect()
+            seen = observed(obs)
+            num_source_rows = int(seen["n"]) if seen is not None else None
+            metrics_timing["scanTimeMs"] = elapsed_ms(t0)
+            if sum(int(r["conflicts"]) for r in stats) and not only_unconditional_delete:
+                raise MultipleSourceRowMatchingTargetRowInMergeError()
+            any_match = any(int(r["matched"]) for r in stats)
+            touched_rows = [r for r in stats if int(r["acted"]) > 0 or (not_matched and int(r["matched"]) > 0)]
+            need_dedupe = any(int(r["dups"]) for r in touched_rows)
+            overcount = sum(int(r["over"]) for r in stats) if only_unconditional_delete else 0
+            if touched_rows:
+                touched = select_files(snapshot, candidates, [r[FILE_COL] for r in touched_rows])
+
+        act = F.col(ACTION)
+        if touched.num_rows:
+            # ---- rewrite touched files (and insert) in one job ----------------------------------------------
+            t0 = time.monotonic()
+            src = source.withColumn(SOURCE_PRESENT, F.lit(True))
+            target = scan(spark, snapshot, touched, with_file=need_dedupe).alias(t_alias)
+            target = target.withColumn(TARGET_PRESENT, F.lit(True))
+            joined = src.join(target, cond_col, "full_outer" if not_matched else "right_outer")
+            s_in = F.col(SOURCE_PRESENT).isNotNull()
+            t_in = F.col(TARGET_PRESENT).isNotNull()
+            action = None
+            for r in r_matched:
+                action = _when(action, s_in & t_in & r.hit(), r.code)
+            action = _when(action, s_in & t_in, COPY)
+            for r in r_by_source:
+                action = _when(action, ~s_in & r.hit(), r.code)
+            action = _when(action, ~s_in, COPY)
+            for r in r_insert:
+                action = _when(action, ~t_in & r.hit(), r.code)
+            joined = joined.withColumn(ACTION, action.otherwise(F.lit(DROP)))
+            if need_dedupe:
+                # A target row matched by several source rows that no clause modifies is copied once.
+                key = F.when((act == COPY) & s_in, F.concat_ws("#", F.col(FILE_COL), F.col(ROW_COL).cast("string")))
+                joined = joined.withColumn(
+                    DEDUPE_KEY, key.otherwise(F.concat(F.lit("u"), F.monotonically_increasing_id().cast("string")))
+                ).dropDuplicates([DEDUPE_KEY])
+            out, obs = _output(joined, out_schema, resolved, current)
+            added = write_rows(spark, out, root, metadata, repartition=True)
+            metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
+            seen = observed(obs)
+            counts = _counts(seen) if seen is not None else _count_actions(joined, resolved)
+        elif not_matched:
+            # ---- insert only: append source rows that match nothing -----------------------------------------
+            t0 = time.monotonic()
+            src = source
+            obs_src = None
+            if num_source_rows is None:
+                obs_src = observation()
+                src = src.observe(obs_src, F.count(F.lit(1)).alias("n"))
+            if (insert_only and candidates.num_rows) or any_match:
+                src = src.join(scan(spark, snapshot, candidates).alias(t_alias), cond_col, "left_anti")
+            action = None
+            for r in r_insert:
+                action = _when(action, r.hit(), r.code)
+            joined = src.withColumn(ACTION, action.otherwise(F.lit(DROP)))
+            out, obs = _output(joined, out_schema, r_insert, lambda name: F.lit(None).cast(
+                spark_schema(out_schema)[name].dataType))
+            added = write_rows(spark, out, root, metadata, repartition=True)
+            metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
+            seen = observed(obs)
+            counts = _counts(seen) if seen is not None else _count_actions(joined, r_insert)
+            if obs_src is not None:
+                seen_src = observed(obs_src)
+                num_source_rows = int(seen_src["n"]) if seen_src is not None else None
+        if num_source_rows is None:
+            num_source_rows = source.count()
+    finally:
+        if persisted:
+            try:
+                source.unpersist(blocking=False)
+            except Exception:
+                pass
+
+    inserted = counts.get("inserted", 0)
+    m_updated = counts.get("matched_updated", 0)
+    u_updated = counts.get("by_source_updated", 0)
+    m_deleted = max(0, counts.get("matched_deleted", 0) - overcount)
+    u_deleted = counts.get("by_source_deleted", 0)
+    copied = counts.get("copied", 0)
+    updated = m_updated + u_updated
+    deleted = m_deleted + u_deleted
+
+    actions = (remove_actions(touched) if touched.num_rows else []) + added
+    metrics = {
+        "numSourceRows": num_source_rows,
+        "numTargetRowsInserted": inserted,
+        "numTargetRowsUpdated": updated,
+        "numTargetRowsMatchedUpdated": m_updated,
+        "numTargetRowsNotMatchedBySourceUpdated": u_updated,
+        "numTargetRowsDeleted": deleted,
+        "numTargetRowsMatchedDeleted": m_deleted,
+        "numTargetRowsNotMatchedBySourceDeleted": u_deleted,
+        "numTargetRowsCopied": copied,
+        "numTargetBytesAdded": sum(a["add"]["size"] for a in added),
+        "numTargetBytesRemoved": total_bytes(touched),
+        "numOutputRows": inserted + updated + copied,
+        "numTargetFilesAdded": len(added),
+        "numTargetFilesRemoved": touched.num_rows,
+        "numTargetChangeFilesAdded": 0,
+        "executionTimeMs": elapsed_ms(started),
+        **metrics_timing,
+        "numTargetDeletionVectorsAdded": 0,
+        "numTargetDeletionVectorsRemoved": count_dvs(touched),
+        "numTargetDeletionVectorsUpdated": 0,
+    }
+    operation = Operation.merge(
+        merge_cond.sql,
+        [r.history for r in r_matched],
+        [r.history for r in r_insert],
+        [r.history for r in r_by_source],
+    )
+    return PreparedCommit(txn, actions, operation, metrics, started=started,
+                          result=(updated + deleted + inserted, updated, deleted, inserted))
+
+
+def _when(expr: Any, cond: Any, code: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.when(cond, F.lit(code)) if expr is None else expr.when(cond, F.lit(code))
+
+
+def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any) -> tuple[Any, Any]:
+    """The rows to write (table columns) from `joined` + ACTION, and the Observation counting actions."""
+    from pyspark.sql import functions as F
+
+    act = F.col(ACTION)
+    obs = observation()
+    aggs = [F.count(F.when(act.isin(codes), 1)).alias(name) for name, codes in _kinds(resolved).items() if codes]
+    aggs.append(F.count(F.when(act == COPY, 1)).alias("copied"))
+    observed_df = joined.observe(obs, *aggs).filter(act >= 0)
+
+    columns = []
+    generated_later = []
+    for f in out_schema.fields:
+        assigning = [r for r in resolved if f.name in r.values]
+        gen = f.metadata.get("delta.generationExpression")
+        if gen and not assigning:
+            continue  # conform() computes it from the written columns
+        value = current(f.name)
+        branches = None
+        for r in assigning:
+            branches = F.when(act == r.code, r.values[f.name]) if branches is None else branches.when(
+                act == r.code, r.values[f.name])
+        columns.append((branches.otherwise(value) if branches is not None else value).alias(f.name))
+        if gen:
+            generated_later.append((f.name, gen, [r.code for r in assigning]))
+    out = observed_df.select(*columns, act)
+    for name, gen, codes in generated_later:
+        out = out.withColumn(name, F.when(act.isin(codes), F.col(_quote(name))).otherwise(F.expr(gen)))
+    return out.drop(ACTION), obs
+
+
+def _kinds(resolved: list[_Resolved]) -> dict[str, list[int]]:
+    def codes(kind: str | None, action: str) -> list[int]:
+        return [r.code for r in resolved if (kind is None or r.clause.kind == kind) and r.clause.action == action]
+
+    return {
+        "inserted": codes(None, "insert"),
+        "matched_updated": codes("matched", "update"),
+        "by_source_updated": codes("notMatchedBySource", "update"),
+        "matched_deleted": codes("matched", "delete"),
+        "by_source_deleted": codes("notMatchedBySource", "delete"),
+    }
+
+
+def _counts(seen: dict[str, Any]) -> dict[str, int]:
+    return {k: int(v or 0) for k, v in seen.items()}
+
+
+def _count_actions(joined: Any, resolved: list[_Resolved]) -> dict[str, int]:
+    """Fallback when Spark did not report the observed counts: count the actions in another job."""
+    by_code = {int(r[0]): int(r[1]) for r in joined.groupBy(ACTION).count().collect()}
+    out = {name: sum(by_code.get(c, 0) for c in codes) for name, codes in _kinds(resolved).items()}
+    out["copied"] = by_code.get(COPY, 0)
+    return out
