@@ -22,7 +22,6 @@ from pydelta.errors import (
     ConcurrentDeleteReadException,
     DeltaAnalysisError,
     DeltaError,
-    DeltaNotImplementedError,
 )
 
 # ---- shared helpers -------------------------------------------------------------------------------
@@ -146,6 +145,21 @@ def files_with(path: str, column: str, predicate: Callable[[Any], bool]) -> set[
         if any(v is not None and predicate(v) for v in values):
             out.add(rel)
     return out
+
+
+def cdf_rows(path: str, v: int) -> list[tuple]:
+    """The change data of version `v` as delta-rs's CDF reader returns it (without commit columns)."""
+    import deltalake
+
+    reader = deltalake.DeltaTable(path).load_cdf(starting_version=v, ending_version=v)
+    rows = pa.table(reader.read_all()).to_pylist()
+    return canon([{k: val for k, val in r.items() if k not in ("_commit_version", "_commit_timestamp")}
+                  for r in rows])
+
+
+def cdc_actions(path: str, v: int) -> list[dict[str, Any]]:
+    with open(os.path.join(path, "_delta_log", f"{v:020d}.json")) as f:
+        return [a["cdc"] for a in map(json.loads, f) if "cdc" in a]
 
 
 def rows_in_files(path: str, files: set[str], version: int | None = None) -> int:
@@ -293,11 +307,25 @@ def test_delete_unknown_column_fails_and_commits_nothing(spark, table_path):
     assert version(table_path) == 0
 
 
-def test_delete_on_change_data_feed_table_is_refused(spark, table_path):
-    make_table(spark, table_path, base_rows(20), files=1, properties={"delta.enableChangeDataFeed": "true"})
-    with pytest.raises(DeltaNotImplementedError, match="change data feed for DML"):
-        delta_table(spark, table_path).delete("id = 1")
-    assert version(table_path) == 0
+def test_delete_writes_change_data(spark, table_path):
+    rows = base_rows(80)
+    make_table(spark, table_path, rows, partition_by=["p"], files=2,
+               properties={"delta.enableChangeDataFeed": "true"})
+    dt = delta_table(spark, table_path)
+    dt.delete("id < 30 AND id % 3 = 0")
+    deleted = [r for r in rows if r["id"] < 30 and r["id"] % 3 == 0]
+    remaining = [r for r in rows if r not in deleted]
+    assert_rows(spark, table_path, remaining)
+    cdc = cdc_actions(table_path, 1)
+    assert cdc and all(c["path"].startswith("_change_data/") and c["dataChange"] is False for c in cdc)
+    assert all(os.path.exists(os.path.join(table_path, c["path"])) for c in cdc)
+    assert commit_info(table_path)["operationMetrics"]["numAddedChangeFiles"] == str(len(cdc))
+    assert cdf_rows(table_path, 1) == canon([{**r, "_change_type": "delete"} for r in deleted])
+
+    # Whole-file deletes write no change files: readers take the removed files as deleted rows.
+    dt.delete("p = 1")
+    assert cdc_actions(table_path, 2) == []
+    assert cdf_rows(table_path, 2) == canon([{**r, "_change_type": "delete"} for r in remaining if r["p"] == 1])
 
 
 def _golden_expected(golden: Path, name: str) -> list[dict[str, Any]]:

@@ -8,12 +8,14 @@ import shutil
 import pytest
 
 import pydelta
-from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaNotImplementedError, InvariantViolationError
+from pydelta.errors import DeltaAnalysisError, DeltaError, InvariantViolationError
 from tests.spark.test_dml_delete import (
     LAYOUTS,
     assert_rows,
     base_rows,
     canon,
+    cdc_actions,
+    cdf_rows,
     commit_info,
     delta_table,
     file_paths,
@@ -351,6 +353,10 @@ def test_merge_clause_rules(spark, table_path):
         builder.whenMatchedDelete().whenMatchedUpdateAll(condition="s.v > 0").execute()
     with pytest.raises(DeltaAnalysisError, match="only the last NOT MATCHED clause"):
         builder.whenNotMatchedInsertAll().whenNotMatchedInsertAll(condition="s.v > 0").execute()
+    with pytest.raises(DeltaAnalysisError, match="NOT MATCHED BY SOURCE"):
+        builder.whenNotMatchedBySourceDelete(condition="s.v > 0").execute()  # no source row there
+    with pytest.raises(DeltaAnalysisError, match="NOT MATCHED INSERT"):
+        builder.whenNotMatchedInsert(values={"id": "s.id", "v": "t.v"}).execute()  # no target row there
     with pytest.raises(TypeError):
         builder.whenMatchedUpdate(set=["v"])
     with pytest.raises(ValueError):
@@ -358,10 +364,35 @@ def test_merge_clause_rules(spark, table_path):
     assert version(table_path) == 0
 
 
-def test_merge_on_change_data_feed_table_is_refused(spark, table_path):
-    make_table(spark, table_path, base_rows(10), files=1, properties={"delta.enableChangeDataFeed": "true"})
-    source = spark.createDataFrame([{"id": 1, "p": 1, "v": 1.0, "s": "x"}], SCHEMA)
-    with pytest.raises(DeltaNotImplementedError, match="change data feed for DML"):
-        (delta_table(spark, table_path).alias("t").merge(source.alias("s"), "t.id = s.id")
-         .whenMatchedUpdateAll().execute())
-    assert version(table_path) == 0
+def test_merge_writes_change_data(spark, table_path):
+    rows = base_rows(40)
+    make_table(spark, table_path, rows, partition_by=["p"], files=2,
+               properties={"delta.enableChangeDataFeed": "true"})
+    source_rows = [{"id": 5, "op": "upd"}, {"id": 6, "op": "del"}, {"id": 100, "op": "ins"}]
+    source = spark.createDataFrame(source_rows, "id long, op string")
+    (delta_table(spark, table_path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedDelete(condition="s.op = 'del'")
+     .whenMatchedUpdate(set={"s": "'updated'"})
+     .whenNotMatchedInsert(values={"id": "s.id", "p": "0", "s": "s.op"})
+     .execute())
+    old5 = next(r for r in rows if r["id"] == 5)
+    old6 = next(r for r in rows if r["id"] == 6)
+    new = {"id": 100, "p": 0, "v": None, "s": "ins"}
+    expected = [{**r, "s": "updated"} if r["id"] == 5 else r for r in rows if r["id"] != 6] + [new]
+    assert_rows(spark, table_path, expected)
+    assert cdc_actions(table_path, 1)
+    assert cdf_rows(table_path, 1) == canon([
+        {**old5, "_change_type": "update_preimage"},
+        {**old5, "s": "updated", "_change_type": "update_postimage"},
+        {**old6, "_change_type": "delete"},
+        {**new, "_change_type": "insert"},
+    ])
+    m = commit_info(table_path)["operationMetrics"]
+    assert m["numTargetChangeFilesAdded"] == str(len(cdc_actions(table_path, 1)))
+
+    # An insert-only merge needs no change files: the added files are the inserted rows.
+    more = spark.createDataFrame([{"id": 200, "op": "x"}], "id long, op string")
+    (delta_table(spark, table_path).alias("t").merge(more.alias("s"), "t.id = s.id")
+     .whenNotMatchedInsert(values={"id": "s.id", "p": "2"}).execute())
+    assert cdc_actions(table_path, 2) == []
+    assert cdf_rows(table_path, 2) == canon([{"id": 200, "p": 2, "v": None, "s": None, "_change_type": "insert"}])

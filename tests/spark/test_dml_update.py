@@ -7,11 +7,14 @@ import json
 import pytest
 
 import pydelta
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, InvariantViolationError
+from pydelta.errors import DeltaAnalysisError, InvariantViolationError
 from tests.spark.test_dml_delete import (
     LAYOUTS,
     assert_rows,
     base_rows,
+    canon,
+    cdc_actions,
+    cdf_rows,
     commit_info,
     delta_table,
     file_paths,
@@ -197,8 +200,17 @@ def test_update_nested_field(spark, table_path):
     assert got == [(i, i, "changed" if i < 2 else f"n{i}") for i in range(6)]
 
 
-def test_update_on_change_data_feed_table_is_refused(spark, table_path):
-    make_table(spark, table_path, base_rows(10), files=1, properties={"delta.enableChangeDataFeed": "true"})
-    with pytest.raises(DeltaNotImplementedError, match="change data feed for DML"):
-        delta_table(spark, table_path).update("id = 1", {"v": "0"})
-    assert version(table_path) == 0
+@pytest.mark.parametrize("layout", ["plain", "partitioned"])
+def test_update_writes_change_data(spark, table_path, layout):
+    rows = base_rows(40)
+    make_table(spark, table_path, rows, files=2, properties={"delta.enableChangeDataFeed": "true"},
+               **LAYOUTS[layout])
+    delta_table(spark, table_path).update("id BETWEEN 10 AND 14", {"s": "'changed'"})
+    hit = [r for r in rows if 10 <= r["id"] <= 14]
+    expected = [{**r, "s": "changed"} if 10 <= r["id"] <= 14 else r for r in rows]
+    assert_rows(spark, table_path, expected)
+    cdc = cdc_actions(table_path, 1)
+    assert cdc and commit_info(table_path)["operationMetrics"]["numAddedChangeFiles"] == str(len(cdc))
+    want = [{**r, "_change_type": "update_preimage"} for r in hit]
+    want += [{**r, "s": "changed", "_change_type": "update_postimage"} for r in hit]
+    assert cdf_rows(table_path, 1) == canon(want)

@@ -181,6 +181,26 @@ def test_zorder(spark, tmp_path: Path):
     assert sum(areas) < 1.5 * n * n
 
 
+def test_zorder_on_strings_dates_timestamps_and_nulls(spark, tmp_path: Path):
+    path = str(tmp_path / "t")
+    spark.range(0, 200).selectExpr(
+        "id",
+        "if(id % 7 = 0, null, concat('key-', lpad(cast(id * 37 % 200 as string), 3, '0'))) as s",
+        "date_add(date'2020-01-01', cast(id * 13 % 200 as int)) as d",
+        "timestamp_micros(1600000000000000 + id * 999) as ts",
+        "if(id % 5 = 0, double('NaN'), cast(id as double) / 3) as x",
+        "named_struct('inner', cast(id % 11 as int)) as st",
+    ).repartition(4).write.format("delta").save(path)
+    table = DeltaTable.forPath(spark, path)
+    before = sorted(map(repr, table.toDF().collect()))
+    m = table.optimize().executeZOrderBy("s", "d", "ts", "x", "st.inner").collect()[0].metrics
+    assert (m.numFilesAdded, m.numFilesRemoved) == (1, 4)
+    assert sorted(map(repr, table.toDF().collect())) == before
+    assert deltalake_rows(path, ["id"]) == [(i,) for i in range(200)]
+    info = commit_infos(path)[latest_version(path)]
+    assert json.loads(info["operationParameters"]["zOrderBy"]) == ["s", "d", "ts", "x", "st.inner"]
+
+
 def test_zorder_refuses_bad_columns(spark, many_files):
     table = DeltaTable.forPath(spark, many_files)
     with pytest.raises(DeltaAnalysisError, match="part is a partition column"):

@@ -180,3 +180,23 @@ def test_restore_fails_when_files_were_vacuumed(spark, history):
     assert latest_version(history) == version
     assert spark_rows(table.toDF(), COLS) == _rows_at(spark, history, 2)
     json.dumps(commit_infos(history))  # the log is intact
+
+
+def test_restore_across_a_deletion_vector(spark, tmp_path: Path):
+    from tests.spark.test_maintenance_support import delete_rows_with_dv
+
+    path = str(tmp_path / "t")
+    spark.range(0, 10).repartition(1).write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+    table = DeltaTable.forPath(spark, path)
+    rel = table.snapshot().files().column("path").to_pylist()[0]
+    delete_rows_with_dv(path, rel, [0, 5])
+    assert spark_rows(table.toDF(), ["id"]) == [(i,) for i in range(10) if i not in (0, 5)]
+    row = table.restoreToVersion(0).collect()[0]
+    assert (row.num_restored_files, row.num_removed_files) == (1, 1)  # same path, without / with the DV
+    actions = commit_actions(path, 2)
+    assert [a["add"].get("deletionVector") for a in actions if "add" in a] == [None]
+    assert [bool(a["remove"].get("deletionVector")) for a in actions if "remove" in a] == [True]
+    assert spark_rows(table.toDF(), ["id"]) == [(i,) for i in range(10)]
+    assert deltalake_rows(path, ["id"]) == [(i,) for i in range(10)]
+    table.restoreToVersion(1)  # and back to the version with the DV
+    assert spark_rows(table.toDF(), ["id"]) == [(i,) for i in range(10) if i not in (0, 5)]

@@ -169,3 +169,35 @@ def test_vacuum_keeps_deletion_vector_files_of_live_files(spark, tmp_path: Path,
     assert os.path.exists(live_paths(path).pop())
     assert spark_rows(table.toDF(), ["id"]) == [(i,) for i in range(3, 20)]
     assert deltalake_rows(path, ["id"]) == [(i,) for i in range(3, 20)]
+
+
+def test_vacuum_protocol_check(spark, tmp_path: Path):
+    """The writer must support every feature of the table (vacuumProtocolCheck tables included)."""
+    from pydelta.errors import UnsupportedFeatureError
+    from tests.log.test_checkpoint_writer import TableBuilder, field
+
+    ok = tmp_path / "ok"
+    TableBuilder(ok, [field("id", "long")], protocol={
+        "minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["vacuumProtocolCheck"], "writerFeatures": ["vacuumProtocolCheck"],
+    })
+    stray = ok / "stray.parquet"
+    stray.write_bytes(b"x")
+    set_mtime(stray, now_ms() - 8 * DAY_MS)
+    DeltaTable.forPath(spark, str(ok)).vacuum()
+    assert not stray.exists()
+
+    refused = tmp_path / "refused"
+    TableBuilder(refused, [field("id", "long")], protocol={
+        "minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["vacuumProtocolCheck"], "writerFeatures": ["vacuumProtocolCheck", "someFutureWriterFeature"],
+    })
+    stray = refused / "stray.parquet"
+    stray.write_bytes(b"x")
+    set_mtime(stray, now_ms() - 8 * DAY_MS)
+    table = DeltaTable.forPath(spark, str(refused))
+    with pytest.raises(UnsupportedFeatureError, match="someFutureWriterFeature"):
+        table.vacuum()
+    with pytest.raises(UnsupportedFeatureError):
+        vacuum_dry_run(table)
+    assert stray.exists() and latest_version(refused) == 0

@@ -8,7 +8,6 @@ partition values from the log and drops rows deleted by deletion vectors.
 from __future__ import annotations
 
 import json
-import unicodedata
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ import pyarrow.compute as pc
 from pydelta.errors import DeltaError, MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.partition_values import to_uri_path
 from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
 from pydelta.spark.predicates import filter_condition, translate
 
@@ -24,23 +24,9 @@ FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
 _PART_PREFIX = "__pydelta_part_"
 
-# ASCII characters java.net.URI keeps unquoted in a path (what Spark reports as file_path).
-_URI_PATH_SAFE = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'():@&=+$,;/"
-)
-
-
 def spark_file_uri(path: str) -> str:
-    """The `_metadata.file_path` Spark reports for a local absolute `path`."""
-    out = []
-    for ch in path:
-        if ch in _URI_PATH_SAFE:
-            out.append(ch)
-        elif ord(ch) > 127 and not ch.isspace() and unicodedata.category(ch)[0] != "C":
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-    return "file:" + "".join(out)
+    """The `_metadata.file_path` Spark reports for a local absolute `path` (java.net.URI quoting)."""
+    return "file:" + to_uri_path(path)
 
 
 def to_spark_type(delta_type_json: dict | str) -> Any:
@@ -98,6 +84,8 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
     if partition_cols:
         df = df.join(F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
+    if mode == "none" and not partition_cols and not has_dv:
+        return df  # already the logical columns, in order: no projection needed
     columns = []
     for i, field in enumerate(schema.fields):
         spark_type = logical[field.name].dataType

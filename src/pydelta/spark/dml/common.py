@@ -18,7 +18,12 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaNotImplementedError
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaConcurrentModificationException,
+    DeltaError,
+    DeltaIllegalArgumentError,
+)
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
@@ -203,14 +208,14 @@ def _conf_true(snapshot: Snapshot, key: str) -> bool:
 
 
 def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: bool = True) -> None:
-    """Refuse early (before writing anything) what the commit would refuse or pydelta cannot do."""
-    if _conf_true(snapshot, CDF_KEY):
-        raise DeltaNotImplementedError(
-            f"{operation} on a table with {CDF_KEY}=true needs change data feed for DML "
-            "(writing _change_data files), which pydelta does not implement yet"
-        )
+    """Refuse early (before writing anything) what the commit would refuse."""
     if removes_rows:
         check_not_append_only(snapshot)
+
+
+def cdf_enabled(metadata: Metadata) -> bool:
+    """Whether writers must produce change data files (delta.enableChangeDataFeed)."""
+    return str(metadata.configuration.get(CDF_KEY, "false")).strip().lower() == "true"
 
 
 def check_not_append_only(snapshot: Snapshot) -> None:
@@ -372,6 +377,58 @@ def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartitio
     return [{"add": a} for a in adds]
 
 
+# ---- change data files ------------------------------------------------------------------------------
+
+CHANGE_TYPE = "_change_type"
+
+
+def cdc_schema(schema: StructType) -> StructType:
+    from pydelta.protocol.schema import STRING, StructField
+
+    return StructType(tuple(schema.fields) + (StructField(CHANGE_TYPE, STRING, True),))
+
+
+def with_change_type(df: Any, schema: StructType, change_type: Any) -> Any:
+    """`df` shaped to the table schema (generated columns computed), plus `_change_type`.
+
+    `change_type` is a string or a Column evaluated on `df` (e.g. from an action column).
+    """
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    value = change_type if isinstance(change_type, Column) else F.lit(change_type)
+    return conform(df.withColumn(CHANGE_TYPE, value), cdc_schema(schema))
+
+
+def write_cdc(spark: Any, df: Any, root: str, metadata: Metadata) -> list[dict[str, Any]]:
+    """Write change rows (table columns + `_change_type`) under `_change_data/`; returns `cdc` actions.
+
+    Files are partitioned like the table (PROTOCOL.md: `_change_data/part=value/...`),
+    with physical column names under column mapping, as delta-spark writes them.
+    """
+    import os
+    from dataclasses import replace
+
+    full = cdc_schema(metadata.schema)
+    cdc_metadata = replace(metadata, schema_string=full.to_json())
+    data = df.select(*[F_col(f.name) for f in full.fields])
+    written = write_data_files(
+        data, os.path.join(root, "_change_data"), cdc_metadata, data_change=False,
+        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+    )
+    return [
+        {"cdc": {"path": "_change_data/" + a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
+                 "dataChange": False}}
+        for a in written
+    ]
+
+
+def F_col(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 # ---- observed counts ----------------------------------------------------------------------------------
 
 
@@ -428,7 +485,11 @@ class PreparedCommit:
     result: Any = None
 
     def commit(self) -> int | None:
-        """Commit; returns the version, or None when delta-spark would skip an empty commit."""
+        """Commit; returns the version, or None when delta-spark would skip an empty commit.
+
+        When the commit loses to a conflicting transaction, the files this command
+        wrote are deleted (nothing references them) and the conflict is re-raised.
+        """
         if "executionTimeMs" in self.metrics:
             self.metrics["executionTimeMs"] = max(
                 int(self.metrics["executionTimeMs"]), int((time.monotonic() - self.started) * 1000)
@@ -436,7 +497,27 @@ class PreparedCommit:
         if not self.actions and self.txn.isolation_level == "Serializable" and not self.txn.metadata_changed:
             # delta-spark (skipRecordingEmptyCommits): an empty commit is skipped under Serializable.
             return None
-        return self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
+        try:
+            return self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
+        except DeltaConcurrentModificationException:
+            discard_files(self.txn.table_root, self.actions)
+            raise
+
+
+def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
+    """Delete the data / change files of uncommitted `add` and `cdc` actions (best effort)."""
+    import os
+
+    from pydelta.log.replay import canonical_path
+
+    for action in actions:
+        for kind in ("add", "cdc"):
+            body = action.get(kind)
+            if body and body.get("path"):
+                try:
+                    os.remove(canonical_path(body["path"], table_root))
+                except OSError:
+                    pass
 
 
 def elapsed_ms(since: float) -> int:

@@ -7,6 +7,8 @@
    them hold matching rows (only file names and counts come back to the
    driver), and a second job rewrites just those files without the deleted
    rows. Old files are removed and the new ones added in one commit.
+   With delta.enableChangeDataFeed the deleted rows of rewritten files are
+   also written as change data (`_change_type` = delete) under `_change_data/`.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from pydelta.spark.dml.common import (
     PreparedCommit,
     add_rows,
     analyze,
+    cdf_enabled,
     check_dml_supported,
     count_dvs,
+    discard_files,
     elapsed_ms,
     files_matching_partitions,
     is_partition_only,
@@ -33,6 +37,8 @@ from pydelta.spark.dml.common import (
     select_files,
     skipper,
     total_bytes,
+    with_change_type,
+    write_cdc,
     write_rows,
 )
 from pydelta.spark.read import build_dataframe
@@ -64,6 +70,7 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
     deleted_rows: int | None = 0
     copied_rows = 0
     added: list[dict[str, Any]] = []
+    cdc: list[dict[str, Any]] = []
     removed = files.slice(0, 0)
 
     if condition is None:
@@ -106,13 +113,21 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
                 data = build_dataframe(spark, snapshot, removed)
                 if alias:
                     data = data.alias(alias)
-                kept = data.filter(~F.coalesce(cond.column, F.lit(False)))
-                added = write_rows(spark, kept, root, txn.metadata)
-                rewrite_ms = elapsed_ms(rewrite_started)
+                hit = F.coalesce(cond.column, F.lit(False))
+                added = write_rows(spark, data.filter(~hit), root, txn.metadata)
                 copied_rows = add_rows([a["add"] for a in added])
+                if cdf_enabled(txn.metadata):
+                    # Whole-file deletes need no change data (readers use the removes); rewrites do.
+                    changes = with_change_type(data.filter(hit), txn.metadata.schema, "delete")
+                    try:
+                        cdc = write_cdc(spark, changes, root, txn.metadata)
+                    except BaseException:
+                        discard_files(root, added)
+                        raise
+                rewrite_ms = elapsed_ms(rewrite_started)
 
     if removed.num_rows:
-        actions = remove_actions(removed) + added
+        actions = remove_actions(removed) + added + cdc
 
     metrics: dict[str, Any] = {
         "numAddedFiles": len(added),
@@ -120,7 +135,7 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
         "numDeletionVectorsAdded": 0,
         "numDeletionVectorsRemoved": count_dvs(removed),
         "numDeletionVectorsUpdated": 0,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": len(cdc),
         "numDeletedRows": deleted_rows or 0,
         "numCopiedRows": copied_rows,
         "executionTimeMs": elapsed_ms(started),

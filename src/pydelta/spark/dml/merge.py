@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
+
 from pydelta.errors import DeltaAnalysisError, DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
@@ -42,21 +44,24 @@ from pydelta.spark.dml.common import (
     analysis_error,
     analyze,
     and_all,
+    cdf_enabled,
     as_column,
     check_dml_supported,
     column_mapping,
     conjuncts,
     count_dvs,
+    discard_files,
     elapsed_ms,
+    file_uris,
     new_transaction,
     observation,
     observed,
     remove_actions,
     scan,
-    select_files,
-    simple_string,
     skipper,
     total_bytes,
+    with_change_type,
+    write_cdc,
     write_rows,
 )
 from pydelta.spark.dml.update import _quote, resolve_assignments, split_name, typed_values
@@ -79,6 +84,7 @@ TARGET_PRESENT = "__pydelta_target_row_present"
 ACTION = "__pydelta_merge_action"
 DEDUPE_KEY = "__pydelta_merge_row_key"
 TARGET_ALIAS = "__pydelta_merge_target"
+FILE_IDX = "__pydelta_file_index"
 
 COPY = 0
 DROP = -1
@@ -246,6 +252,30 @@ def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause],
     return StructType(tuple(schema.fields) + tuple(added.fields))
 
 
+def _check_side(analysis_df: Any, join: Any, r: "_Resolved") -> None:
+    """NOT MATCHED clauses may only use source columns, NOT MATCHED BY SOURCE clauses only target columns."""
+    side = join.left() if r.clause.kind == "notMatched" else join.right()
+    allowed = side.outputSet()
+    exprs = [r.cond.expr] if r.cond is not None else []
+    if r.values:
+        plan = analysis_df.select(*[v.alias(f"v{i}") for i, v in enumerate(r.values.values())])._jdf
+        project = plan.queryExecution().analyzed().projectList()
+        exprs += [project.apply(i) for i in range(project.size())]
+    for expr in exprs:
+        refs = expr.references()
+        if refs.subsetOf(allowed):
+            continue
+        seq = refs.toSeq()
+        bad = [seq.apply(i) for i in range(seq.size()) if not allowed.contains(seq.apply(i))]
+        out = side.output()
+        cols = ", ".join(str(out.apply(i).sql()) for i in range(out.size()))
+        where = "condition" if r.cond is not None and expr is r.cond.expr else "clause"
+        raise DeltaAnalysisError(
+            f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {bad[0].sql() if bad else expr.sql()} in "
+            f"{r.clause.clause_name} {where} given columns {cols}."
+        )
+
+
 def _join_node(plan: Any) -> Any:
     while _name(plan) != "Join":
         kids = _children(plan)
@@ -377,8 +407,8 @@ def prepare_merge(
     for clause in clauses:
         counters[clause.kind] += 1
         n = counters[clause.kind]
-        base = {"matched": 0, "notMatchedBySource": 100, "notMatched": 200}[clause.kind]
-        code = base + n if clause.action != "delete" else -(base + n + 10)
+        base = {"matched": 0, "notMatchedBySource": 10_000, "notMatched": 20_000}[clause.kind]
+        code = base + n if clause.action != "delete" else -(base + n + 1_000)
         cond = None
         if clause.condition is not None:
             cond = analyze(analysis_df, clause.condition, f"the {clause.clause_name} condition")
@@ -388,6 +418,8 @@ def prepare_merge(
             values = resolve_assignments(out_schema, raw, alias, current, clause=clause.clause_name)
             values = typed_values(analysis_df, out_schema, values, f"{clause.clause_name}")
         resolved.append(_Resolved(clause, code, cond, values))
+        if join is not None and clause.kind != "matched":
+            _check_side(analysis_df, join, resolved[-1])
     r_matched = [r for r in resolved if r.clause.kind == "matched"]
     r_insert = [r for r in resolved if r.clause.kind == "notMatched"]
     r_by_source = [r for r in resolved if r.clause.kind == "notMatchedBySource"]
@@ -429,6 +461,7 @@ def prepare_merge(
     persisted = False
     counts: dict[str, int] = {}
     added: list[dict[str, Any]] = []
+    cdc: list[dict[str, Any]] = []
     try:
         # ---- find touched files ---------------------------------------------------------------------------
         if not insert_only and candidates.num_rows:
@@ -441,18 +474,22 @@ def prepare_merge(
             t0 = time.monotonic()
             obs = observation()
             src = source.observe(obs, F.count(F.lit(1)).alias("n")).withColumn(SOURCE_PRESENT, F.lit(True))
-            target = scan(spark, snapshot, candidates, with_file=True).alias(t_alias)
+            # Rows carry a small file number (not the long file URI) through the join and shuffles.
+            uris = file_uris(snapshot, candidates)
+            index = spark.createDataFrame(list(zip(uris, range(len(uris)))), f"{FILE_COL} string, {FILE_IDX} long")
+            target = (scan(spark, snapshot, candidates, with_file=True)
+                      .join(F.broadcast(index), FILE_COL).drop(FILE_COL).alias(t_alias))
             joined = src.join(target, cond_col, "right_outer" if by_source else "inner")
             is_match = F.col(SOURCE_PRESENT).isNotNull()
             m_act = (is_match & any_hit(r_matched)).cast("int")
             u_act = (~is_match & any_hit(r_by_source)).cast("int")
             if by_source:
                 joined = joined.filter(is_match | (u_act == 1))
-            per_row = joined.groupBy(F.col(FILE_COL), F.col(ROW_COL)).agg(
+            per_row = joined.groupBy(F.col(FILE_IDX), F.col(ROW_COL)).agg(
                 F.count(F.col(SOURCE_PRESENT)).alias("n"), F.sum(m_act).alias("a"), F.max(u_act).alias("u")
             )
             n, a, u = F.col("n"), F.col("a"), F.col("u")
-            per_file = per_row.groupBy(FILE_COL).agg(
+            per_file = per_row.groupBy(FILE_IDX).agg(
                 F.sum(F.when((a > 0) | (u > 0), 1).otherwise(0)).alias("acted"),
                 F.sum(F.when(n > 0, 1).otherwise(0)).alias("matched"),
                 F.sum(F.when((n > 1) & (a > 0), 1).otherwise(0)).alias("conflicts"),
@@ -470,14 +507,16 @@ def prepare_merge(
             need_dedupe = any(int(r["dups"]) for r in touched_rows)
             overcount = sum(int(r["over"]) for r in stats) if only_unconditional_delete else 0
             if touched_rows:
-                touched = select_files(snapshot, candidates, [r[FILE_COL] for r in touched_rows])
+                touched = candidates.take(pa.array(sorted(int(r[FILE_IDX]) for r in touched_rows), pa.int64()))
 
         act = F.col(ACTION)
         if touched.num_rows:
             # ---- rewrite touched files (and insert) in one job ----------------------------------------------
             t0 = time.monotonic()
             src = source.withColumn(SOURCE_PRESENT, F.lit(True))
-            target = scan(spark, snapshot, touched, with_file=need_dedupe).alias(t_alias)
+            write_changes = cdf_enabled(metadata)
+            dedupe_deletes = write_changes and overcount > 0
+            target = scan(spark, snapshot, touched, with_file=need_dedupe or dedupe_deletes).alias(t_alias)
             target = target.withColumn(TARGET_PRESENT, F.lit(True))
             joined = src.join(target, cond_col, "full_outer" if not_matched else "right_outer")
             s_in = F.col(SOURCE_PRESENT).isNotNull()
@@ -500,6 +539,9 @@ def prepare_merge(
                 ).dropDuplicates([DEDUPE_KEY])
             out, obs = _output(joined, out_schema, resolved, current)
             added = write_rows(spark, out, root, metadata, repartition=True)
+            if write_changes:
+                changes = _changes(joined, out_schema, resolved, current, dedupe_deletes)
+                cdc = write_cdc(spark, changes, root, metadata)
             metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
             seen = observed(obs)
             counts = _counts(seen) if seen is not None else _count_actions(joined, resolved)
@@ -528,6 +570,9 @@ def prepare_merge(
                 num_source_rows = int(seen_src["n"]) if seen_src is not None else None
         if num_source_rows is None:
             num_source_rows = source.count()
+    except BaseException:
+        discard_files(root, added + cdc)
+        raise
     finally:
         if persisted:
             try:
@@ -544,7 +589,7 @@ def prepare_merge(
     updated = m_updated + u_updated
     deleted = m_deleted + u_deleted
 
-    actions = (remove_actions(touched) if touched.num_rows else []) + added
+    actions = (remove_actions(touched) if touched.num_rows else []) + added + cdc
     metrics = {
         "numSourceRows": num_source_rows,
         "numTargetRowsInserted": inserted,
@@ -560,7 +605,7 @@ def prepare_merge(
         "numOutputRows": inserted + updated + copied,
         "numTargetFilesAdded": len(added),
         "numTargetFilesRemoved": touched.num_rows,
-        "numTargetChangeFilesAdded": 0,
+        "numTargetChangeFilesAdded": len(cdc),
         "executionTimeMs": elapsed_ms(started),
         **metrics_timing,
         "numTargetDeletionVectorsAdded": 0,
@@ -592,7 +637,14 @@ def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], curr
     aggs = [F.count(F.when(act.isin(codes), 1)).alias(name) for name, codes in _kinds(resolved).items() if codes]
     aggs.append(F.count(F.when(act == COPY, 1)).alias("copied"))
     observed_df = joined.observe(obs, *aggs).filter(act >= 0)
+    return _values(observed_df, out_schema, resolved, current).drop(ACTION), obs
 
+
+def _values(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any) -> Any:
+    """Per row of `joined`, the table columns its ACTION produces (plus ACTION)."""
+    from pyspark.sql import functions as F
+
+    act = F.col(ACTION)
     columns = []
     generated_later = []
     for f in out_schema.fields:
@@ -608,10 +660,31 @@ def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], curr
         columns.append((branches.otherwise(value) if branches is not None else value).alias(f.name))
         if gen:
             generated_later.append((f.name, gen, [r.code for r in assigning]))
-    out = observed_df.select(*columns, act)
+    out = joined.select(*columns, act)
     for name, gen, codes in generated_later:
         out = out.withColumn(name, F.when(act.isin(codes), F.col(_quote(name))).otherwise(F.expr(gen)))
-    return out.drop(ACTION), obs
+    return out
+
+
+def _changes(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any,
+             dedupe_deletes: bool) -> Any:
+    """Change data rows of a rewriting merge: pre/post images of updates, deletes, inserts."""
+    from pyspark.sql import functions as F
+
+    act = F.col(ACTION)
+    kinds = _kinds(resolved)
+    updates = kinds["matched_updated"] + kinds["by_source_updated"]
+    deletes = kinds["matched_deleted"] + kinds["by_source_deleted"]
+    inserts = kinds["inserted"]
+    post = _values(joined.filter(act.isin(updates + inserts)), out_schema, resolved, current)
+    post = with_change_type(post, out_schema, F.when(act.isin(inserts), "insert").otherwise("update_postimage"))
+    pre_rows = joined.filter(act.isin(updates + deletes))
+    if dedupe_deletes:
+        # One unconditional delete matched by several source rows: one delete event per target row.
+        pre_rows = pre_rows.dropDuplicates([FILE_COL, ROW_COL])
+    pre = pre_rows.select(*[current(f.name).alias(f.name) for f in out_schema.fields], act)
+    pre = with_change_type(pre, out_schema, F.when(act.isin(deletes), "delete").otherwise("update_preimage"))
+    return post.unionByName(pre)
 
 
 def _kinds(resolved: list[_Resolved]) -> dict[str, list[int]]:

@@ -6,6 +6,9 @@
    files holding rows that match (file names and counts only), a second job
    rewrites those files with `CASE WHEN condition THEN new ELSE old END` per
    assigned column. Constraints are checked on every rewritten row.
+
+With delta.enableChangeDataFeed, the updated rows are also written to
+`_change_data/` as update_preimage / update_postimage pairs.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from pydelta.spark.dml.common import (
     add_rows,
     analysis_error,
     analyze,
+    cdf_enabled,
     check_dml_supported,
     column_mapping,
     count_dvs,
+    discard_files,
     elapsed_ms,
     files_matching_partitions,
     is_partition_only,
@@ -35,6 +40,8 @@ from pydelta.spark.dml.common import (
     select_files,
     skipper,
     total_bytes,
+    with_change_type,
+    write_cdc,
     write_rows,
 )
 from pydelta.spark.read import build_dataframe, spark_schema
@@ -132,15 +139,23 @@ def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str)
     """Each value analyzed against `df` and cast to its column's table type (errors are DeltaAnalysisError)."""
     from pydelta.spark.write import _conform_nested
 
+    if not values:
+        return {}
     target = spark_schema(schema)
+    names = list(values)
+    try:
+        types = [f.dataType for f in df.select(*[values[n].alias(f"v{i}") for i, n in enumerate(names)]).schema.fields]
+    except Exception:
+        types = []
+        for name in names:  # find the culprit for the message
+            try:
+                types.append(df.select(values[name].alias("v")).schema["v"].dataType)
+            except Exception as e:
+                raise analysis_error(f"cannot resolve the {what} value for column {name}", e) from None
     out = {}
-    for name, value in values.items():
-        try:
-            dtype = df.select(value.alias("v")).schema["v"].dataType
-        except Exception as e:
-            raise analysis_error(f"cannot resolve the {what} value for column {name}", e) from None
+    for name, dtype in zip(names, types):
         wanted = target[name].dataType
-        out[name] = value if dtype == wanted else _conform_nested(dtype, wanted, value)
+        out[name] = values[name] if dtype == wanted else _conform_nested(dtype, wanted, values[name])
     return out
 
 
@@ -219,23 +234,33 @@ def prepare_update(
     scan_ms = elapsed_ms(started)
 
     added: list[dict[str, Any]] = []
+    cdc: list[dict[str, Any]] = []
     if to_rewrite.num_rows:
         rewrite_started = time.monotonic()
         data = build_dataframe(spark, snapshot, to_rewrite)
         if alias:
             data = data.alias(alias)
         added = write_rows(spark, updated(data), root, metadata)
+        if cdf_enabled(metadata):
+            hit_rows = data.filter(F.coalesce(cond.column, F.lit(False))) if cond is not None else data
+            changes = with_change_type(hit_rows, schema, "update_preimage").unionByName(
+                with_change_type(updated(hit_rows), schema, "update_postimage"))
+            try:
+                cdc = write_cdc(spark, changes, root, metadata)
+            except BaseException:
+                discard_files(root, added)
+                raise
         rewrite_ms = elapsed_ms(rewrite_started)
     written = add_rows([a["add"] for a in added])
     if updated_rows is None:
         updated_rows = written  # whole files rewritten: every row was updated
     copied_rows = written - updated_rows
 
-    actions = (remove_actions(to_rewrite) + added) if to_rewrite.num_rows else []
+    actions = (remove_actions(to_rewrite) + added + cdc) if to_rewrite.num_rows else []
     metrics: dict[str, Any] = {
         "numAddedFiles": len(added),
         "numRemovedFiles": to_rewrite.num_rows,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": len(cdc),
         "numDeletionVectorsAdded": 0,
         "numDeletionVectorsRemoved": count_dvs(to_rewrite),
         "numDeletionVectorsUpdated": 0,

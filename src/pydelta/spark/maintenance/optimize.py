@@ -330,68 +330,67 @@ def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[st
     return resolved
 
 
+_NUMERIC = {"byte", "short", "integer", "long", "float", "double"}
+
+
 def _proxy_sql(col_sql: str, type_name: str) -> str:
-    """An orderable, exactly round-trippable stand-in for a column (same order as the column)."""
+    """A double that orders like the column (ties allowed): what the range ids are computed on.
+
+    Dates and timestamps become day / microsecond counts; strings and binaries their first
+    7 bytes read as a big-endian number (values sharing that prefix share a range).
+    """
+    if type_name in _NUMERIC or type_name.startswith("decimal"):
+        return f"cast({col_sql} as double)"
     if type_name == "date":
-        return f"unix_date({col_sql})"
+        return f"cast(unix_date({col_sql}) as double)"
     if type_name == "timestamp":
-        return f"unix_micros({col_sql})"
+        return f"cast(unix_micros({col_sql}) as double)"
     if type_name == "timestamp_ntz":  # wall-clock micros, independent of any time zone
         return (
-            f"unix_date(cast({col_sql} as date)) * 86400000000L + hour({col_sql}) * 3600000000L"
-            f" + minute({col_sql}) * 60000000L + cast(date_part('SECOND', {col_sql}) * 1000000 as bigint)"
+            f"cast(unix_date(cast({col_sql} as date)) * 86400000000L + hour({col_sql}) * 3600000000L"
+            f" + minute({col_sql}) * 60000000L + cast(date_part('SECOND', {col_sql}) * 1000000 as bigint) as double)"
         )
     if type_name == "boolean":
-        return f"cast({col_sql} as int)"
-    if type_name == "binary":
-        return f"hex({col_sql})"
-    return col_sql
+        return f"cast(cast({col_sql} as int) as double)"
+    if type_name in ("string", "binary"):
+        raw = f"cast({col_sql} as binary)" if type_name == "string" else col_sql
+        return f"cast(conv(rpad(hex(substring({raw}, 1, 7)), 14, '0'), 16, 10) as double)"
+    raise DeltaAnalysisError(f"Z-Ordering is not supported on columns of type {type_name}")
 
 
 def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and v != v
 
 
-def _boundaries(values: list[Any], num_ranges: int) -> list[Any]:
-    """Up to num_ranges-1 increasing upper bounds of the ranges of the (non-null) sample.
+def _boundaries(values: list[Any], num_ranges: int) -> list[float]:
+    """Up to num_ranges-1 increasing split points of the (non-null, finite) sample.
 
-    Range i holds the values in (b[i-1], b[i]]; the last range everything above the last
-    bound. The sample's maximum is never a bound (its range would stay empty).
+    Range 0 holds the values below the first split point, range i those in
+    [b[i-1], b[i]); the sample's minimum is never a split point (range 0 would stay empty).
     """
-    vals = sorted(v for v in values if v is not None and not _is_nan(v))
+    vals = sorted(v for v in values if v is not None and not _is_nan(v) and not math.isinf(v))
     if not vals or num_ranges <= 1:
         return []
-    out: list[Any] = []
+    out: list[float] = []
     n = len(vals)
     for i in range(1, num_ranges):
         v = vals[min(n - 1, (i * n) // num_ranges)]
-        if v < vals[-1] and (not out or v > out[-1]):
+        if v > vals[0] and (not out or v > out[-1]):
             out.append(v)
     return out
-
-
-def _range_id(expr: Any, bounds: list[Any]) -> Any:
-    """The number of bounds smaller than the value (a binary search); nulls go to range 0."""
-    from pyspark.sql import functions as F
-
-    def search(lo: int, hi: int) -> Any:
-        if lo == hi:
-            return F.lit(lo)
-        mid = (lo + hi) // 2
-        return F.when(expr <= F.lit(bounds[mid]), search(lo, mid)).otherwise(search(mid + 1, hi))
-
-    return F.when(expr.isNull(), F.lit(0)).otherwise(search(0, len(bounds)))
 
 
 def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ranges: int = 1000,
                      add_noise: bool = True, total_rows: int | None = None) -> Any:
     """`df` range-partitioned into `num_files` partitions by the z-value of the columns.
 
-    Each column is mapped to a range id (ranges of about equal row counts, from a sample;
-    nulls first), scaled so that every column spans the same number of bits, and the ids'
-    bits are interleaved, most significant first, into a bit string whose order is the
-    Z-order curve: delta-spark's range_partition_id + interleave_bits.
+    Each column is mapped to a range id (ranges of about equal row counts from a sample,
+    nulls first, NaN last; Spark ML's Bucketizer does the binary search), scaled so every
+    column spans the same number of bits, and the ids' bits are interleaved, most
+    significant first, into a bit string whose order is the Z-order curve: delta-spark's
+    range_partition_id + interleave_bits.
     """
+    from pyspark.ml.feature import Bucketizer
     from pyspark.sql import functions as F
 
     proxies = []
@@ -399,23 +398,39 @@ def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ran
         col_sql = ".".join(_quoted(p) for p in path)
         dtype = df.select(F.expr(col_sql)).schema.fields[0].dataType.typeName()
         proxies.append(_proxy_sql(col_sql, dtype))
-    sample_df = df.select(*[F.expr(p).alias(f"__pydelta_z{i}") for i, p in enumerate(proxies)])
+    names = [f"__pydelta_zp{i}" for i in range(len(paths))]
+    sample_df = df.select(*[F.expr(p).alias(n) for p, n in zip(proxies, names)])
     target = max(20 * num_ranges, 1000)
     if total_rows is not None and total_rows > target:
         sample_df = sample_df.sample(False, min(1.0, 1.5 * target / total_rows), seed=7)
     rows = sample_df.collect()
     bounds = [_boundaries([r[i] for r in rows], num_ranges) for i in range(len(paths))]
     bits = max(1, max(len(b) for b in bounds).bit_length())
-    ids = []
-    for p, b in zip(proxies, bounds):
-        rid = _range_id(F.expr(p), b).cast("long")
-        # ids 0..len(b) spread over 0..2^bits-1, so each column weighs the same in the curve
-        ids.append(F.floor(rid * F.lit(1 << bits) / F.lit(len(b) + 1)).cast("long"))
-    padded = [F.lpad(F.bin(i), bits, "0") for i in ids]
+
+    out = df.select("*", *[F.expr(p).alias(n) for p, n in zip(proxies, names)])
+    ids_in = [(n, b) for n, b in zip(names, bounds) if b]
+    id_names = {n: f"{n}_id" for n, _ in ids_in}
+    if ids_in:
+        inf = float("inf")
+        out = Bucketizer(
+            splitsArray=[[-inf] + b + [inf] for _, b in ids_in],
+            inputCols=[n for n, _ in ids_in],
+            outputCols=[id_names[n] for n, _ in ids_in],
+            handleInvalid="keep",  # NaN: one more range after all others (folded into the last below)
+        ).transform(out)
+    padded = []
+    for n, b in zip(names, bounds):
+        if not b:
+            rid = F.lit(0).cast("long")
+        else:
+            rid = F.least(F.coalesce(F.col(id_names[n]).cast("long"), F.lit(0).cast("long")), F.lit(len(b)))
+        # ids 0..len(b) spread over 0..2^bits-1, so every column weighs the same in the curve
+        scaled = F.floor(rid * F.lit(1 << bits) / F.lit(len(b) + 1)).cast("long")
+        padded.append(F.lpad(F.bin(scaled), bits, "0"))
     pieces = [F.substring(p, pos, 1) for pos in range(1, bits + 1) for p in padded]
-    zkey = F.concat(*pieces)
     key = "__pydelta_zvalue"
-    out = df.withColumn(key, zkey)
+    out = out.withColumn(key, F.concat(*pieces))
+    out = out.drop(*names, *id_names.values())
     if add_noise:
         noise = "__pydelta_znoise"
         out = out.withColumn(noise, (F.rand(11) * 255 - 128).cast("byte"))
@@ -507,28 +522,31 @@ def result_schema() -> Any:
 def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_paths: list[list[str]] | None,
                  max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
                  timestamp_ms: int) -> tuple[list[dict], list[dict]]:
+    """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""
     from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
     from pydelta.spark.read import build_dataframe
 
-    df = build_dataframe(spark, snapshot, b.files)
-    if zorder_paths:
-        num_files = max(1, b.size // max_file_size)
-        rows = sum(r or 0 for r in b.files.column("num_records").to_pylist())
-        df = zorder_dataframe(df, zorder_paths, num_files, num_ranges=num_ranges, add_noise=add_noise,
-                              total_rows=rows or None)
-    else:
-        df = df.repartition(1) if use_repartition else df.coalesce(1)
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
         desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(desc)
     try:
-        spark.sparkContext.setJobDescription(desc)
-    except Exception:
-        pass
-    adds = write_data_files(
-        df, snapshot.table_root, metadata, data_change=False,
-        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
-    )
+        df = build_dataframe(spark, snapshot, b.files)
+        if zorder_paths:
+            num_files = max(1, b.size // max_file_size)
+            rows = sum(r or 0 for r in b.files.column("num_records").to_pylist())
+            df = zorder_dataframe(df, zorder_paths, num_files, num_ranges=num_ranges, add_noise=add_noise,
+                                  total_rows=rows or None)
+        else:
+            df = df.repartition(1) if use_repartition else df.coalesce(1)
+        adds = write_data_files(
+            df, snapshot.table_root, metadata, data_change=False,
+            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+        )
+    finally:
+        sc.setJobDescription(previous)  # type: ignore[arg-type]
     removes = [remove_action(a, data_change=False, timestamp_ms=timestamp_ms) for a in file_rows_to_adds(b.files)]
     return adds, removes
 
