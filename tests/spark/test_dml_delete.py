@@ -374,11 +374,14 @@ def test_delete_loses_to_concurrent_append_in_same_partition_serializable(spark,
                properties={"delta.isolationLevel": "Serializable"})
     snapshot = pydelta.load_snapshot(table_path)
     prepared = prepare_delete(spark, snapshot, "p = 1 AND id < 40")  # reads partition p=1
+    written = [os.path.join(table_path, a["add"]["path"]) for a in prepared.actions if "add" in a]
+    assert written and all(os.path.exists(w) for w in written)
     new = {"id": 9, "p": 1, "v": 1.0, "s": "new"}  # a row the delete would have deleted
     _append(spark, table_path, [new])  # wins version 1
     with pytest.raises(ConcurrentAppendException) as err:
         prepared.commit()
     assert "p=1" in str(err.value)
+    assert not any(os.path.exists(w) for w in written)  # the loser's files are cleaned up
     assert version(table_path) == 1
     assert_rows(spark, table_path, rows + [new], check_deltalake=False)
 

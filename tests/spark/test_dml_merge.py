@@ -396,3 +396,38 @@ def test_merge_writes_change_data(spark, table_path):
      .whenNotMatchedInsert(values={"id": "s.id", "p": "2"}).execute())
     assert cdc_actions(table_path, 2) == []
     assert cdf_rows(table_path, 2) == canon([{"id": 200, "p": 2, "v": None, "s": None, "_change_type": "insert"}])
+
+
+def test_merge_into_empty_table_and_append_only_table(spark, table_path):
+    from pyspark.sql.types import DoubleType, LongType
+
+    from pydelta.tables import DeltaTable
+
+    (DeltaTable.create(spark).location(table_path).addColumn("id", LongType()).addColumn("v", DoubleType())
+     .property("delta.appendOnly", "true").execute())
+    source = spark.createDataFrame([(1, 1.0), (2, 2.0)], "id long, v double")
+    dt = delta_table(spark, table_path).alias("t")
+    dt.merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert_rows(spark, table_path, [{"id": 1, "v": 1.0}, {"id": 2, "v": 2.0}])
+    v = version(table_path)
+    update = spark.createDataFrame([(1, 5.0)], "id long, v double")
+    with pytest.raises(DeltaAnalysisError, match="only allow appends"):
+        dt.merge(update.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert version(table_path) == v
+    assert_rows(spark, table_path, [{"id": 1, "v": 1.0}, {"id": 2, "v": 2.0}])
+
+
+def test_merge_loses_to_concurrent_update_of_its_files(spark, table_path):
+    from pydelta.errors import DeltaConcurrentModificationException
+    from pydelta.spark.dml.merge import MergeClause, prepare_merge
+
+    rows = base_rows(40)
+    make_table(spark, table_path, rows, files=1)
+    source = spark.createDataFrame([{"id": 3, "p": 3, "v": 0.0, "s": "m"}], SCHEMA).alias("s")
+    prepared = prepare_merge(spark, pydelta.load_snapshot(table_path), source, "t.id = s.id",
+                             [MergeClause("matched", "update", None, None, star=True)], alias="t")
+    delta_table(spark, table_path).update("id = 4", {"s": "'concurrent'"})  # rewrites the same file
+    with pytest.raises(DeltaConcurrentModificationException):
+        prepared.commit()
+    assert_rows(spark, table_path, [{**r, "s": "concurrent"} if r["id"] == 4 else r for r in rows],
+                check_deltalake=False)
