@@ -24,6 +24,10 @@ def log_listing(path: str) -> list[str]:
     return sorted(f for f in os.listdir(os.path.join(path, "_delta_log")) if not f.startswith("."))
 
 
+def data_files(path: str) -> int:
+    return sum(1 for d, _, files in os.walk(path) if "_delta_log" not in d for f in files if f.endswith(".parquet"))
+
+
 def delta_101(spark, base: str) -> None:
     from pyspark.sql import functions as F
 
@@ -71,10 +75,10 @@ def delta_101(spark, base: str) -> None:
 
     step("VACUUM (retention 0 hours, with the safety check disabled for the demo)")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-    before = sum(len(files) for _, _, files in os.walk(path))
+    before = data_files(path)
     table.vacuum(0)
-    after = sum(len(files) for _, _, files in os.walk(path))
-    print(f"    files under the table: {before} -> {after}")
+    after = data_files(path)
+    print(f"    data files on disk: {before} -> {after} (the table itself has {len(table.snapshot().files())})")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "true")
 
     step("the independent delta-rs client reads the same table")

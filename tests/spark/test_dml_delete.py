@@ -373,7 +373,7 @@ def test_delete_loses_to_concurrent_append_in_same_partition_serializable(spark,
     make_table(spark, table_path, rows, partition_by=["p"], files=2,
                properties={"delta.isolationLevel": "Serializable"})
     snapshot = pydelta.load_snapshot(table_path)
-    prepared = prepare_delete(spark, snapshot, "p = 1 AND id < 40")  # reads partition p=1
+    prepared = prepare_delete(spark, snapshot, "p = 1 AND id < 20")  # reads partition p=1
     written = [os.path.join(table_path, a["add"]["path"]) for a in prepared.actions if "add" in a]
     assert written and all(os.path.exists(w) for w in written)
     new = {"id": 9, "p": 1, "v": 1.0, "s": "new"}  # a row the delete would have deleted
