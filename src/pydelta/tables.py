@@ -290,8 +290,8 @@ class DeltaTableBuilder:
         operation = Operation(name, {
             "isManaged": "false" if self._location else "true",
             "description": self._comment,
-            "partitionBy": json.dumps(list(metadata.partition_columns)),
-            "properties": json.dumps(self._properties),
+            "partitionBy": json.dumps(list(metadata.partition_columns), separators=(",", ":")),
+            "properties": json.dumps(self._properties, separators=(",", ":")),
         })
         txn.commit(actions, operation)
         return DeltaTable.forPath(self._spark, path)

@@ -24,6 +24,10 @@ from pydelta.errors import (
     DeltaError,
 )
 
+
+pytestmark = pytest.mark.spark
+
+
 # ---- shared helpers -------------------------------------------------------------------------------
 
 LAYOUTS = {

@@ -27,6 +27,10 @@ from tests.spark.test_dml_delete import (
     version,
 )
 
+
+pytestmark = pytest.mark.spark
+
+
 SCHEMA = "id long, p int, v double, s string"
 
 

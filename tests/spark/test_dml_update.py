@@ -26,6 +26,8 @@ from tests.spark.test_dml_delete import (
     version,
 )
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture
 def table_path(tmp_path) -> str:

@@ -82,6 +82,10 @@ def write_data_files(
     pdf = physical_dataframe(df, schema, mode)
 
     staging = os.path.join(table_root, STAGING_DIR, uuid.uuid4().hex)
+    conf = df.sparkSession.conf
+    ts_key = "spark.sql.parquet.outputTimestampType"
+    previous_ts_type = conf.get(ts_key, None)
+    conf.set(ts_key, "TIMESTAMP_MICROS")  # INT96 has no footer statistics; Delta stats need micros
     try:
         writer = pdf.write.option("compression", compression or "snappy")
         if max_records_per_file:
@@ -129,6 +133,8 @@ def write_data_files(
             )
         return adds
     finally:
+        if previous_ts_type is not None:
+            conf.set(ts_key, previous_ts_type)
         shutil.rmtree(staging, ignore_errors=True)
         try:
             os.rmdir(os.path.join(table_root, STAGING_DIR))

@@ -109,7 +109,7 @@ def _insert_into(original):
 def _json(value: Any) -> str:
     import json
 
-    return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))
 
 
 def install(writer_class: Any) -> None:

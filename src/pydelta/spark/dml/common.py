@@ -2,10 +2,15 @@
 rewriting files copy-on-write, metrics and the commit.
 
 Every DML command here runs in one OptimisticTransaction: plan on one snapshot,
-let Spark find the touched files and write their replacements, then commit
-adds and removes together. Nothing is committed before the last step, so any
-failure leaves the table as it was (at most orphan data files remain, which
-VACUUM removes, as with delta-spark).
+let Spark find the touched files and write their replacements (and change
+data files when delta.enableChangeDataFeed is on), then commit adds, removes
+and cdc actions together. Nothing is committed before the last step, so any
+failure leaves the table as it was; files written by a command that then fails
+or loses a commit race are deleted (best effort; VACUUM removes any left).
+
+Commands are split into `prepare_*` (everything but the commit, returning a
+PreparedCommit) and `PreparedCommit.commit()`, so concurrent commits can be
+interleaved deterministically (tests, conflict handling).
 """
 
 from __future__ import annotations

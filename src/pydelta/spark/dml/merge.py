@@ -3,18 +3,31 @@
 Execution follows delta-spark's classic merge executor, as Spark jobs only:
 
 1. Candidate target files: data skipping on the target-only conjuncts of the
-   merge condition (all files when there are NOT MATCHED BY SOURCE clauses).
-2. Find touched files: join the source with the candidate target rows, each
-   carrying its file and row index; one aggregation returns, per file, how
-   many rows a clause would modify and whether several source rows match one
-   target row. Only these per-file numbers reach the driver.
+   merge condition (and, for matched-only merges, of the clause conditions);
+   all files when there are NOT MATCHED BY SOURCE clauses.
+2. Find touched files: join the (persisted) source with the candidate target
+   rows, each carrying a file number and its row index; one aggregation
+   returns, per file, how many rows a clause would modify and whether several
+   source rows match one target row. Only these per-file numbers reach the
+   driver.
 3. Rewrite the touched files: a right/full outer join of source and touched
    target rows; each output row gets the action of the first clause (in
    order, per kind) whose condition holds: update, delete, insert, or copy.
-   Row counts are observed inside the same write job.
+   Row counts are observed inside the same write job (Spark Observation).
 4. Without touched files (or for insert-only merges), inserts are appended
    (a left-anti join against the target when rows may match); nothing is
    rewritten.
+
+Multiple matches: a target row matched by several source rows is an error
+(DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE) when a MATCHED clause
+would update or delete it, except for delta-spark's exemption of a single
+unconditional MATCHED DELETE. Unlike delta-spark, a row matched several times
+that no clause modifies is not an error: it is kept (copied once).
+
+Schema evolution (withSchemaEvolution() or
+spark.databricks.delta.schema.autoMerge.enabled) adds top-level source columns
+that `*` or SET/VALUES assign. With delta.enableChangeDataFeed, rewriting
+merges also write change data (update pre/post images, deletes, inserts).
 
 Everything commits in one transaction; an error (multiple matches, constraint
 violations, conflicts) leaves the table unchanged.
@@ -32,7 +45,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
-from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, parse_schema
+from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.spark.dml.common import (
     FILE_COL,
@@ -386,7 +399,7 @@ def prepare_merge(
         out = {}
         if evolve:
             for f in source.schema.fields:
-                out[f.name] = source[f.name]
+                out[f.name] = source[_quote(f.name)]
             return out
         for f in schema.fields:
             sf = src_fields.get(f.name.lower())
@@ -399,7 +412,7 @@ def prepare_merge(
                     f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {_quote(f.name)} in {kind} clause given "
                     f"columns {cols}."
                 )
-            out[f.name] = source[sf.name]
+            out[f.name] = source[_quote(sf.name)]
         return out
 
     resolved: list[_Resolved] = []
