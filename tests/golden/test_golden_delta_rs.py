@@ -73,7 +73,6 @@ MISSING_DATA = {
 def _read_arrow(spark, path: str):
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
-        from pyspark.sql import functions as F
 
         df = spark.read.format("delta").load(path)
         # Arrow export of VARIANT is not supported by PySpark: compare those as JSON text.

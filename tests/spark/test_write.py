@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 
-import pyarrow as pa
 import pytest
 
 import pydelta

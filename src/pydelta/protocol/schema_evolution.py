@@ -147,7 +147,6 @@ def assign_column_mapping(schema: StructType, configuration: Mapping[str, str]) 
     max_id = int(configuration.get(MAX_COLUMN_ID_KEY, "0"))
 
     def visit_type(dt: DataType) -> DataType:
-        nonlocal max_id
         if isinstance(dt, StructType):
             return StructType(tuple(visit_field(f) for f in dt.fields))
         if isinstance(dt, ArrayType):

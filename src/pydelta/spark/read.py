@@ -59,13 +59,20 @@ def _read_parquet(spark: Any, read_schema: Any, paths: list[str]) -> Any:
         jvm_conf.set(key, previous)
 
 
-def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
-    """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`)."""
+def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:
+    """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
+
+    With `with_file`, each row also carries its file's URI (FILE_COL) and its row
+    index in that file (ROW_COL), which DML uses to find the files it touches.
+    """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField
 
     schema = snapshot.schema
     logical = spark_schema(schema)
     if files.num_rows == 0:
+        if with_file:
+            logical = logical.add(StructField(FILE_COL, StringType())).add(StructField(ROW_COL, LongType()))
         return spark.createDataFrame([], logical)
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
@@ -75,19 +82,19 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     dvs = files.column("deletion_vector")
     has_dv = dvs.null_count < files.num_rows
     df = _read_parquet(spark, read_schema, paths)
-    if partition_cols or has_dv:
+    if partition_cols or has_dv or with_file:
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]
-        if has_dv:
+        if has_dv or with_file:
             extra.append(F.col("_metadata.row_index").alias(ROW_COL))
         df = df.select("*", *extra)
     if has_dv:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
     if partition_cols:
         df = df.join(F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
-    if mode == "none" and not partition_cols and not has_dv:
+    if mode == "none" and not partition_cols and not has_dv and not with_file:
         return df  # already the logical columns, in order: no projection needed
     columns = []
-    for i, field in enumerate(schema.fields):
+    for field in schema.fields:
         spark_type = logical[field.name].dataType
         if field.name in partition_cols:
             # Like delta-spark: zone-less timestamp partition values are in the session time zone.
@@ -99,6 +106,8 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)
             columns.append(col.alias(field.name))
+    if with_file:
+        columns += [F.col(FILE_COL), F.col(ROW_COL)]
     return df.select(*columns)
 
 

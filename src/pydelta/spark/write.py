@@ -210,7 +210,6 @@ def _files_matching_partition_sql(spark: Any, snapshot: Snapshot, files: pa.Tabl
 
 def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicate:
     schema = snapshot_md.schema
-    mode = column_mapping_mode(snapshot_md.configuration)
     cols = list(snapshot_md.partition_columns)
     disjuncts: list[Predicate] = []
     for values in touched:

@@ -33,11 +33,11 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
-from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+from pydelta.protocol.schema import StructType, column_mapping_mode
 from pydelta.spark.constraints import constraint_checks, violation_from, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.predicates import filter_condition, translate
-from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri, spark_schema
+from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write import conform, engine_info, isolation_level, partition_rows_dataframe
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
@@ -269,49 +269,8 @@ def files_matching_partitions(spark: Any, snapshot: Snapshot, files: pa.Table, c
 
 
 def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:
-    """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`.
-
-    Like read.build_dataframe (which it equals without `with_file`), but keeps
-    each row's file URI and row index so joins can tell which file a row is in.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType, StructField
-    from pyspark.sql.types import StructType as SparkStructType
-
-    from pydelta.spark import read as R
-
-    if not with_file:
-        return build_dataframe(spark, snapshot, files)
-    schema = snapshot.schema
-    logical = spark_schema(schema)
-    if files.num_rows == 0:
-        empty = SparkStructType(list(logical.fields) + [StructField(FILE_COL, StringType()), StructField(ROW_COL, LongType())])
-        return spark.createDataFrame([], empty)
-    mode = column_mapping_mode(snapshot.configuration)
-    partition_cols = snapshot.partition_columns
-    data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
-    read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
-    paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
-    df = R._read_parquet(spark, read_schema, paths)
-    df = df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(ROW_COL))
-    dvs = files.column("deletion_vector")
-    if dvs.null_count < files.num_rows:
-        df = R._drop_deleted_rows(spark, snapshot, files, paths, df)
-    if partition_cols:
-        df = df.join(F.broadcast(R._partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
-    columns = []
-    for field_ in schema.fields:
-        spark_type = logical[field_.name].dataType
-        if field_.name in partition_cols:
-            part = F.col(f"{R._PART_PREFIX}{partition_cols.index(field_.name)}")
-            columns.append(part.cast(spark_type).alias(field_.name))
-        else:
-            phys = physical_name(field_) if mode != "none" else field_.name
-            col = F.col(f"`{phys}`")
-            if mode != "none" and not R._is_primitive(spark_type):
-                col = col.cast(spark_type)
-            columns.append(col.alias(field_.name))
-    return df.select(*columns, F.col(FILE_COL), F.col(ROW_COL))
+    """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`."""
+    return build_dataframe(spark, snapshot, files, with_file=with_file)
 
 
 def logical_record_count(files: pa.Table) -> int | None:
