@@ -40,3 +40,14 @@ def test_checkpoint_command(tmp_path):
     assert run("checkpoint", str(table)).returncode == 0
     assert list((table / "_delta_log").glob("*.checkpoint.parquet"))
     assert json.loads(run("describe", str(table)).stdout)["numFiles"] == 2
+
+
+def test_multipart_checkpoint_on_request(tmp_path):
+    table = tmp_path / "t"
+    shutil.copytree(DS / "basic-with-inserts-updates" / "delta", table)
+    assert run("checkpoint", str(table), "--parts", "2").returncode == 0
+    parts = sorted((table / "_delta_log").glob("*.checkpoint.*.*.parquet"))
+    assert len(parts) == 2
+    last = json.loads((table / "_delta_log" / "_last_checkpoint").read_text())
+    assert last["parts"] == 2
+    assert json.loads(run("describe", str(table)).stdout)["numFiles"] == 2

@@ -3,7 +3,7 @@
     pydelta describe PATH [--version N | --timestamp TS]
     pydelta history PATH [--limit N]
     pydelta files PATH [--version N]
-    pydelta checkpoint PATH
+    pydelta checkpoint PATH [--parts N] [--v2]
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> dict:
     from pydelta.log.checkpoint_writer import write_checkpoint
 
     snap = _snapshot(args)
-    write_checkpoint(snap)
-    return {"checkpointed_version": snap.version}
+    write_checkpoint(snap, parts=args.parts, v2=True if args.v2 else None)
+    return {"checkpointed_version": snap.version, "parts": args.parts or 1, "v2": bool(args.v2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--timestamp")
         if name == "history":
             p.add_argument("--limit", type=int)
+        if name == "checkpoint":
+            p.add_argument("--parts", type=int, help="write a multi-part checkpoint with this many parts")
+            p.add_argument("--v2", action="store_true", help="write a V2 checkpoint (table needs v2Checkpoint)")
         p.set_defaults(fn=fn)
     args = ap.parse_args(argv)
     try:

@@ -135,3 +135,53 @@ def test_reader_feature_refusal_names_feature():
     rs = DS.parent / "delta-rs" / "simple_table_features"
     with pytest.raises(errors.UnsupportedFeatureError, match="blahabl"):
         pydelta.load_snapshot(str(rs))
+
+
+def test_struct_only_stats_fill_num_records():
+    snap = pydelta.load_snapshot(str(DS.parent / "delta-rs" / "delta-1.2.1-only-struct-stats"))
+    counts = snap.files().column("num_records").to_pylist()
+    assert counts and all(c == 1 for c in counts)
+
+
+def test_in_commit_timestamps_drive_time_travel(tmp_path):
+    from pydelta.log.storage import LocalStorage
+    from pydelta.log.timestamps import commit_timestamps
+
+    table = tmp_path / "ict"
+    shutil.copytree(DS.parent / "delta-rs" / "cdc_ict_table", table)
+    for f in (table / "_delta_log").glob("*.json"):
+        os.utime(f, (1, 1))  # file times are now meaningless: only ICT can be right
+    snap = pydelta.load_snapshot(str(table))
+    stamps = commit_timestamps(LocalStorage(), str(table), 0)
+    icts = []
+    for v in range(snap.version + 1):
+        with open(table / "_delta_log" / f"{v:020d}.json") as fh:
+            icts.append(json.loads(fh.readline())["commitInfo"]["inCommitTimestamp"])
+    assert [s.timestamp for s in stamps] == icts
+    assert snap.timestamp == icts[-1]
+    assert pydelta.load_snapshot(str(table), timestamp=icts[2]).version == 2
+
+
+def test_log_compaction_file_is_used(tmp_path):
+    table = _copy(tmp_path, "checkpoint")
+    log = table / "_delta_log"
+    (log / "_last_checkpoint").unlink()
+    for cp in log.glob("*.checkpoint.parquet"):
+        cp.unlink()
+    expected = sorted(pydelta.load_snapshot(str(table)).files().column("path").to_pylist())
+    # Compact versions 1..3 into one file, then make 2.json unreadable: only the compaction can serve.
+    actions: dict[str, str] = {}
+    meta = []
+    for v in (1, 2, 3):
+        for line in (log / f"{v:020d}.json").read_text().splitlines():
+            a = json.loads(line)
+            if "add" in a or "remove" in a:
+                body = a.get("add") or a.get("remove")
+                actions[body["path"]] = line
+            elif "commitInfo" not in a:
+                meta.append(line)
+    (log / f"{1:020d}.{3:020d}.compacted.json").write_text("\n".join(meta + list(actions.values())) + "\n")
+    (log / f"{2:020d}.json").write_text("not json at all\n")
+    snap = pydelta.load_snapshot(str(table))
+    assert [c.start for c in snap.segment.compactions] == [1]
+    assert sorted(snap.files().column("path").to_pylist()) == expected

@@ -7,7 +7,11 @@ only: no Python loop per file, so huge tables load fast.
 from __future__ import annotations
 
 import io
+import json
 import os
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Any
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -123,9 +127,45 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
 
 def _collect_files(table: pa.Table, adds: list[pa.Array], removes: list[pa.Array]) -> None:
     if "add" in table.column_names:
-        adds.append(conform(_non_null(table.column("add")), ADD_TYPE))
+        raw = _non_null(table.column("add"))
+        adds.append(_stats_from_parsed(raw, conform(raw, ADD_TYPE)))
     if "remove" in table.column_names:
         removes.append(conform(_non_null(table.column("remove")), REMOVE_TYPE))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, datetime):
+        utc = value.astimezone(timezone.utc) if value.tzinfo else value
+        text = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}"
+        return text + ("Z" if value.tzinfo else "")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def _stats_from_parsed(raw: pa.StructArray, adds: pa.StructArray) -> pa.StructArray:
+    """Fill `stats` from `stats_parsed` where a writer kept only the struct form.
+
+    Only rows without JSON stats are converted (in Python), so the usual case costs nothing.
+    """
+    if len(raw) == 0 or raw.type.get_field_index("stats_parsed") < 0:
+        return adds
+    stats = pc.struct_field(adds, "stats")
+    missing = pc.is_null(stats)
+    if not pc.any(missing).as_py():
+        return adds
+    idx = pc.indices_nonzero(missing)
+    parsed = pc.struct_field(raw, "stats_parsed").take(idx).to_pylist()
+    filled = stats.to_pylist()
+    for i, row in zip(idx.to_pylist(), parsed):
+        if row:
+            filled[i] = json.dumps(_json_value(row), separators=(",", ":"))
+    children = [pa.array(filled, pa.string()) if f.name == "stats" else adds.field(i) for i, f in enumerate(adds.type)]
+    return pa.StructArray.from_arrays(children, fields=list(adds.type), mask=adds.is_null() if adds.null_count else None)
 
 
 def stats_parsed_from_checkpoint(storage: Storage, checkpoint: Checkpoint) -> pa.Array | None:
