@@ -7,9 +7,10 @@ data is read once; a violation fails the job before anything is committed.
 from __future__ import annotations
 
 import json
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
-from pydelta.errors import InvariantViolationError
+from pydelta.errors import DeltaError, InvariantViolationError
 from pydelta.protocol.schema import ArrayType, MapType, StructType
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
@@ -84,6 +85,20 @@ def violation_from(exc: BaseException) -> InvariantViolationError | None:
         if sep in message:
             message = message.split(sep)[0]
     return InvariantViolationError(message.strip())
+
+
+@contextmanager
+def violations_as_errors() -> Iterator[None]:
+    """Turn a Spark job failure caused by one of our checks into InvariantViolationError."""
+    try:
+        yield
+    except DeltaError:
+        raise
+    except Exception as e:
+        violation = violation_from(e)
+        if violation is not None:
+            raise violation from None
+        raise
 
 
 def has_nested_types(schema: StructType) -> bool:

@@ -18,7 +18,6 @@ import pyarrow as pa
 from pydelta import __version__
 from pydelta.errors import (
     DeltaAnalysisError,
-    DeltaError,
     DeltaTableNotFoundError,
     InvalidTableError,
     TableAlreadyExistsError,
@@ -31,7 +30,7 @@ from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
-from pydelta.spark.constraints import constraint_checks, violation_from, with_checks
+from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.read import build_dataframe, spark_schema
 from pydelta.spark.write_options import WriteOptions, parse_write_options
@@ -299,19 +298,12 @@ def write_dataframe(
             removed = files
             txn.read_whole_table()
 
-    try:
+    with violations_as_errors():
         adds = write_data_files(
             to_write, root, metadata, data_change=opts.data_change,
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
             session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
         )
-    except DeltaError:
-        raise
-    except Exception as e:
-        violation = violation_from(e)
-        if violation is not None:
-            raise violation from None
-        raise
 
     if snapshot is not None and opts.mode == "Overwrite" and opts.dynamic_partition_overwrite:
         cols = list(metadata.partition_columns)

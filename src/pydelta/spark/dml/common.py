@@ -34,7 +34,7 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
 from pydelta.protocol.schema import StructType, column_mapping_mode
-from pydelta.spark.constraints import constraint_checks, violation_from, with_checks
+from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri
@@ -326,18 +326,11 @@ def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartitio
     data = with_checks(data, constraint_checks(metadata.schema, metadata.configuration))
     if repartition and metadata.partition_columns:
         data = data.repartition(*[F.col(f"`{c}`") for c in metadata.partition_columns])
-    try:
+    with violations_as_errors():
         adds = write_data_files(
             data, root, metadata, data_change=True,
             session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
         )
-    except DeltaError:
-        raise
-    except Exception as e:
-        violation = violation_from(e)
-        if violation is not None:
-            raise violation from None
-        raise
     return [{"add": a} for a in adds]
 
 
