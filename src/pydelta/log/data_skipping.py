@@ -8,7 +8,6 @@ predicate we cannot reason about) keeps the file.
 from __future__ import annotations
 
 import io
-import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -298,6 +297,3 @@ def _literal(lit: Lit, arrow_type: pa.DataType) -> pa.Scalar:
         raise ValueError("boolean literal on a non-boolean column")
     return pa.scalar(value, arrow_type)
 
-
-def describe(predicate: Predicate) -> str:
-    return json.dumps(repr(predicate))

@@ -184,10 +184,5 @@ def _non_overlapping(compactions: list[Compaction]) -> list[Compaction]:
     return chosen
 
 
-def list_commits(storage: Storage, table_root: str) -> dict[int, FileInfo]:
-    """All commit files present (for history and timestamp lookups)."""
-    return _list(storage, log_dir_of(table_root), 0).commits
-
-
 def list_log(storage: Storage, table_root: str, from_version: int = 0) -> LogListing:
     return _list(storage, log_dir_of(table_root), from_version)

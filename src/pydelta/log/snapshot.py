@@ -164,21 +164,24 @@ class Snapshot:
     def update(self) -> "Snapshot":
         """The latest snapshot, reading only commits newer than this one."""
         listing = list_log(self.storage, self.table_root, self.version + 1)
-        if not listing.commits:
-            return self
-        newer = build_segment(self.storage, self.table_root)
-        if newer.checkpoint is not None and newer.checkpoint.version > self.version:
-            # A newer checkpoint exists; still cheaper to apply commits if they are contiguous.
-            pass
         versions = sorted(v for v in listing.commits if v > self.version)
-        expected = list(range(self.version + 1, versions[-1] + 1))
-        if versions != expected:
+        if not versions:
+            return self
+        if versions != list(range(self.version + 1, versions[-1] + 1)):
+            newer = build_segment(self.storage, self.table_root)
             return Snapshot(self.table_root, self.storage, newer, replay_segment(self.storage, self.table_root, newer))
-        segment = LogSegment(newer.log_dir, versions[-1], None, [(v, listing.commits[v]) for v in versions])
+        new_commits = [(v, listing.commits[v]) for v in versions]
         state = apply_commits(
-            self._state, read_commits(self.storage, segment), self.table_root, versions[-1]
+            self._state,
+            read_commits(self.storage, LogSegment(self.segment.log_dir, versions[-1], None, new_commits)),
+            self.table_root,
+            versions[-1],
         )
-        return Snapshot(self.table_root, self.storage, newer, state)
+        segment = LogSegment(
+            self.segment.log_dir, versions[-1], self.segment.checkpoint, self.segment.commits + new_commits,
+            self.segment.compactions,
+        )
+        return Snapshot(self.table_root, self.storage, segment, state)
 
     def __repr__(self) -> str:
         return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"

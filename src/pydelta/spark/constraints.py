@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from pydelta.errors import DeltaError, InvariantViolationError
-from pydelta.protocol.schema import ArrayType, MapType, StructType
+from pydelta.protocol.schema import StructType
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
 
@@ -100,6 +100,3 @@ def violations_as_errors() -> Iterator[None]:
             raise violation from None
         raise
 
-
-def has_nested_types(schema: StructType) -> bool:
-    return any(isinstance(f.type, (StructType, ArrayType, MapType)) for f in schema.fields)

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pydelta.errors import DeltaError, MissingDataFileError
+from pydelta.errors import MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import to_uri_path
@@ -27,12 +27,6 @@ _PART_PREFIX = "__pydelta_part_"
 def spark_file_uri(path: str) -> str:
     """The `_metadata.file_path` Spark reports for a local absolute `path` (java.net.URI quoting)."""
     return "file:" + to_uri_path(path)
-
-
-def to_spark_type(delta_type_json: dict | str) -> Any:
-    from pyspark.sql.types import _parse_datatype_json_value
-
-    return _parse_datatype_json_value(delta_type_json)
 
 
 def spark_schema(schema: StructType) -> Any:
@@ -225,7 +219,4 @@ def read_snapshot(spark: Any, snapshot: Snapshot) -> Any:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
     snapshot.protocol.check_readable()
     files = snapshot.files()
-    try:
-        return wrap(build_dataframe(spark, snapshot, files), snapshot, files)
-    except DeltaError:
-        raise
+    return wrap(build_dataframe(spark, snapshot, files), snapshot, files)

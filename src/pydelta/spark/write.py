@@ -239,7 +239,6 @@ def write_dataframe(
     options: dict[str, Any] | None = None,
     *,
     operation: Operation | None = None,
-    table_name: str | None = None,
 ) -> int | None:
     """Write `df` to the Delta table at `path`; returns the committed version (None if skipped)."""
     spark = df.sparkSession
@@ -310,9 +309,10 @@ def write_dataframe(
         mode_cm = column_mapping_mode(metadata.configuration)
         keys = [physical_name(metadata.schema.field(c)) if mode_cm != "none" else c for c in cols]
         touched = {tuple(a["partitionValues"].get(k) for k in keys) for a in adds}
+        touched_keys = {tuple(v or None for v in t) for t in touched}
         files = snapshot.files()
         pvs = [dict(pv or []) for pv in files.column("partition_values").to_pylist()]
-        mask = [tuple(pv.get(k) or None for k in keys) in {tuple(v or None for v in t) for t in touched} for pv in pvs]
+        mask = [tuple(pv.get(k) or None for k in keys) in touched_keys for pv in pvs]
         removed = files.filter(pa.array(mask, pa.bool_()))
         txn.read_predicate(_partition_predicate(metadata, touched))
 

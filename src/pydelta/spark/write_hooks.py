@@ -77,7 +77,7 @@ def _save_as_table(original):
         if not is_delta_name(self._df.sparkSession, name):
             operation = Operation("CREATE TABLE AS SELECT", {"isManaged": "true", "description": None,
                                                               "partitionBy": _json(partition_by or []), "properties": "{}"})
-        write_dataframe(self._df, location, mode, partition_by, opts, operation=operation, table_name=name)
+        write_dataframe(self._df, location, mode, partition_by, opts, operation=operation)
 
     return saveAsTable
 
