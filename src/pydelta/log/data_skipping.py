@@ -72,6 +72,13 @@ def _resolve(schema: Any, path: tuple[str, ...], partition_columns: list[str], m
 class FileSkipper:
     """Evaluates a predicate over a snapshot's files table to a keep-mask."""
 
+    @classmethod
+    def for_metadata(cls, files: pa.Table, metadata: Any) -> "FileSkipper":
+        """A skipper over `files` of a table with this `Metadata` (schema, partitioning, mapping mode)."""
+        from pydelta.protocol.schema import column_mapping_mode
+
+        return cls(files, metadata.schema, list(metadata.partition_columns), column_mapping_mode(metadata.configuration))
+
     def __init__(self, files: pa.Table, schema: Any, partition_columns: list[str], mapping_mode: str) -> None:
         self.files = files
         self.schema = schema
@@ -263,16 +270,7 @@ def _cast_strings(values: pa.Array, type_name: str, stats: bool = False, upper: 
         return pa.array(parsed, pa.timestamp("us") if ntz else pa.timestamp("us", tz="UTC"))
     if type_name == "date":
         return pa.array([date.fromisoformat(v[:10]) if v else None for v in values.to_pylist()], pa.date32())
-    target = {
-        "byte": pa.int64(),
-        "short": pa.int64(),
-        "integer": pa.int64(),
-        "long": pa.int64(),
-        "float": pa.float64(),
-        "double": pa.float64(),
-        "boolean": pa.bool_(),
-        "string": pa.string(),
-    }.get(type_name)
+    target = _STAT_TYPES.get(type_name)  # dates and timestamps were handled above
     if target is None:
         raise ValueError(f"no pruning for type {type_name}")
     if values.type == target:

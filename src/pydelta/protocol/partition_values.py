@@ -284,6 +284,17 @@ def _fmt_date(d: _dt.date) -> str:
     return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
 
 
+def format_date(value: Any) -> str:
+    """'YYYY-MM-DD' of a date, a datetime (its date) or days since the epoch."""
+    if isinstance(value, _dt.datetime):
+        value = value.date()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = _EPOCH_DATE + _dt.timedelta(days=value)
+    if not isinstance(value, _dt.date):
+        raise DeltaIllegalArgumentError(f"not a date: {value!r}")
+    return _fmt_date(value)
+
+
 def _fmt_time(t: _dt.datetime) -> str:
     return f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
 
@@ -337,13 +348,7 @@ def serialize_partition_value(value: Any, dt: DataType) -> str | None:
             raise DeltaIllegalArgumentError(f"not a boolean: {value!r}")
         return "true" if value else "false"
     if name == "date":
-        if isinstance(value, _dt.datetime):
-            value = value.date()
-        elif isinstance(value, int) and not isinstance(value, bool):
-            value = _EPOCH_DATE + _dt.timedelta(days=value)
-        if not isinstance(value, _dt.date):
-            raise DeltaIllegalArgumentError(f"not a date: {value!r}")
-        return _fmt_date(value)
+        return format_date(value)
     if name == "timestamp":
         t = _to_utc(value)
         return f"{_fmt_date(t)}T{_fmt_time(t)}.{t.microsecond:06d}Z"

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from pydelta.errors import DeltaIllegalArgumentError
-from pydelta.protocol.partition_values import _TS_RE, _parse_timestamp, java_float_to_string
+from pydelta.protocol.partition_values import _TS_RE, _parse_timestamp, format_date, java_float_to_string
 from pydelta.protocol.schema import (
     DataType,
     DecimalType,
@@ -466,7 +466,6 @@ def _coerce(v: Any, t: pa.DataType, rounding: str | None) -> Any:
 _UTC = _dt.timezone.utc
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH = _dt.datetime(1970, 1, 1)
-_EPOCH_DATE = _dt.date(1970, 1, 1)
 
 
 def _fmt_ts(t: _dt.datetime) -> str:
@@ -525,13 +524,7 @@ def format_stats_value(value: Any, dt: DataType) -> Any:
             raise DeltaIllegalArgumentError(f"not a string: {value!r}")
         return value
     if name == "date":
-        if isinstance(value, _dt.datetime):
-            value = value.date()
-        elif isinstance(value, int) and not isinstance(value, bool):
-            value = _EPOCH_DATE + _dt.timedelta(days=value)
-        if not isinstance(value, _dt.date):
-            raise DeltaIllegalArgumentError(f"not a date: {value!r}")
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        return format_date(value)
     if name == "timestamp":
         if isinstance(value, int) and not isinstance(value, bool):
             value = _EPOCH_UTC + _dt.timedelta(microseconds=value)

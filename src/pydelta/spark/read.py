@@ -185,10 +185,7 @@ def _dataframe_class() -> type:
                 return super().filter(condition)
             snapshot, files = self._pydelta_snapshot, self._pydelta_files
             predicate = translate(filter_condition(self._jdf, jcond))
-            skipper = FileSkipper(
-                files, snapshot.schema, snapshot.partition_columns, column_mapping_mode(snapshot.configuration)
-            )
-            pruned = skipper.prune(predicate)
+            pruned = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
             conditions = self._pydelta_conditions + (condition,)
             if pruned.num_rows == files.num_rows:
                 out = super().filter(condition)

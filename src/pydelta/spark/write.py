@@ -202,8 +202,16 @@ def _is_partition_only(predicate: Predicate, partition_cols: list[str]) -> bool:
     return bool(cols) and not has_unknown(predicate) and all(len(c) == 1 and c[0].lower() in lowered for c in cols)
 
 
-def _files_matching_partition_sql(spark: Any, snapshot: Snapshot, files: pa.Table, sql: str) -> pa.Table:
-    rows = partition_rows_dataframe(spark, snapshot, files).filter(sql).select("__pydelta_idx").collect()
+def files_matching_partitions(
+    spark: Any, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None = None
+) -> pa.Table:
+    """Files whose partition values satisfy `condition` (SQL or Column on partition columns only)."""
+    if files.num_rows == 0:
+        return files
+    df = partition_rows_dataframe(spark, snapshot, files)
+    if alias:
+        df = df.alias(alias)
+    rows = df.filter(condition).select("__pydelta_idx").collect()
     return files.take(pa.array(sorted(r[0] for r in rows), pa.int64()))
 
 
@@ -282,11 +290,10 @@ def write_dataframe(
         if opts.replace_where:
             predicate = _predicate_of(spark, snapshot, opts.replace_where)
             if _is_partition_only(predicate, snapshot.partition_columns):
-                removed = _files_matching_partition_sql(spark, snapshot, files, opts.replace_where)
+                removed = files_matching_partitions(spark, snapshot, files, opts.replace_where)
                 txn.read_predicate(predicate)
             else:
-                candidates = FileSkipper(files, snapshot.schema, snapshot.partition_columns,
-                                         column_mapping_mode(snapshot.configuration)).prune(predicate)
+                candidates = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
                 kept = build_dataframe(spark, snapshot, candidates).filter(
                     f"NOT COALESCE(({opts.replace_where}), false)")
                 to_write = to_write.unionByName(with_checks(conform(kept, metadata.schema), checks))

@@ -252,11 +252,8 @@ def first_matching_file(txn: CurrentTransaction, adds: list[dict[str, Any]]) -> 
         # conflicts, while a partitioned table needs a predicate to conflict.
         return adds[0] if not md.partition_columns else None
     from pydelta.log.data_skipping import FileSkipper
-    from pydelta.protocol.schema import column_mapping_mode
 
-    skipper = FileSkipper(
-        _files_table(adds), md.schema, list(md.partition_columns), column_mapping_mode(md.configuration)
-    )
+    skipper = FileSkipper.for_metadata(_files_table(adds), md)
     for predicate in txn.read_predicates:
         mask = skipper.keep_mask(predicate).to_pylist()
         for add, keep in zip(adds, mask):

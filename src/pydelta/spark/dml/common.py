@@ -33,16 +33,16 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
-from pydelta.protocol.schema import StructType, column_mapping_mode
+from pydelta.protocol.schema import StructType
 from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri
-from pydelta.spark.write import conform, engine_info, isolation_level, partition_rows_dataframe
+from pydelta.spark.write import conform, engine_info, files_matching_partitions, isolation_level
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 
-__all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit"]
+__all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit", "files_matching_partitions"]
 
 CDF_KEY = "delta.enableChangeDataFeed"
 # A predicate that keeps every file: what delta-spark records for an unfiltered read.
@@ -237,10 +237,6 @@ def new_transaction(spark: Any, snapshot: Snapshot) -> OptimisticTransaction:
     )
 
 
-def skipper(snapshot: Snapshot, files: pa.Table) -> FileSkipper:
-    return FileSkipper(files, snapshot.schema, snapshot.partition_columns, column_mapping_mode(snapshot.configuration))
-
-
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
     """What Spark reports as `_metadata.file_path` for each file of `files`."""
     return [spark_file_uri(snapshot.absolute_path(p)) for p in files.column("path").to_pylist()]
@@ -257,15 +253,25 @@ def select_files(snapshot: Snapshot, files: pa.Table, uris: Iterable[str]) -> pa
     return files.filter(pa.array(mask, pa.bool_()))
 
 
-def files_matching_partitions(spark: Any, snapshot: Snapshot, files: pa.Table, column: Any, alias: str | None) -> pa.Table:
-    """Files whose partition values satisfy `column` (a condition on partition columns only)."""
-    if files.num_rows == 0:
-        return files
-    df = partition_rows_dataframe(spark, snapshot, files)
-    if alias:
-        df = df.alias(alias)
-    rows = df.filter(column).select("__pydelta_idx").collect()
-    return files.take(pa.array(sorted(r[0] for r in rows), pa.int64()))
+def files_with_matches(
+    spark: Any, snapshot: Snapshot, files: pa.Table, txn: OptimisticTransaction, predicate: Predicate,
+    condition: Any, alias: str | None,
+) -> tuple[pa.Table, dict[str, int]]:
+    """Candidate files (pruned by stats, recorded as read) and, per file URI, its rows matching `condition`.
+
+    Only file URIs and counts come back to the driver, never rows.
+    """
+    candidates = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
+    txn.read_predicate(predicate)
+    txn.read_files(candidates.column("path").to_pylist())
+    counts: dict[str, int] = {}
+    if candidates.num_rows:
+        df = scan(spark, snapshot, candidates, with_file=True)
+        if alias:
+            df = df.alias(alias)
+        rows = df.filter(condition).groupBy(FILE_COL).count().collect()
+        counts = {r[0]: int(r[1]) for r in rows}
+    return candidates, counts
 
 
 def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:

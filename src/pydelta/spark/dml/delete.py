@@ -18,7 +18,7 @@ from typing import Any
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.spark.dml.common import (
-    FILE_COL,
+    files_with_matches,
     READ_ALL,
     PreparedCommit,
     add_rows,
@@ -33,9 +33,7 @@ from pydelta.spark.dml.common import (
     logical_record_count,
     new_transaction,
     remove_actions,
-    scan,
     select_files,
-    skipper,
     total_bytes,
     with_change_type,
     write_cdc,
@@ -95,16 +93,7 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
             scan_ms = elapsed_ms(started)
         else:
             # Case 3: find the files with matching rows, rewrite them without those rows.
-            candidates = skipper(snapshot, files).prune(predicate)
-            txn.read_predicate(predicate)
-            txn.read_files(candidates.column("path").to_pylist())
-            counts: dict[str, int] = {}
-            if candidates.num_rows:
-                df = scan(spark, snapshot, candidates, with_file=True)
-                if alias:
-                    df = df.alias(alias)
-                rows = df.filter(cond.column).groupBy(FILE_COL).count().collect()
-                counts = {r[0]: int(r[1]) for r in rows}
+            candidates, counts = files_with_matches(spark, snapshot, files, txn, predicate, cond.column, alias)
             scan_ms = elapsed_ms(started)
             if counts:
                 removed = select_files(snapshot, candidates, counts)

@@ -47,6 +47,7 @@ from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
+from pydelta.log.data_skipping import FileSkipper
 from pydelta.spark.dml.common import (
     FILE_COL,
     READ_ALL,
@@ -71,7 +72,6 @@ from pydelta.spark.dml.common import (
     observed,
     remove_actions,
     scan,
-    skipper,
     total_bytes,
     with_change_type,
     write_cdc,
@@ -461,7 +461,7 @@ def prepare_merge(
                 parts.append(ors)
         if parts:
             read_predicate = and_all(parts)
-    candidates = skipper(snapshot, files).prune(read_predicate) if read_predicate is not READ_ALL else files
+    candidates = FileSkipper.for_metadata(files, snapshot.metadata).prune(read_predicate) if read_predicate is not READ_ALL else files
     txn.read_predicate(read_predicate)
     txn.read_files(candidates.column("path").to_pylist())
 

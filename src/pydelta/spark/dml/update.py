@@ -20,7 +20,7 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import StructType
 from pydelta.spark.dml.common import (
-    FILE_COL,
+    files_with_matches,
     READ_ALL,
     PreparedCommit,
     add_rows,
@@ -36,9 +36,7 @@ from pydelta.spark.dml.common import (
     is_partition_only,
     new_transaction,
     remove_actions,
-    scan,
     select_files,
-    skipper,
     total_bytes,
     with_change_type,
     write_cdc,
@@ -218,16 +216,7 @@ def prepare_update(
         txn.read_files(to_rewrite.column("path").to_pylist())
     else:
         predicate = cond.predicate()
-        candidates = skipper(snapshot, files).prune(predicate)
-        txn.read_predicate(predicate)
-        txn.read_files(candidates.column("path").to_pylist())
-        counts: dict[str, int] = {}
-        if candidates.num_rows:
-            df = scan(spark, snapshot, candidates, with_file=True)
-            if alias:
-                df = df.alias(alias)
-            rows = df.filter(cond.column).groupBy(FILE_COL).count().collect()
-            counts = {r[0]: int(r[1]) for r in rows}
+        candidates, counts = files_with_matches(spark, snapshot, files, txn, predicate, cond.column, alias)
         if counts:
             to_rewrite = select_files(snapshot, candidates, counts)
         updated_rows = sum(counts.values())
