@@ -48,10 +48,7 @@ def test_snapshot_loads_or_is_refused(name):
     assert files.num_rows == snap.num_files
     import deltalake
 
-    try:
-        dt = deltalake.DeltaTable(path)
-    except Exception as e:  # deltalake cannot open it: nothing to compare
-        pytest.skip(f"deltalake cannot open {name}: {e}")
+    dt = deltalake.DeltaTable(path)
     assert dt.version() == snap.version
     theirs = sorted(dt.get_add_actions(flatten=True).column("path").to_pylist())
     ours = sorted(files.column("path").to_pylist())

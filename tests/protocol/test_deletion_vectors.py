@@ -50,7 +50,7 @@ DV_TABLES = [
     GOLDEN / "delta-rs/table_with_deletion_logs",
 ]
 
-needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason="golden tables not available")
+needs_golden = pytest.mark.usefixtures("golden")  # the fixture fails clearly when the tables are missing
 
 # The inline example of delta-kernel-rs: rows 3, 4, 7, 11, 18, 29 in the protocol's format.
 KERNEL_INLINE_DV = "^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L"
@@ -111,7 +111,7 @@ def _data_path(table: Path, add_path: str) -> str:
 
 def _deltalake_deleted_rows(table: Path) -> dict[str, np.ndarray]:
     """Deleted row indexes per data file, as delta-rs computes them."""
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
     reader = deltalake.DeltaTable(str(table)).deletion_vectors()
     result = {}
     for row in pa.table(reader).to_pylist():
@@ -455,7 +455,7 @@ def test_partitioned_table_live_rows_match_expected_output() -> None:
 
 @needs_golden
 def test_table_with_dv_small_against_data_and_deltalake() -> None:
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
     ((path, dv),) = _active_files(DV_SMALL).items()
     assert dv == DeletionVectorDescriptor("u", "vBn[lx{q8@P<9BNH/isA", 36, 2, offset=1)
     assert dv.absolute_path(str(DV_SMALL)) == str(DV_SMALL / "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin")
@@ -506,8 +506,7 @@ def test_every_dv_in_the_log_is_readable(table: Path) -> None:
 
 
 def _small_table_copy(tmp_path: Path) -> tuple[Path, DeletionVectorDescriptor, Path]:
-    if not DV_SMALL.is_dir():
-        pytest.skip("golden tables not available")
+    assert DV_SMALL.is_dir(), f"golden table missing: {DV_SMALL}"
     root = tmp_path / "table"
     shutil.copytree(DV_SMALL, root)
     for f in root.rglob("*"):  # the golden files are read-only
@@ -626,8 +625,7 @@ def test_write_readable_by_file_uri_root(tmp_path: Path) -> None:
 
 
 def test_written_file_matches_golden_layout(tmp_path: Path) -> None:
-    if not DV_SMALL.is_dir():
-        pytest.skip("golden tables not available")
+    assert DV_SMALL.is_dir(), f"golden table missing: {DV_SMALL}"
     descriptor = write_deletion_vector_file(str(tmp_path), [0, 9])
     ours = Path(descriptor.absolute_path(str(tmp_path))).read_bytes()
     theirs = (DV_SMALL / "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin").read_bytes()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -75,18 +74,10 @@ def test_kill_after_data_file_before_commit(tmp_path: Path) -> None:
     assert len(rows_of(root)) == len(before_rows) + 1
 
 
-def _has_checkpoint_writer() -> bool:
-    try:
-        return importlib.util.find_spec("pydelta.log.checkpoint_writer") is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def log_names(root: str) -> list[str]:
     return sorted(os.listdir(Path(root) / "_delta_log"))
 
 
-@pytest.mark.skipif(not _has_checkpoint_writer(), reason="pydelta.log.checkpoint_writer does not exist yet")
 @pytest.mark.parametrize("freeze_at", [1, 2], ids=["before-checkpoint-file", "before-last-checkpoint-hint"])
 def test_kill_during_checkpoint_write(tmp_path: Path, freeze_at: int) -> None:
     root = str(tmp_path / "t")
@@ -102,8 +93,7 @@ def test_kill_during_checkpoint_write(tmp_path: Path, freeze_at: int) -> None:
     finally:
         if proc.poll() is None:
             kill(proc)
-    if not frozen:
-        pytest.skip("the checkpoint writer published fewer files than this crash point needs")
+    assert frozen, "the checkpoint writer published fewer files than this crash point needs"
     frozen_at = Path(Path(signal_file).read_text()).name
 
     # Version 2 was committed before its checkpoint started: visible and intact.
