@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo test test-fast bench java clean
+.PHONY: setup demo test test-slow test-all test-fast bench java clean
 
 setup: $(STAMP)
 
@@ -23,7 +23,15 @@ java:
 demo: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pydelta.demo
 
+# The default suite leaves out the tests marked slow (multi-process, crash);
+# .ci/run runs them too with `make test-slow`.
 test: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" --durations=10
+
+test-slow: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow
+
+test-all: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 
 test-fast: setup

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = Path(os.environ.get("PYDELTA_GOLDEN", ROOT.parent / "shared" / "golden")).resolve()
+from tests.golden_paths import GOLDEN  # noqa: E402
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -36,8 +36,8 @@ def spark():
             "spark.executor.extraJavaOptions": "-Duser.timezone=America/Los_Angeles",
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
-            "spark.sql.warehouse.dir": tempfile.mkdtemp(prefix="pydelta-warehouse-"),
         },
+        catalog_dir=tempfile.mkdtemp(prefix="pydelta-catalog-"),
     )
     yield session
     session.stop()

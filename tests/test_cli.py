@@ -1,18 +1,44 @@
-"""The JVM-free command line."""
+"""The JVM-free command line, run as a subprocess the way a user runs it."""
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-DS = Path(__file__).resolve().parents[1].parent / "shared" / "golden" / "delta-spark"
+import pytest
+
+from pydelta.cli import COMMANDS
+from tests.golden_paths import DELTA_SPARK as DS
+
+CLI = [sys.executable, "-m", "pydelta.cli"]
+WIDE = {**os.environ, "COLUMNS": "200"}  # keep argparse from wrapping help lines
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pydelta.cli", *args], capture_output=True, text=True)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=WIDE)
+
+
+def write_table(root: Path, num_files: int) -> Path:
+    """A minimal table written by hand: protocol, metaData and `num_files` add actions in commit 0."""
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": {"id": "cli-test", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {},
+                      "createdTime": 0}},
+        *({"add": {"path": f"part-{i:05d}-cli-test.snappy.parquet", "partitionValues": {}, "size": 1000 + i,
+                   "modificationTime": 0, "dataChange": True, "stats": json.dumps({"numRecords": 1})}}
+          for i in range(num_files)),
+    ]
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    return root
 
 
 def test_describe_and_files():
@@ -29,9 +55,83 @@ def test_history_limit():
     assert [h["version"] for h in hist] == [14, 13, 12]
 
 
+def test_negative_limit_is_rejected():
+    out = run("history", str(DS / "checkpoint" / "delta"), "--limit", "-1")
+    assert out.returncode == 2 and "--limit" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_version_and_timestamp_are_exclusive():
+    out = run("describe", str(DS / "checkpoint" / "delta"), "--version", "1", "--timestamp", "2024-01-01")
+    assert out.returncode == 2 and "not allowed with" in out.stderr
+
+
 def test_errors_are_clear():
     out = run("describe", str(DS / "versions-not-contiguous" / "delta"))
     assert out.returncode == 2 and "LogNotContiguousError" in out.stderr
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_missing_path_is_one_line_error(tmp_path, command):
+    out = run(command, str(tmp_path / "no-such-table"))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "no-such-table" in lines[0], out.stderr
+
+
+def test_not_a_delta_table_is_one_line_error(tmp_path):
+    out = run("files", str(tmp_path))
+    assert out.returncode == 2
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: DeltaTableNotFoundError"), out.stderr
+
+
+def test_help_lists_every_subcommand():
+    out = run("--help")
+    assert out.returncode == 0, out.stderr
+    assert "no Spark, no JVM" in out.stdout
+    for name, (_, short, _) in COMMANDS.items():
+        assert short, name
+        assert any(line.split()[:1] == [name] and short in line for line in out.stdout.splitlines()), (name, out.stdout)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_subcommand_help_has_description(command):
+    out = run(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert " ".join(COMMANDS[command][2].split()) in " ".join(out.stdout.split())
+    assert "table root directory" in out.stdout
+
+
+def test_history_help_explains_options():
+    out = run("history", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--limit N" in out.stdout and "show at most N commits" in out.stdout
+
+
+def test_checkpoint_help_explains_options():
+    out = run("checkpoint", "--help")
+    assert "--parts N" in out.stdout and "multi-part checkpoint" in out.stdout
+    assert "--v2" in out.stdout and "v2Checkpoint" in out.stdout
+
+
+def test_hand_written_table(tmp_path):
+    table = write_table(tmp_path / "t", 5)
+    out = run("files", str(table))
+    assert out.returncode == 0, out.stderr
+    assert [f["size"] for f in json.loads(out.stdout)] == [1000, 1001, 1002, 1003, 1004]
+
+
+def test_pipe_into_head_is_quiet(tmp_path):
+    table = write_table(tmp_path / "t", 3000)
+    assert len(run("files", str(table)).stdout) > 256 * 1024  # far more than a pipe buffer holds
+    cli = shlex.join([*CLI, "files", str(table)])
+    out = subprocess.run(["bash", "-c", f"{cli} | head -c 10; exit ${{PIPESTATUS[0]}}"],
+                         capture_output=True, text=True, env=WIDE)
+    assert out.stdout == "[\n  {\n    "[:10]
+    assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
+    assert out.stderr == ""
+    assert out.returncode == 1  # the documented BrokenPipeError idiom exits 1
 
 
 def test_checkpoint_command(tmp_path):

@@ -4,7 +4,6 @@ rows equal what the independent `deltalake` package reads, where it can."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ import pydelta
 from pydelta import errors
 from tests.helpers import canonical
 
-GOLDEN_RS = Path(__file__).resolve().parents[2].parent / "shared" / "golden" / "delta-rs"
+from tests.golden_paths import DELTA_RS as GOLDEN_RS
 TABLES = sorted(p.name for p in GOLDEN_RS.iterdir() if (p / "_delta_log").is_dir()) if GOLDEN_RS.is_dir() else []
 
 # Tables pydelta must refuse, with the reason.

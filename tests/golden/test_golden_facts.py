@@ -1,15 +1,14 @@
-"""The fact checks listed in shared/golden/README.md, plus time travel on golden tables."""
+"""The fact checks listed in tests/data/golden/README.md, plus time travel on golden tables."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 import pydelta
 from pydelta import errors
 
-DS = Path(__file__).resolve().parents[2].parent / "shared" / "golden" / "delta-spark"
+from tests.golden_paths import DELTA_SPARK as DS
 
 
 def test_checkpoint_table_at_14_with_one_file():

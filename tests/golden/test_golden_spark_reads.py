@@ -4,7 +4,6 @@ and the negative tables fail with the documented pydelta errors."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ import pydelta
 from pydelta import errors
 from tests.helpers import canonical_rows
 
-GOLDEN_ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "golden" / "delta-spark"
+from tests.golden_paths import DELTA_SPARK as GOLDEN_ROOT
 WITH_EXPECTED = sorted(p.name for p in GOLDEN_ROOT.iterdir() if (p / "expected").is_dir()) if GOLDEN_ROOT.is_dir() else []
 
 pytestmark = pytest.mark.spark

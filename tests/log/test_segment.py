@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ import pydelta
 from pydelta import errors
 from pydelta.log.last_checkpoint import canonicalize, checksum, make_last_checkpoint, parse_last_checkpoint
 
-DS = Path(__file__).resolve().parents[2].parent / "shared" / "golden" / "delta-spark"
+from tests.golden_paths import DELTA_SPARK as DS
 
 
 def test_checksum_test_vector_from_protocol():

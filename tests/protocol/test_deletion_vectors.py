@@ -1,6 +1,6 @@
 """Tests for pydelta.protocol.deletion_vectors (no Spark).
 
-Golden tables under /work/shared/golden are read-only: anything that writes or corrupts
+Golden tables under tests/data/golden are read-only: anything that writes or corrupts
 files works on a copy in tmp_path. Cross-checks use the `deltalake` package (delta-rs) as an
 independent reader of the same deletion vectors.
 """
@@ -36,7 +36,7 @@ from pydelta.protocol.deletion_vectors import (
     z85_encode,
 )
 
-GOLDEN = Path("/work/shared/golden")
+from tests.golden_paths import GOLDEN
 KEY_CASES = GOLDEN / "delta-spark/log-replay-dv-key-cases/delta"
 DV_SMALL = GOLDEN / "delta-rs/table-with-dv-small"
 DV_COLUMN_MAPPING = GOLDEN / "delta-spark/dv-with-columnmapping/delta"

@@ -9,7 +9,6 @@ import math
 import os
 import time
 from decimal import Context, Decimal
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -54,7 +53,7 @@ from pydelta.protocol.schema import (
     physical_name,
 )
 
-GOLDEN = Path(os.environ.get("PYDELTA_GOLDEN", Path(__file__).resolve().parents[3] / "shared" / "golden"))
+from tests.golden_paths import GOLDEN
 UTC = dt.timezone.utc
 
 

@@ -54,7 +54,7 @@ from pydelta.protocol.schema import (
     type_changes,
 )
 
-GOLDEN = Path(os.environ.get("PYDELTA_GOLDEN", Path(__file__).resolve().parents[3] / "shared" / "golden"))
+from tests.golden_paths import GOLDEN
 
 
 def _golden_metadata() -> list[tuple[str, dict]]:

@@ -10,7 +10,6 @@ import os
 import struct
 import time
 from decimal import Decimal
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -51,7 +50,7 @@ from pydelta.protocol.stats import (
     truncate_string_min,
 )
 
-GOLDEN = Path(os.environ.get("PYDELTA_GOLDEN", Path(__file__).resolve().parents[3] / "shared" / "golden"))
+from tests.golden_paths import GOLDEN
 UTC = dt.timezone.utc
 
 
