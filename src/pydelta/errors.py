@@ -116,3 +116,15 @@ class ConcurrentTransactionException(DeltaConcurrentModificationException):
 
 class DeltaNotImplementedError(DeltaError, NotImplementedError):
     """A Delta capability pydelta does not implement yet; the message names it."""
+
+
+class DeltaUnsupportedOptionError(DeltaNotImplementedError):
+    """A delta-spark reader/writer option pydelta does not implement; ignoring it would give a wrong answer."""
+
+    def __init__(self, message: str, option: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class DeltaParseError(DeltaAnalysisError):
+    """A Delta SQL statement pydelta cannot parse (delta-spark: ParseException)."""

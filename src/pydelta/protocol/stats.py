@@ -38,6 +38,7 @@ from pydelta.protocol.schema import (
     StructType,
     data_type_to_arrow,
     physical_name,
+    split_identifier,
 )
 
 __all__ = [
@@ -92,7 +93,7 @@ def parse_stats_columns(spec: str | Sequence[str]) -> list[tuple[str, ...]]:
     for item in items:
         item = item.strip()
         if item:
-            out.append(tuple(p.lower() for p in _parse_name_parts(item)))
+            out.append(tuple(p.lower() for p in split_identifier(item)))
     return out
 
 
@@ -106,35 +107,6 @@ def _split_top_level_commas(s: str) -> list[str]:
             cur = []
         else:
             cur.append(c)
-    parts.append("".join(cur))
-    return parts
-
-
-def _parse_name_parts(name: str) -> list[str]:
-    parts: list[str] = []
-    cur: list[str] = []
-    i, quoted = 0, False
-    while i < len(name):
-        c = name[i]
-        if quoted:
-            if c == "`":
-                if i + 1 < len(name) and name[i + 1] == "`":
-                    cur.append("`")
-                    i += 1
-                else:
-                    quoted = False
-            else:
-                cur.append(c)
-        elif c == "`":
-            quoted = True
-        elif c == ".":
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if quoted:
-        raise DeltaIllegalArgumentError(f"unbalanced backquote in column name {name!r}")
     parts.append("".join(cur))
     return parts
 

@@ -11,20 +11,21 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from pydelta.errors import DeltaError, InvariantViolationError
-from pydelta.protocol.schema import StructType
+from pydelta.protocol.schema import StructType, quote_identifier
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
 
 
-def _not_null_checks(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
+def _not_null_checks(schema: StructType, prefix: str = "", display: str = "") -> list[tuple[str, str]]:
+    """(SQL check, message) per NOT NULL field; `prefix` is quoted SQL, `display` the plain dotted name."""
     out = []
     for f in schema.fields:
-        name = f"{prefix}`{f.name}`"
+        name = f"{prefix}{quote_identifier(f.name)}"
         if not f.nullable:
-            out.append((f"{name} IS NOT NULL", f"NOT NULL constraint violated for column: {prefix}{f.name}"))
+            out.append((f"{name} IS NOT NULL", f"NOT NULL constraint violated for column: {display}{f.name}"))
         if isinstance(f.type, StructType):
             # nested non-null fields only apply when the parent struct is present
-            for expr, msg in _not_null_checks(f.type, f"{name}."):
+            for expr, msg in _not_null_checks(f.type, f"{name}.", f"{display}{f.name}."):
                 out.append((f"({name} IS NULL OR {expr})", msg))
     return out
 
@@ -50,7 +51,7 @@ def constraint_checks(schema: StructType, configuration: dict[str, str]) -> list
     for f in schema.fields:
         expr = f.metadata.get("delta.generationExpression")
         if expr:
-            checks.append((f"`{f.name}` <=> ({expr})", f"Generated column {f.name} does not match its expression {expr}"))
+            checks.append((f"{quote_identifier(f.name)} <=> ({expr})", f"Generated column {f.name} does not match its expression {expr}"))
     for key, expr in configuration.items():
         if key.lower().startswith("delta.constraints."):
             name = key[len("delta.constraints.") :]

@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 import uuid
-from typing import Any
+from typing import Any, Sequence
 
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import (
@@ -23,22 +23,37 @@ from pydelta.protocol.partition_values import (
     serialize_partition_value,
     to_uri_path,
 )
-from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+from pydelta.protocol.schema import (
+    StructType,
+    column_mapping_mode,
+    physical_name,
+    quote_identifier,
+    to_physical_schema,
+)
 
 STAGING_DIR = "_pydelta_staging"
 
 
-def physical_dataframe(df: Any, schema: StructType, mode: str) -> Any:
-    """`df` (columns = the table's logical schema) with physical column names and field ids."""
+def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequence[str] = ()) -> Any:
+    """`df` (columns = the table's logical schema) with physical column names and field ids.
+
+    Columns named in `passthrough` are not table columns (CDC's `_change_type`): like
+    delta-spark, they keep their name and get no field id under column mapping.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
 
     if mode == "none":
-        return df.select(*[F.col(f"`{f.name}`") for f in schema.fields])
-    physical = SparkStructType.fromJson(json.loads(to_physical_schema(schema, mode).to_json()))
+        return df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+    mapped = StructType(tuple(f for f in schema.fields if f.name not in passthrough))
+    physical = iter(SparkStructType.fromJson(json.loads(to_physical_schema(mapped, mode).to_json())).fields)
     columns = []
-    for field, spark_field in zip(schema.fields, physical.fields):
-        col = F.col(f"`{field.name}`")
+    for field in schema.fields:
+        col = F.col(quote_identifier(field.name))
+        if field.name in passthrough:
+            columns.append(col)
+            continue
+        spark_field = next(physical)
         if spark_field.dataType.typeName() in ("struct", "array", "map"):
             col = col.cast(spark_field.dataType)  # renames nested fields by position
         columns.append(col.alias(spark_field.name, metadata=spark_field.metadata))
@@ -72,14 +87,18 @@ def write_data_files(
     max_records_per_file: int | None = None,
     compression: str | None = None,
     session_time_zone: str = "UTC",
+    passthrough: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Write `df` (logical table columns, in table order) as data files; return their add actions."""
+    """Write `df` (logical table columns, in table order) as data files; return their add actions.
+
+    `passthrough`: columns that are not table columns, see `physical_dataframe`.
+    """
     schema = metadata.schema
     mode = column_mapping_mode(metadata.configuration)
     partition_cols = list(metadata.partition_columns)
     fields = {f.name: f for f in schema.fields}
     phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
-    pdf = physical_dataframe(df, schema, mode)
+    pdf = physical_dataframe(df, schema, mode, passthrough)
 
     staging = os.path.join(table_root, STAGING_DIR, uuid.uuid4().hex)
     conf = df.sparkSession.conf

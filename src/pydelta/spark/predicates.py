@@ -6,6 +6,7 @@ resulting expression tree through py4j; it is small, so this is cheap.
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -43,6 +44,31 @@ def filter_condition(jdf: Any, condition: Any) -> Any:
             return None
         plan = kids[0]
     return plan.condition()
+
+
+def predicate_text(spark: Any, expr: Any) -> str:
+    """How commitInfo records a predicate: delta-spark's text (the analyzed expression's
+    simpleString), without the `#<exprId>` suffixes of column references.
+
+    Those ids (`id#72L`) are internal to one Spark session and mean nothing to a reader of
+    the history, so `F.col("id") == 2` and `"id = 2"` are both recorded as `(id = 2)`. Only
+    the exact tokens of the expression's own references are rewritten, so literals that
+    happen to contain `#12` are left alone.
+    """
+    try:
+        max_fields = int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
+    except (ValueError, TypeError):
+        max_fields = 25
+    try:
+        text = str(expr.simpleString(max_fields))
+    except Exception:
+        return str(expr.sql())
+    refs = expr.references().toSeq()
+    tokens = {str(refs.apply(i).toString()): str(refs.apply(i).name()) for i in range(refs.size())}
+    for token in sorted(tokens, key=len, reverse=True):
+        name = tokens[token]
+        text = re.sub(re.escape(token) + r"(?!\d)", lambda _: name, text)
+    return text
 
 
 def translate(expr: Any) -> Predicate:

@@ -17,7 +17,13 @@ from pydelta.errors import MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import to_uri_path
-from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name, to_physical_schema
+from pydelta.protocol.schema import (
+    StructType,
+    column_mapping_mode,
+    physical_name,
+    quote_identifier,
+    to_physical_schema,
+)
 from pydelta.spark.predicates import filter_condition, translate
 
 FILE_COL = "__pydelta_file_path"
@@ -96,7 +102,7 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_fil
             columns.append(part.cast(spark_type).alias(field.name))
         else:
             phys = physical_name(field) if mode != "none" else field.name
-            col = F.col(f"`{phys}`")
+            col = F.col(quote_identifier(phys))
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)
             columns.append(col.alias(field.name))
@@ -195,7 +201,31 @@ def _dataframe_class() -> type:
                 base = base.filter(c)
             return wrap(base, snapshot, pruned, conditions)
 
+        def toArrow(self) -> pa.Table:  # noqa: N802 (PySpark's name)
+            return to_arrow(self)
+
     return DeltaScanDataFrame
+
+
+def to_arrow(df: Any) -> pa.Table:
+    """`df.toArrow()`, also for tables with null variants (e.g. `array<variant>` with null elements).
+
+    PySpark's toArrow casts the collected batches to its Arrow schema even where the types
+    already match; pyarrow then "views" the data and refuses the null children Spark writes
+    under a null variant (a struct of non-nullable `value`/`metadata`): ArrowInvalid "nulls
+    in input cannot be viewed as non-nullable" (apache/arrow GH-37072). Here only columns
+    whose type differs are cast.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    large = str(df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
+    schema = to_arrow_schema(
+        df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
+    )
+    batches = df._collect_as_arrow(split_batches=False, empty_list_if_zero_records=False, prefers_large_var_types=large)
+    table = pa.Table.from_batches(batches)
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema)]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 _CLASS: type | None = None

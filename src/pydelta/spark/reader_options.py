@@ -1,4 +1,10 @@
-"""The delta-spark read options: versionAsOf, timestampAsOf."""
+"""The delta-spark read options pydelta implements: versionAsOf, timestampAsOf, path.
+
+delta-spark read options pydelta does not implement (change data feed, streaming) are
+refused by name (`READ_UNSUPPORTED`): ignoring `readChangeFeed=true` would return the
+plain snapshot, a wrong answer. Any other key passes, as in delta-spark, which ignores
+options it does not know.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,34 @@ from typing import Any
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.spark.read import read_snapshot
+from pydelta.spark.write_options import reject_unsupported_options
+
+# The read options pydelta implements; keys are case-insensitive.
+READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path")
+
+# Option -> the value meaning "pydelta's behaviour anyway" (accepted), None: always refused.
+READ_UNSUPPORTED: dict[str, str | None] = {
+    "readChangeFeed": "false",
+    "readChangeData": "false",
+    "startingVersion": None,
+    "startingTimestamp": None,
+    "endingVersion": None,
+    "endingTimestamp": None,
+    "maxFilesPerTrigger": None,
+    "maxBytesPerTrigger": None,
+    "ignoreFileDeletion": "false",
+    "ignoreChanges": "false",
+    "ignoreDeletes": "false",
+    "skipChangeCommits": "false",
+    "failOnDataLoss": "true",
+    "excludeRegex": None,
+    "schemaTrackingLocation": None,
+    "schemaLocation": None,
+    "streamingSourceTrackingId": None,
+    "allowSourceColumnDrop": None,
+    "allowSourceColumnRename": None,
+    "allowSourceColumnTypeChange": None,
+}
 
 
 def _option(opts: dict[str, Any], name: str) -> Any:
@@ -17,6 +51,8 @@ def _option(opts: dict[str, Any], name: str) -> Any:
 
 
 def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
+    """The Delta table at `path` as a DataFrame, honouring the read options in `opts`."""
+    reject_unsupported_options(opts, READ_UNSUPPORTED, "read")
     version = _option(opts, "versionAsOf")
     timestamp = _option(opts, "timestampAsOf")
     if version is not None and timestamp is not None:

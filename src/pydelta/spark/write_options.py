@@ -1,11 +1,116 @@
-"""The DataFrameWriter options delta-spark understands, parsed and validated once."""
+"""The DataFrameWriter options delta-spark understands, parsed and validated once.
+
+Implemented write options: mode, partitionBy, path, replaceWhere, partitionOverwriteMode,
+mergeSchema, overwriteSchema, userMetadata, txnAppId/txnVersion, dataChange,
+maxRecordsPerFile, compression, and `delta.*` table properties (used when the write
+creates the table). delta-spark options pydelta does not implement are refused by name
+(`WRITE_UNSUPPORTED`) rather than ignored, because ignoring them would change what the
+write means. Any other key passes, as in delta-spark (which hands only maxRecordsPerFile
+and compression to the Parquet writer and ignores the rest).
+
+New tables also get the session's `spark.databricks.delta.properties.defaults.*` confs
+(`with_table_defaults`), as delta-spark's `DeltaConfigs.mergeGlobalConfigs` does.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionError
+
+# The write options pydelta implements (besides `delta.*` table properties); keys are case-insensitive.
+WRITE_SUPPORTED = (
+    "path", "replaceWhere", "partitionOverwriteMode", "mergeSchema", "overwriteSchema", "userMetadata",
+    "txnAppId", "txnVersion", "dataChange", "maxRecordsPerFile", "compression",
+)
+
+# delta-spark options pydelta does not implement, mapped to the one value that means
+# "pydelta's behaviour anyway" (accepted), or None when every value is refused.
+WRITE_UNSUPPORTED: dict[str, str | None] = {
+    "optimizeWrite": "false",
+    "writePartitionColumns": "false",
+    "useNullIntolerantEqualityWithDPO": "false",
+    "replaceOn": None,
+    "replaceUsing": None,
+    "targetAlias": None,
+}
+
+TABLE_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+# Session confs giving a new table's protocol when nothing else asks for one (delta-spark's
+# DeltaSQLConf.DELTA_PROTOCOL_DEFAULT_READER_VERSION / _WRITER_VERSION).
+PROTOCOL_DEFAULT_CONFS = {
+    "spark.databricks.delta.protocol.minReaderVersion": "delta.minReaderVersion",
+    "spark.databricks.delta.protocol.minWriterVersion": "delta.minWriterVersion",
+}
+_IGNORE_PROTOCOL_DEFAULTS = "delta.ignoreProtocolDefaults"
+
+
+def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str) -> None:
+    """Raise DeltaUnsupportedOptionError for the first option pydelta would otherwise silently ignore.
+
+    Keys match case-insensitively (Spark options are case-insensitive). A boolean option
+    set to its default (e.g. readChangeFeed=false) asks for nothing pydelta lacks, so it passes.
+    """
+    by_lower = {k.lower(): (k, accepted) for k, accepted in unsupported.items()}
+    for key, value in options.items():
+        hit = by_lower.get(key.lower())
+        if hit is None:
+            continue
+        name, accepted = hit
+        if accepted is not None and str(value).strip().lower() == accepted:
+            continue
+        raise DeltaUnsupportedOptionError(
+            f"The Delta {kind} option {name}={value!r} is not supported by pydelta yet; remove it "
+            f"(pydelta refuses it rather than silently ignoring it).",
+            option=name,
+        )
+
+
+def session_conf(spark: Any = None) -> dict[str, str]:
+    """All SQL confs of `spark`; without one, of the active (else the first) SparkSession."""
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        # No public accessor for the default session when this thread has no active one.
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+        if spark is None:
+            return {}
+    get_all = spark.conf.getAll  # a method in PySpark 4.0+, a dict property in some builds
+    return dict(get_all() if callable(get_all) else get_all)
+
+
+def with_table_defaults(properties: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
+    """The properties of a NEW table: session defaults as `delta.<key>`, explicit properties win.
+
+    As delta-spark's mergeGlobalConfigs: `spark.databricks.delta.properties.defaults.<key>`
+    becomes `delta.<key>` (so `...defaults.feature.<name>` becomes `delta.feature.<name>`).
+    Protocol requests (minReaderVersion, minWriterVersion, feature.*) are not stored by
+    the transaction but raise the new table's protocol; with `ignoreProtocolDefaults`
+    true (table property first, else session default) they are not copied. Unlike
+    delta-spark, keys it does not know are copied too (pydelta has no property registry).
+    """
+    from pydelta.txn.protocol_upgrade import is_protocol_property
+
+    explicit = {k.lower() for k in properties}
+    ignore = _get(properties, _IGNORE_PROTOCOL_DEFAULTS)
+    if ignore is None:
+        ignore = conf.get(TABLE_DEFAULTS_PREFIX + "ignoreProtocolDefaults", "false")
+    ignore_protocol = str(ignore).strip().lower() == "true"
+    defaults: dict[str, str] = {}
+    if not ignore_protocol:
+        defaults.update({prop: str(conf[key]) for key, prop in PROTOCOL_DEFAULT_CONFS.items() if key in conf})
+    for key, value in conf.items():
+        if not key.startswith(TABLE_DEFAULTS_PREFIX) or key == TABLE_DEFAULTS_PREFIX:
+            continue
+        prop = "delta." + key[len(TABLE_DEFAULTS_PREFIX):]
+        if ignore_protocol and is_protocol_property(prop) and prop != _IGNORE_PROTOCOL_DEFAULTS:
+            continue
+        defaults[prop] = str(value)
+    merged = {k: v for k, v in defaults.items() if k.lower() not in explicit}
+    merged.update(properties)
+    return merged
+
 
 MODES = {
     "append": "Append",
@@ -58,6 +163,7 @@ def parse_write_options(
     options: Mapping[str, Any],
     session_conf: Mapping[str, str] | None = None,
 ) -> WriteOptions:
+    reject_unsupported_options(options, WRITE_UNSUPPORTED, "write")
     conf = dict(session_conf or {})
     mode_key = (mode or "errorifexists").lower()
     if mode_key not in MODES:

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.schema import walk_fields
 
 MIN_READER_VERSION_PROP = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROP = "delta.minWriterVersion"
@@ -219,21 +220,6 @@ def _is_true(conf: Mapping[str, str], key: str) -> bool:
     return str(conf.get(key, "false")).strip().lower() == "true"
 
 
-def _walk_fields(dt: Any) -> Iterable[Any]:
-    """Every StructField at any depth (inside structs, arrays and maps)."""
-    from pydelta.protocol.schema import ArrayType, MapType, StructType
-
-    if isinstance(dt, StructType):
-        for f in dt.fields:
-            yield f
-            yield from _walk_fields(f.type)
-    elif isinstance(dt, ArrayType):
-        yield from _walk_fields(dt.element_type)
-    elif isinstance(dt, MapType):
-        yield from _walk_fields(dt.key_type)
-        yield from _walk_fields(dt.value_type)
-
-
 def _walk_types(dt: Any) -> Iterable[Any]:
     from pydelta.protocol.schema import ArrayType, MapType, StructType
 
@@ -252,7 +238,7 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
     """Features the metadata actively uses (delta-spark's FeatureAutomaticallyEnabledByMetadata)."""
     conf = metadata.configuration
     schema = metadata.schema
-    fields = list(_walk_fields(schema))
+    fields = list(walk_fields(schema))
     type_names = {getattr(t, "name", "") for t in _walk_types(schema)}
     supported = all_features(protocol)
     out: set[str] = set()

@@ -33,10 +33,10 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
-from pydelta.protocol.schema import StructType
+from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
-from pydelta.spark.predicates import filter_condition, translate
+from pydelta.spark.predicates import filter_condition, predicate_text, translate
 from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write import conform, engine_info, files_matching_partitions, isolation_level
 from pydelta.txn.commit_info import Operation
@@ -114,7 +114,7 @@ class Condition:
 
     column: Any  # pyspark Column
     expr: Any  # the analyzed Catalyst expression (py4j)
-    sql: str  # how delta-spark records it in history: the expression's simpleString
+    sql: str  # how history records it: delta-spark's simpleString without expression ids
 
     @property
     def references(self) -> list[str]:
@@ -145,22 +145,11 @@ def analyze(df: Any, condition: Any, what: str = "the condition") -> Condition:
         dtype = "boolean"
     if dtype != "boolean":
         raise DeltaAnalysisError(f"{what} {_describe(condition)} must be a boolean expression, not {dtype}")
-    return Condition(col, expr, simple_string(df.sparkSession, expr))
+    return Condition(col, expr, predicate_text(df.sparkSession, expr))
 
 
 def _describe(condition: Any) -> str:
     return repr(condition) if isinstance(condition, str) else str(condition)
-
-
-def simple_string(spark: Any, expr: Any) -> str:
-    try:
-        max_fields = int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
-    except (ValueError, TypeError):
-        max_fields = 25
-    try:
-        return str(expr.simpleString(max_fields))
-    except Exception:
-        return str(expr.sql())
 
 
 def expression_references(expr: Any) -> list[str]:
@@ -331,7 +320,7 @@ def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartitio
     data = conform(df, metadata.schema)
     data = with_checks(data, constraint_checks(metadata.schema, metadata.configuration))
     if repartition and metadata.partition_columns:
-        data = data.repartition(*[F.col(f"`{c}`") for c in metadata.partition_columns])
+        data = data.repartition(*[F.col(quote_identifier(c)) for c in metadata.partition_columns])
     with violations_as_errors():
         adds = write_data_files(
             data, root, metadata, data_change=True,
@@ -372,24 +361,20 @@ def write_cdc(spark: Any, df: Any, root: str, metadata: Metadata) -> list[dict[s
     import os
     from dataclasses import replace
 
+    from pyspark.sql import functions as F
+
     full = cdc_schema(metadata.schema)
     cdc_metadata = replace(metadata, schema_string=full.to_json())
-    data = df.select(*[F_col(f.name) for f in full.fields])
+    data = df.select(*[F.col(quote_identifier(f.name)) for f in full.fields])
     written = write_data_files(
         data, os.path.join(root, "_change_data"), cdc_metadata, data_change=False,
-        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), passthrough=(CHANGE_TYPE,),
     )
     return [
         {"cdc": {"path": "_change_data/" + a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
                  "dataChange": False}}
         for a in written
     ]
-
-
-def F_col(name: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 # ---- observed counts ----------------------------------------------------------------------------------

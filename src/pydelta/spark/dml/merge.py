@@ -45,7 +45,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
-from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema
+from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, quote_identifier
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.spark.dml.common import (
@@ -77,7 +77,7 @@ from pydelta.spark.dml.common import (
     write_cdc,
     write_rows,
 )
-from pydelta.spark.dml.update import _quote, resolve_assignments, split_name, typed_values
+from pydelta.spark.dml.update import resolve_assignments, split_name, typed_values
 from pydelta.spark.predicates import _children, _name, translate
 from pydelta.spark.read import build_dataframe, spark_schema
 from pydelta.txn.commit_info import Operation
@@ -386,7 +386,7 @@ def prepare_merge(
     target_attrs = join.right().outputSet() if join is not None else None
 
     def tgt(name: str) -> Any:
-        return F.col(f"{_quote(t_alias)}.{_quote(name)}")
+        return F.col(f"{quote_identifier(t_alias)}.{quote_identifier(name)}")
 
     def current(name: str) -> Any:
         if name.lower() in target_names:
@@ -396,23 +396,24 @@ def prepare_merge(
     src_fields = _source_fields(source)
 
     def star_values(clause: MergeClause) -> dict[str, Any]:
+        """`*` as SET/VALUES assignments, keyed like user keys (quoted names)."""
         out = {}
         if evolve:
             for f in source.schema.fields:
-                out[f.name] = source[_quote(f.name)]
+                out[quote_identifier(f.name)] = source[quote_identifier(f.name)]
             return out
         for f in schema.fields:
             sf = src_fields.get(f.name.lower())
             if sf is None:
                 if f.metadata.get("delta.generationExpression"):
                     continue  # computed from the other columns
-                cols = ", ".join(f"{_quote(n)}" for n in source.columns)
+                cols = ", ".join(quote_identifier(n) for n in source.columns)
                 kind = "UPDATE" if clause.action == "update" else "INSERT"
                 raise DeltaAnalysisError(
-                    f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {_quote(f.name)} in {kind} clause given "
-                    f"columns {cols}."
+                    f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {quote_identifier(f.name)} in {kind} "
+                    f"clause given columns {cols}."
                 )
-            out[f.name] = source[_quote(sf.name)]
+            out[quote_identifier(f.name)] = source[quote_identifier(sf.name)]
         return out
 
     resolved: list[_Resolved] = []
@@ -675,7 +676,7 @@ def _values(joined: Any, out_schema: StructType, resolved: list[_Resolved], curr
             generated_later.append((f.name, gen, [r.code for r in assigning]))
     out = joined.select(*columns, act)
     for name, gen, codes in generated_later:
-        out = out.withColumn(name, F.when(act.isin(codes), F.col(_quote(name))).otherwise(F.expr(gen)))
+        out = out.withColumn(name, F.when(act.isin(codes), F.col(quote_identifier(name))).otherwise(F.expr(gen)))
     return out
 
 

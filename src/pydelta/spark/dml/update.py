@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 from pydelta.log.snapshot import Snapshot
-from pydelta.protocol.schema import StructType
+from pydelta.protocol.schema import StructType, quote_identifier, quote_path, split_identifier
 from pydelta.spark.dml.common import (
     files_with_matches,
     READ_ALL,
@@ -61,31 +61,8 @@ def update(table: Any, condition: Any = None, set: Any = None) -> None:  # noqa:
 
 
 def split_name(name: str) -> list[str]:
-    """`a.b`, `` `a.b`.c `` -> name parts (backticks quote dots)."""
-    parts: list[str] = []
-    cur: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(name):
-        ch = name[i]
-        if ch == "`":
-            if quoted and i + 1 < len(name) and name[i + 1] == "`":
-                cur.append("`")
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
-    return [p.strip() for p in parts]
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    """`a.b`, `` `a.b`.c `` -> name parts (backticks quote dots), as delta-spark parses SET keys."""
+    return [p.strip() for p in split_identifier(name)]
 
 
 def resolve_assignments(
@@ -100,21 +77,24 @@ def resolve_assignments(
     nested: dict[str, list[tuple[list[str], Any]]] = {}
     seen: list[str] = []
     for key, value in assignments.items():
-        parts = split_name(key)
+        try:
+            parts = split_name(key)
+        except DeltaIllegalArgumentError as e:
+            raise DeltaAnalysisError(f"[INVALID_ATTRIBUTE_NAME_SYNTAX] SET column {key!r}: {e}") from None
         if len(parts) > 1 and alias and parts[0].lower() == alias.lower() and parts[0].lower() not in by_lower:
             parts = parts[1:]
         field = by_lower.get(parts[0].lower())
         if field is None or any(not p for p in parts):
-            cols = ", ".join(_quote(f.name) for f in schema.fields)
+            cols = ", ".join(quote_identifier(f.name) for f in schema.fields)
             raise DeltaAnalysisError(
-                f"[DELTA_MISSING_SET_COLUMN] SET column {_quote(key)} not found given columns: [{cols}]."
+                f"[DELTA_MISSING_SET_COLUMN] SET column {quote_identifier(key)} not found given columns: [{cols}]."
             )
         canonical = ".".join([field.name] + parts[1:]).lower()
         clash = [s for s in seen if s == canonical or s.startswith(canonical + ".") or canonical.startswith(s + ".")]
         if clash:
             raise DeltaAnalysisError(
-                f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{_quote(key)}, "
-                f"{', '.join(_quote(c) for c in clash)}]."
+                f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{quote_identifier(key)}, "
+                f"{', '.join(quote_identifier(c) for c in clash)}]."
             )
         seen.append(canonical)
         if len(parts) == 1:
@@ -122,13 +102,13 @@ def resolve_assignments(
         else:
             if not isinstance(field.type, StructType):
                 raise DeltaAnalysisError(
-                    f"[DELTA_MISSING_SET_COLUMN] SET column {_quote(key)} not found: {field.name} is not a struct"
+                    f"[DELTA_MISSING_SET_COLUMN] SET column {quote_identifier(key)} not found: {field.name} is not a struct"
                 )
             nested.setdefault(field.name, []).append((parts[1:], value))
     for name, updates in nested.items():
         col = current(name)
         for path, value in updates:
-            col = col.withField(".".join(_quote(p) for p in path), value)
+            col = col.withField(quote_path(path), value)
         top[name] = col
     return top
 
@@ -179,7 +159,7 @@ def prepare_update(
     if alias:
         base = base.alias(alias)
     cond = analyze(base, condition) if condition is not None else None
-    values = resolve_assignments(schema, assignments, alias, lambda n: F.col(_quote(n)))
+    values = resolve_assignments(schema, assignments, alias, lambda n: F.col(quote_identifier(n)))
     values = typed_values(base, schema, values, "SET")
 
     def updated(df: Any) -> Any:
@@ -188,11 +168,11 @@ def prepare_update(
         for f in schema.fields:
             if f.name in values:
                 new = values[f.name]
-                columns.append((F.when(hit, new).otherwise(F.col(_quote(f.name))) if hit is not None else new).alias(f.name))
+                columns.append((F.when(hit, new).otherwise(F.col(quote_identifier(f.name))) if hit is not None else new).alias(f.name))
             elif f.metadata.get("delta.generationExpression"):
                 continue  # recomputed from the new values by conform()
             else:
-                columns.append(F.col(_quote(f.name)))
+                columns.append(F.col(quote_identifier(f.name)))
         return df.select(*columns)
 
     try:

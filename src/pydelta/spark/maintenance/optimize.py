@@ -37,6 +37,7 @@ from pydelta.errors import (
     DeltaNotImplementedError,
 )
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
 from pydelta.txn.commit_info import Operation
 
@@ -122,17 +123,16 @@ def _has_subquery(expr: Any) -> bool:
     return any(_has_subquery(c) for c in _java_seq(expr.children()))
 
 
-def predicate_strings(spark: Any, filters: Sequence[str]) -> list[str]:
-    """How delta-spark records the OPTIMIZE predicates: the parsed expressions' simpleString."""
-    out = []
-    for sql in filters:
-        expr = _parse_expression(spark, sql)
-        try:
-            max_fields = spark._jsparkSession.sessionState().conf().maxToStringFields()
-            out.append(str(expr.simpleString(max_fields)))
-        except Exception:
-            out.append(sql)
-    return out
+def predicate_strings(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> list[str]:
+    """How history records the OPTIMIZE predicates: each resolved against the partition columns,
+    as DELETE/UPDATE record theirs (delta-spark's text without expression ids)."""
+    if not filters:
+        return []
+    from pydelta.spark.predicates import filter_condition, predicate_text
+    from pydelta.spark.write import partition_rows_dataframe
+
+    base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
+    return [predicate_text(spark, filter_condition(base._jdf, sql)) for sql in filters]
 
 
 def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
@@ -143,7 +143,8 @@ def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_co
         if _has_subquery(expr):
             raise DeltaAnalysisError("Subquery is not supported in partition predicates.")
         for ref in _java_seq(expr.references().toSeq()):
-            name = str(ref.name())
+            parts = [str(p) for p in _java_seq(ref.nameParts())]  # raw names, never `quoted`
+            name = parts[0] if len(parts) == 1 else str(ref.name())
             if case_sensitive:
                 ok = name in partition_columns
             else:
@@ -245,31 +246,6 @@ def plan_bins(
 # ---- Z-order --------------------------------------------------------------------------------------
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _split_column(name: str) -> list[str]:
-    """`a.b` -> ['a', 'b']; backquoted parts keep their dots (Spark's UnresolvedAttribute rules)."""
-    parts, cur, quoted, i = [], "", False, 0
-    while i < len(name):
-        ch = name[i]
-        if ch == "`":
-            if quoted and i + 1 < len(name) and name[i + 1] == "`":
-                cur += "`"
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-        i += 1
-    parts.append(cur)
-    return parts
-
-
 def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[str]) -> list[list[str]]:
     """Each Z-order column resolved to its logical path in the data schema (delta-spark's checks)."""
     from pydelta.protocol.schema import StructType as DeltaStruct
@@ -308,7 +284,7 @@ def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[st
         return path
 
     for col in columns:
-        parts = _split_column(col)
+        parts = split_identifier(col)
         if len(parts) == 1 and any(same(parts[0], c) for c in partition_columns):
             raise DeltaAnalysisError(
                 f"{col} is a partition column. Z-Ordering can only be performed on data columns"
@@ -395,7 +371,7 @@ def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ran
 
     proxies = []
     for path in paths:
-        col_sql = ".".join(_quoted(p) for p in path)
+        col_sql = quote_path(path)
         dtype = df.select(F.expr(col_sql)).schema.fields[0].dataType.typeName()
         proxies.append(_proxy_sql(col_sql, dtype))
     names = [f"__pydelta_zp{i}" for i in range(len(paths))]
@@ -612,7 +588,7 @@ def optimize(
             result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
 
     if result.adds:
-        operation = Operation.optimize(predicate_strings(spark, filters), zorder_by)
+        operation = Operation.optimize(predicate_strings(spark, snapshot, filters), zorder_by)
         removed_sizes = [r.get("size") or 0 for r in result.removes]
         added_sizes = [a["size"] for a in result.adds]
         hist = _file_size_histogram(added_sizes)

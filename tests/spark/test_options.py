@@ -1,0 +1,183 @@
+"""Reader/writer options: implemented ones work, delta-spark ones pydelta lacks are refused by name.
+
+Silently ignoring e.g. readChangeFeed=true would return the plain snapshot (a wrong
+answer), so such options raise DeltaUnsupportedOptionError (a DeltaNotImplementedError).
+A refused write commits nothing. Unknown keys that are not Delta's pass, as in Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+import pydelta
+from pydelta import DeltaTable, errors, load_snapshot
+
+pytestmark = pytest.mark.spark
+
+
+def log_files(path: str) -> list[str]:
+    return sorted(os.listdir(os.path.join(path, "_delta_log")))
+
+
+def ids(df) -> list[int]:
+    return sorted(r[0] for r in df.select("id").collect())
+
+
+@pytest.fixture
+def table(spark, tmp_path) -> str:
+    """A table with two versions: 0 holds ids 0..2, 1 appends 10..11."""
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(path)
+    spark.range(10, 12).write.format("delta").mode("append").save(path)
+    return path
+
+
+def read(spark, path, **opts):
+    reader = spark.read.format("delta")
+    for key, value in opts.items():
+        reader = reader.option(key, value)
+    return reader.load(path)
+
+
+# ---- reads -------------------------------------------------------------------------------
+
+
+def test_read_change_feed_is_refused_by_name(spark, table):
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed") as info:
+        read(spark, table, readChangeFeed="true", startingVersion="0")
+    assert isinstance(info.value, errors.DeltaNotImplementedError)
+    assert isinstance(info.value, errors.DeltaError)
+    assert info.value.option == "readChangeFeed"
+    assert "not supported" in str(info.value)
+
+
+def test_read_options_match_case_insensitively(spark, table):
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed"):
+        read(spark, table, readchangefeed="TRUE")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeData"):
+        spark.read.format("delta").options(readChangeData=True).load(table)
+
+
+def test_read_change_feed_false_is_the_plain_read(spark, table):
+    assert ids(read(spark, table, readChangeFeed="false")) == [0, 1, 2, 10, 11]
+    assert ids(read(spark, table, readChangeFeed=False, failOnDataLoss="true", ignoreDeletes="false")) == [
+        0, 1, 2, 10, 11]
+
+
+@pytest.mark.parametrize("option,value", [
+    ("startingVersion", "0"),
+    ("endingVersion", "1"),
+    ("startingTimestamp", "2024-01-01"),
+    ("endingTimestamp", "2024-01-01"),
+    ("maxFilesPerTrigger", "1"),
+    ("maxBytesPerTrigger", "1g"),
+    ("ignoreDeletes", "true"),
+    ("ignoreChanges", "true"),
+    ("skipChangeCommits", "true"),
+    ("ignoreFileDeletion", "true"),
+    ("failOnDataLoss", "false"),
+    ("excludeRegex", "part-.*"),
+    ("schemaTrackingLocation", "/tmp/x"),
+])
+def test_unimplemented_read_options_raise(spark, table, option, value):
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match=option):
+        read(spark, table, **{option: value})
+
+
+def test_read_table_by_name_checks_options_too(spark):
+    spark.range(3).write.format("delta").saveAsTable("options_by_name")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed"):
+        spark.read.format("delta").option("readChangeFeed", "true").table("options_by_name")
+    assert ids(spark.read.format("delta").option("versionAsOf", 0).table("options_by_name")) == [0, 1, 2]
+
+
+def test_supported_read_options_still_work(spark, table):
+    assert ids(read(spark, table, versionAsOf=0)) == [0, 1, 2]
+    assert ids(read(spark, table, versionAsOf="1")) == [0, 1, 2, 10, 11]
+    ts = datetime.fromtimestamp(load_snapshot(table, version=0).timestamp / 1000, timezone.utc)
+    assert ids(read(spark, table, timestampAsOf=ts.isoformat())) == [0, 1, 2]
+    assert ids(spark.read.format("delta").option("path", table).load()) == [0, 1, 2, 10, 11]
+    # A key that is neither Delta's nor implemented passes, as in Spark and delta-spark.
+    assert ids(read(spark, table, someUnrelatedKey="x")) == [0, 1, 2, 10, 11]
+
+
+# ---- writes ------------------------------------------------------------------------------
+
+
+def test_optimize_write_is_refused_and_commits_nothing(spark, table):
+    before = log_files(table)
+    data = os.listdir(table)
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite") as info:
+        spark.range(100, 103).write.format("delta").mode("append").option("optimizeWrite", "true").save(table)
+    assert info.value.option == "optimizeWrite"
+    assert log_files(table) == before
+    assert os.listdir(table) == data
+    assert ids(read(spark, table)) == [0, 1, 2, 10, 11]
+
+
+def test_refused_write_does_not_create_a_table(spark, tmp_path):
+    path = str(tmp_path / "new")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="replaceUsing"):
+        spark.range(3).write.format("delta").option("replaceUsing", "id").save(path)
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+    assert not DeltaTable.isDeltaTable(spark, path)
+
+
+@pytest.mark.parametrize("option,value", [
+    ("optimizeWrite", "TRUE"),
+    ("replaceOn", "t.id = s.id"),
+    ("replaceUsing", "id"),
+    ("targetAlias", "t"),
+    ("writePartitionColumns", "true"),
+    ("useNullIntolerantEqualityWithDPO", "true"),
+])
+def test_unimplemented_write_options_raise(spark, table, option, value):
+    before = log_files(table)
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match=option):
+        spark.range(3).write.format("delta").mode("overwrite").option(option, value).save(table)
+    assert log_files(table) == before
+
+
+def test_every_write_entry_point_checks_options(spark, table):
+    before = log_files(table)
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
+        pydelta.write(spark.range(3), table, "append", optimizeWrite="true")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
+        spark.range(3).write.format("delta").save(table, mode="append", optimizeWrite="true")
+    assert log_files(table) == before
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
+        spark.range(3).write.format("delta").option("optimizeWrite", "true").saveAsTable("options_refused")
+    from pydelta.spark.catalog import table_location
+
+    assert not os.path.exists(table_location(spark, "options_refused"))
+
+
+def test_default_valued_write_options_are_accepted(spark, table):
+    (spark.range(20, 22).write.format("delta").mode("append")
+     .option("optimizeWrite", "false").option("writePartitionColumns", "false").save(table))
+    assert ids(read(spark, table)) == [0, 1, 2, 10, 11, 20, 21]
+
+
+def test_supported_write_options_still_work(spark, table):
+    (spark.range(20, 26).repartition(1).write.format("delta").mode("append")
+     .option("userMetadata", "from-test").option("maxRecordsPerFile", 2).option("compression", "gzip")
+     .option("someUnrelatedKey", "x").save(table))
+    with open(os.path.join(table, "_delta_log", f"{2:020d}.json")) as f:
+        actions = [json.loads(line) for line in f]
+    adds = [a["add"] for a in actions if "add" in a]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["userMetadata"] == "from-test"
+    assert len(adds) == 3 and all(".gz.parquet" in a["path"] for a in adds)
+    assert ids(read(spark, table)) == [0, 1, 2, 10, 11, 20, 21, 22, 23, 24, 25]
+
+
+def test_option_lists_are_consistent():
+    from pydelta.spark.reader_options import READ_SUPPORTED, READ_UNSUPPORTED
+    from pydelta.spark.write_options import WRITE_SUPPORTED, WRITE_UNSUPPORTED
+
+    assert not {k.lower() for k in READ_SUPPORTED} & {k.lower() for k in READ_UNSUPPORTED}
+    assert not {k.lower() for k in WRITE_SUPPORTED} & {k.lower() for k in WRITE_UNSUPPORTED}
