@@ -28,57 +28,50 @@ def data_files(path: str) -> int:
     return sum(1 for d, _, files in os.walk(path) if "_delta_log" not in d for f in files if f.endswith(".parquet"))
 
 
-def delta_101(spark, base: str) -> None:
-    from pyspark.sql import functions as F
+def sql(spark, text: str, show: bool = True, truncate: int | bool = 70):
+    """Run one SQL statement, printing it first: the demo shows exactly what runs."""
+    step(text)
+    result = spark.sql(text)
+    if show and result.columns:
+        result.show(truncate=truncate)
+    return result
 
+
+def delta_101(spark, base: str) -> None:
+    """The Delta Lake 101 tutorial (seed 004), as SQL, with the log shown on disk."""
     from pydelta import DeltaTable
 
-    path = os.path.join(base, "employees")
-    banner("Delta Lake 101: the transaction log, step by step")
-    step("CREATE TABLE employees (id INT, name STRING, dept STRING, salary DOUBLE)")
-    table = (
-        DeltaTable.create(spark).tableName("employees").location(path)
-        .addColumn("id", "INT").addColumn("name", "STRING").addColumn("dept", "STRING").addColumn("salary", "DOUBLE")
-        .execute()
-    )
+    banner("Delta Lake 101: the transaction log, step by step (SQL)")
+    sql(spark, "CREATE DATABASE IF NOT EXISTS mydb")
+    sql(spark, "CREATE TABLE mydb.employees (id INT, name STRING, birthdate DATE) USING DELTA")
+    table = DeltaTable.forName(spark, "mydb.employees")
+    path = table.path
+    print("    location:", path)
     print("    _delta_log:", log_listing(path))
+    sql(spark, "INSERT INTO mydb.employees VALUES (1, 'John Doe', '1980-01-01'), "
+               "(2, 'Jane Smith', '1990-05-15'), (3, 'Bob Johnson', '1985-12-31')")
+    sql(spark, "UPDATE mydb.employees SET id = 4 WHERE name = 'Jane Smith'")
+    sql(spark, "DELETE FROM mydb.employees WHERE id < 3")
+    sql(spark, "SELECT * FROM mydb.employees ORDER BY id")
+    step("DESCRIBE HISTORY mydb.employees")
+    spark.sql("DESCRIBE HISTORY mydb.employees").select(
+        "version", "operation", "operationParameters", "operationMetrics").show(truncate=70)
+    sql(spark, "SELECT * FROM mydb.employees VERSION AS OF 1 ORDER BY id")
+    sql(spark, "RESTORE mydb.employees TO VERSION AS OF 1", truncate=False)
+    sql(spark, "SELECT * FROM mydb.employees ORDER BY id")
 
-    step("INSERT 4 employees")
-    spark.createDataFrame(
-        [(1, "Ann", "eng", 100.0), (2, "Bob", "eng", 90.0), (3, "Cid", "ops", 70.0), (4, "Dee", "ops", 75.0)],
-        "id INT, name STRING, dept STRING, salary DOUBLE",
-    ).write.format("delta").mode("append").save(path)
-    table.toDF().orderBy("id").show()
-
-    step("UPDATE employees SET salary = salary * 1.1 WHERE dept = 'ops'")
-    table.update("dept = 'ops'", {"salary": "salary * 1.1"})
-    step("DELETE FROM employees WHERE id = 2")
-    table.delete(F.col("id") == 2)
-    table.toDF().orderBy("id").show()
-
-    step("DESCRIBE HISTORY employees")
-    table.history().select("version", "operation", "operationParameters", "operationMetrics").show(truncate=70)
-
-    step("SELECT * FROM employees VERSION AS OF 1")
-    spark.read.format("delta").option("versionAsOf", 1).load(path).orderBy("id").show()
-
-    step("RESTORE employees TO VERSION AS OF 1")
-    table.restoreToVersion(1).show(truncate=False)
-    table.toDF().orderBy("id").show()
-
-    step("12 more small commits: a checkpoint appears every 10 commits")
+    step("12 more small INSERTs: a checkpoint appears every 10 commits")
     for i in range(12):
-        spark.createDataFrame([(100 + i, f"temp{i}", "tmp", 1.0)], "id INT, name STRING, dept STRING, salary DOUBLE") \
-            .write.format("delta").mode("append").save(path)
+        spark.sql(f"INSERT INTO mydb.employees VALUES ({100 + i}, 'Temp {i}', '2000-01-01')")
     print("    _delta_log:", [f for f in log_listing(path) if "checkpoint" in f or f == "_last_checkpoint"])
     print("    latest version:", table.snapshot().version, "rows:", table.toDF().count())
 
-    step("VACUUM (retention 0 hours, with the safety check disabled for the demo)")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     before = data_files(path)
-    table.vacuum(0)
+    sql(spark, "VACUUM mydb.employees RETAIN 0 HOURS  -- safety check disabled for the demo", show=False)
     after = data_files(path)
     print(f"    data files on disk: {before} -> {after} (the table itself has {len(table.snapshot().files())})")
+    print(f"    VACUUM itself commits twice (VACUUM START, VACUUM END): latest version now {table.snapshot().version}")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "true")
 
     step("the independent delta-rs client reads the same table")
@@ -136,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pydelta.spark.session import local_session
 
-    spark = local_session("pydelta-demo", **{"spark.sql.warehouse.dir": os.path.join(args.dir, "warehouse")})
+    spark = local_session("pydelta-demo", catalog_dir=os.path.join(args.dir, "catalog"))
     try:
         delta_101(spark, args.dir)
         workload(spark, args.dir, args.rows)

@@ -41,7 +41,7 @@ class DeltaTable:
         from pydelta.spark.catalog import is_delta_name, table_location
 
         if not is_delta_name(sparkSession, tableOrViewName):
-            raise DeltaTableNotFoundError(f"{tableOrViewName} is not a Delta table")
+            raise DeltaTableNotFoundError(f"`{tableOrViewName}` is not a Delta table")
         return cls.forPath(sparkSession, table_location(sparkSession, tableOrViewName))
 
     @classmethod
@@ -258,9 +258,10 @@ class DeltaTableBuilder:
         from pyspark.sql.types import StructType as SparkStructType
 
         from pydelta.protocol.schema import parse_schema
-        from pydelta.spark.catalog import table_location
+        from pydelta.spark.catalog import lookup, register_table, table_location, unregister_table
         from pydelta.spark.data_writer import file_rows_to_adds, remove_action
         from pydelta.spark.write import engine_info, new_table_metadata, try_load
+        from pydelta.spark.write_options import session_conf, with_table_defaults
         from pydelta.txn.commit_info import Operation
         from pydelta.txn.transaction import OptimisticTransaction
 
@@ -269,6 +270,12 @@ class DeltaTableBuilder:
         if not self._columns:
             raise DeltaAnalysisError("the table needs at least one column (addColumn / addColumns)")
         path = self._location or table_location(self._spark, self._name)  # type: ignore[arg-type]
+        if self._name is not None and self._location is not None:
+            entry = lookup(self._spark, self._name)
+            if entry is not None and entry.location and os.path.normpath(entry.location) != os.path.normpath(os.path.abspath(path)):
+                raise DeltaAnalysisError(
+                    f"table {self._name} already exists at {entry.location}, not at the given location {path}"
+                )
         snapshot = try_load(path)
         if snapshot is not None and self._kind == "create":
             raise TableAlreadyExistsError(f"Table {self._name or path} already exists")
@@ -277,7 +284,9 @@ class DeltaTableBuilder:
         if snapshot is None and self._kind == "replace":
             raise DeltaAnalysisError(f"Table {self._name or path} cannot be replaced as it does not exist; use createOrReplace")
         schema = parse_schema(SparkStructType(self._columns).json())
-        metadata = new_table_metadata(schema, self._partitioned_by, self._properties, description=self._comment)
+        # create and replace both make a new table: the session's table defaults apply (delta-spark).
+        properties = with_table_defaults(self._properties, session_conf(self._spark))
+        metadata = new_table_metadata(schema, self._partitioned_by, properties, description=self._comment)
         txn = OptimisticTransaction(path, snapshot, engine_info=engine_info(self._spark))
         txn.update_metadata(metadata)
         actions = []
@@ -293,5 +302,13 @@ class DeltaTableBuilder:
             "partitionBy": json.dumps(list(metadata.partition_columns), separators=(",", ":")),
             "properties": json.dumps(self._properties, separators=(",", ":")),
         })
-        txn.commit(actions, operation)
+        registered = False
+        if self._name is not None:  # the name resolves from now on: Spark's catalog records it
+            registered = register_table(self._spark, self._name, path, SparkStructType(self._columns), self._comment)
+        try:
+            txn.commit(actions, operation)
+        except BaseException:
+            if registered:
+                unregister_table(self._spark, self._name)
+            raise
         return DeltaTable.forPath(self._spark, path)

@@ -1,38 +1,135 @@
-"""Table names for Delta tables, without a JVM Delta catalog.
+"""Table names for Delta tables, through Spark's session catalog.
 
-A name maps to a directory under `spark.sql.warehouse.dir` (as managed
-tables do in Spark): `name` -> <warehouse>/name, `db.name` -> <warehouse>/db.db/name.
-A name is a Delta table when that directory holds a `_delta_log`.
+A name resolves through Spark's session catalog (in-memory, or the Hive metastore
+when the session has Hive support), where pydelta registers Delta tables with
+provider `delta` and their location. The Delta log stays the schema of record; the
+catalog entry only maps a name to a location. For tables written before names were
+registered, a name whose default managed location (under spark.sql.warehouse.dir)
+holds a `_delta_log` also resolves.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
+from pydelta.spark.sql.raw import raw_sql
 
 
-def _parts(name: str) -> list[str]:
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What Spark's catalog knows of a table."""
+
+    name: str
+    provider: str | None
+    location: str | None
+    managed: bool
+
+
+def _jcatalog(spark: Any) -> Any:
+    return spark._jsparkSession.sessionState().catalog()
+
+
+def _identifier(spark: Any, name: str) -> Any:
+    if not isinstance(name, str) or not name.strip():
+        raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
     parts = [p.strip("`") for p in name.split(".")]
     if parts and parts[0].lower() == "spark_catalog":
+        name = ".".join(name.split(".")[1:])
         parts = parts[1:]
     if not 1 <= len(parts) <= 2 or not all(parts):
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
-    return parts
+    try:
+        return spark._jsparkSession.sessionState().sqlParser().parseTableIdentifier(name)
+    except Exception:  # py4j ParseException
+        raise DeltaIllegalArgumentError(f"invalid table name {name!r}") from None
+
+
+def lookup(spark: Any, name: str) -> CatalogEntry | None:
+    """The catalog entry of `name`, or None when the catalog has no such table."""
+    ident = _identifier(spark, name)
+    catalog = _jcatalog(spark)
+    if not catalog.tableExists(ident):
+        return None
+    meta = catalog.getTableMetadata(ident)
+    provider = meta.provider().get() if meta.provider().isDefined() else None
+    location = meta.storage().locationUri()
+    loc = to_local_path(location.get().toString()) if location.isDefined() else None
+    return CatalogEntry(meta.identifier().unquotedString(), provider, loc, meta.tableType().name() == "MANAGED")
+
+
+def default_location(spark: Any, name: str) -> str:
+    """Where Spark puts a managed table of this name (warehouse/name, warehouse/db.db/name)."""
+    ident = _identifier(spark, name)
+    try:
+        return to_local_path(_jcatalog(spark).defaultTablePath(ident).toString())
+    except Exception:  # the database does not exist: Spark's layout all the same
+        warehouse = to_local_path(spark.conf.get("spark.sql.warehouse.dir", "spark-warehouse"))
+        db = ident.database()
+        table = ident.table().lower()
+        if db.isDefined() and db.get().lower() != "default":
+            return os.path.join(warehouse, f"{db.get().lower()}.db", table)
+        return os.path.join(warehouse, table)
 
 
 def table_location(spark: Any, name: str) -> str:
-    warehouse = to_local_path(spark.conf.get("spark.sql.warehouse.dir", "spark-warehouse"))
-    parts = _parts(name)
-    if len(parts) == 1 or parts[0].lower() == "default":
-        return os.path.join(warehouse, parts[-1].lower())
-    return os.path.join(warehouse, f"{parts[0].lower()}.db", parts[1].lower())
+    """The location of table `name`: its catalog location, else its default managed location."""
+    entry = lookup(spark, name)
+    if entry is not None and entry.location:
+        return entry.location
+    return default_location(spark, name)
 
 
 def is_delta_name(spark: Any, name: str) -> bool:
+    """True when `name` is a Delta table: registered with provider delta, or a Delta directory."""
     try:
-        return os.path.isdir(os.path.join(table_location(spark, name), "_delta_log"))
+        entry = lookup(spark, name)
     except DeltaIllegalArgumentError:
         return False
+    if entry is not None:
+        return (entry.provider or "").lower() == "delta"
+    return os.path.isdir(os.path.join(default_location(spark, name), "_delta_log"))
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def register_table(spark: Any, name: str, location: str, schema: Any, comment: str | None = None) -> bool:
+    """Record `name` -> `location` in Spark's catalog as a table of provider delta.
+
+    `schema` is the table's Spark StructType (the catalog's copy is informational:
+    the Delta log stays the schema of record). A table at its default managed
+    location is registered as managed (DROP TABLE removes its data, as in Spark)
+    when that directory does not exist yet, so callers register before the first
+    commit; any other table is registered as external. Returns True when a new
+    entry was made (the caller drops it again if its commit fails).
+    """
+    from pydelta.spark import datasource
+
+    entry = lookup(spark, name)
+    if entry is not None:
+        if (entry.provider or "").lower() != "delta":
+            from pydelta.errors import TableAlreadyExistsError
+
+            raise TableAlreadyExistsError(f"table {name} already exists and is not a Delta table")
+        return False
+    datasource.register(spark)
+    ident = _identifier(spark, name).quotedString()
+    location = to_local_path(location)
+    managed = os.path.normpath(location) == os.path.normpath(default_location(spark, name)) and not os.path.exists(location)
+    sql = f"CREATE TABLE {ident} ({schema.toDDL()}) USING delta"
+    if not managed:
+        sql += f" LOCATION {_quote(location)}"
+    if comment:
+        sql += f" COMMENT {_quote(comment)}"
+    raw_sql(spark, sql)
+    return True
+
+
+def unregister_table(spark: Any, name: str) -> None:
+    """Drop the catalog entry made by register_table (a managed table's empty directory goes too)."""
+    raw_sql(spark, f"DROP TABLE IF EXISTS {_identifier(spark, name).quotedString()}")

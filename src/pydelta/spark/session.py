@@ -45,8 +45,12 @@ def _install_hooks() -> None:
     if _installed:
         return
     from pydelta.spark import hooks
+    from pydelta.spark import writer_v2
+    from pydelta.spark.sql import router
 
     hooks.install()
+    router.install()
+    writer_v2.install()
     _installed = True
 
 
@@ -67,8 +71,33 @@ def configure_spark(builder: Any) -> Any:
     return builder
 
 
-def local_session(app_name: str = "pydelta", cores: int = 2, **conf: str) -> Any:
-    """A local-mode SparkSession with pydelta enabled and sane small-machine defaults."""
+def catalog_settings(catalog_dir: str) -> dict[str, str]:
+    """Spark settings that keep the Hive metastore (embedded Derby) and the warehouse in one directory.
+
+    Tables registered there persist across sessions and processes. To use an external
+    Hive metastore instead, leave `catalog_dir` out and set `spark.hadoop.hive.metastore.uris`
+    (thrift://host:9083) and `spark.sql.warehouse.dir` on your own builder.
+    """
+    root = os.path.abspath(catalog_dir)
+    os.makedirs(root, exist_ok=True)
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": os.path.join(root, "spark-warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={os.path.join(root, 'metastore_db')};create=true",
+        "spark.hadoop.hive.metastore.warehouse.dir": os.path.join(root, "spark-warehouse"),
+    }
+
+
+def local_session(app_name: str = "pydelta", cores: int = 2, *, catalog_dir: str | None = None,
+                  hive: bool = True, **conf: str) -> Any:
+    """A local-mode SparkSession with pydelta enabled and sane small-machine defaults.
+
+    With `hive` (the default), table names live in Spark's Hive metastore on embedded
+    Derby, under `catalog_dir` (default: $PYDELTA_CATALOG_DIR, else the working
+    directory, where Spark keeps spark-warehouse/ and metastore_db/ by default), so
+    they persist across sessions. An embedded Derby metastore serves one process at
+    a time. `hive=False` keeps names in memory for the session only.
+    """
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -83,7 +112,15 @@ def local_session(app_name: str = "pydelta", cores: int = 2, **conf: str) -> Any
         .config("spark.driver.memory", conf.pop("spark.driver.memory", "4g"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for key, value in conf.items():
+    settings: dict[str, str] = {}
+    if hive:
+        root = catalog_dir or os.environ.get("PYDELTA_CATALOG_DIR") or os.getcwd()
+        settings.update(catalog_settings(root))
+        derby_home = f"-Dderby.system.home={os.path.abspath(root)}"
+        java_opts = conf.pop("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{java_opts} {derby_home}".strip()
+    settings.update(conf)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = configure_spark(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +29,7 @@ from pydelta.log.storage import to_local_path
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
-from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name
+from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name, quote_identifier
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
 from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
@@ -87,10 +88,26 @@ def new_table_metadata(
     )
 
 
-def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions) -> Metadata:
+@dataclass(frozen=True)
+class NewTableSpec:
+    """What CREATE/REPLACE TABLE ... AS SELECT says of the table besides its data."""
+
+    properties: dict[str, str] = dataclass_field(default_factory=dict)
+    description: str | None = None
+    replace: bool = False  # the new definition replaces an existing table's metadata
+
+
+def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions,
+                   spark: Any = None, spec: NewTableSpec | None = None) -> Metadata:
     """The metadata after this write (the existing one when nothing changes)."""
-    if snapshot is None:
-        return new_table_metadata(as_nullable(incoming), opts.partition_by or [], opts.table_properties)
+    if snapshot is None or (spec is not None and spec.replace):
+        # Only a creation applies the session's table defaults (never overwriteSchema), as delta-spark.
+        from pydelta.spark.write_options import session_conf, with_table_defaults
+
+        explicit = {**(spec.properties if spec else {}), **opts.table_properties}
+        properties = with_table_defaults(explicit, session_conf(spark))
+        return new_table_metadata(as_nullable(incoming), opts.partition_by or [], properties,
+                                  description=spec.description if spec else None)
     current = snapshot.metadata
     if opts.overwrite_schema and opts.mode == "Overwrite" and not opts.replace_where:
         config = {**current.configuration, **opts.table_properties}
@@ -132,16 +149,35 @@ def conform(df: Any, schema: StructType) -> Any:
             value = F.expr(generated) if generated else F.lit(None)
             columns.append(value.cast(spark_field.dataType).alias(field.name))
             continue
-        col = F.col(f"`{source}`")
+        col = F.col(quote_identifier(source))
         if df.schema[source].dataType != spark_field.dataType:
             col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col)
         columns.append(col.alias(field.name))
     return df.select(*columns)
 
 
+def nullable_type(dtype: Any) -> Any:
+    """`dtype` with every nested field, element and value nullable.
+
+    Casts go to this type: Spark cannot cast to a non-nullable nested field, and the
+    NOT NULL constraint checks reject bad rows with a clear error instead.
+    """
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType as SparkStructType
+
+    if isinstance(dtype, SparkStructType):
+        return SparkStructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(nullable_type(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(nullable_type(dtype.keyType), nullable_type(dtype.valueType), True)
+    return dtype
+
+
 def _conform_nested(src: Any, dst: Any, col: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
+
+    dst = nullable_type(dst)
 
     if isinstance(src, SparkStructType) and isinstance(dst, SparkStructType) and len(src.fields) != len(dst.fields):
         names = {f.name.lower(): f for f in src.fields}
@@ -178,7 +214,7 @@ def partition_rows_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) ->
         columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values) if files.num_rows else values
     df = _arrow_df(spark, pa.table(columns))
     logical = spark_schema(schema)
-    return df.select("__pydelta_idx", *[F.col(f"`{n}`").cast(logical[n].dataType).alias(n) for n in snapshot.partition_columns])
+    return df.select("__pydelta_idx", *[F.col(quote_identifier(n)).cast(logical[n].dataType).alias(n) for n in snapshot.partition_columns])
 
 
 def _predicate_of(spark: Any, snapshot: Snapshot, sql: str) -> Predicate:
@@ -247,8 +283,12 @@ def write_dataframe(
     options: dict[str, Any] | None = None,
     *,
     operation: Operation | None = None,
+    new_table: NewTableSpec | None = None,
 ) -> int | None:
-    """Write `df` to the Delta table at `path`; returns the committed version (None if skipped)."""
+    """Write `df` to the Delta table at `path`; returns the committed version (None if skipped).
+
+    `new_table` carries a CREATE/REPLACE TABLE AS SELECT's properties and comment.
+    """
     spark = df.sparkSession
     conf = {k: spark.conf.get(k, None) for k in (
         "spark.sql.sources.partitionOverwriteMode",
@@ -272,7 +312,7 @@ def write_dataframe(
         txn.set_app_transaction(opts.txn_app_id, int(opts.txn_version))  # type: ignore[arg-type]
 
     incoming = parse_schema(df.schema.json())
-    metadata = _plan_metadata(snapshot, incoming, opts)
+    metadata = _plan_metadata(snapshot, incoming, opts, spark, new_table)
     if snapshot is None or metadata != snapshot.metadata:
         txn.update_metadata(metadata)
     metadata = txn.metadata  # protocol properties stripped, ICT settings, ...

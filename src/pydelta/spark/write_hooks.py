@@ -68,16 +68,32 @@ def _save_as_table(original):
         if not _is_delta(st["format"]):
             return original(self, name, format, mode, partitionBy, **options)
         mode, partition_by, opts = _settings(self, mode, partitionBy, options)
-        from pydelta.spark.catalog import is_delta_name, table_location
+        from pydelta.spark.catalog import is_delta_name, lookup, register_table, table_location
+        from pydelta.spark.table_ddl import table_as_select
         from pydelta.spark.write import write_dataframe
-        from pydelta.txn.commit_info import Operation
 
-        location = opts.pop("path", None) or table_location(self._df.sparkSession, name)
-        operation = None
-        if not is_delta_name(self._df.sparkSession, name):
-            operation = Operation("CREATE TABLE AS SELECT", {"isManaged": "true", "description": None,
-                                                              "partitionBy": _json(partition_by or []), "properties": "{}"})
-        write_dataframe(self._df, location, mode, partition_by, opts, operation=operation)
+        spark = self._df.sparkSession
+        explicit_path = opts.pop("path", None)
+        location = explicit_path or table_location(spark, name)
+        entry = lookup(spark, name)
+        if entry is not None and (entry.provider or "").lower() != "delta":
+            from pydelta.errors import TableAlreadyExistsError
+
+            raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
+        exists = is_delta_name(spark, name)
+        save_mode = (mode or "errorifexists").lower()
+        if not exists or save_mode == "overwrite":
+            # delta-spark: saveAsTable creates the table, or replaces it in overwrite mode.
+            properties = {k: str(v) for k, v in opts.items() if k.lower().startswith("delta.")}
+            if exists and save_mode == "overwrite" and entry is None:
+                register_table(spark, name, location, self._df.schema)
+            table_as_select(self._df, location, name=name, kind="createOrReplace" if exists else "create",
+                            partition_by=partition_by, properties=properties, options=opts,
+                            managed=explicit_path is None)
+            return
+        if entry is None:  # a Delta directory at the default location, from before names were registered
+            register_table(spark, name, location, self._df.schema)
+        write_dataframe(self._df, location, mode, partition_by, opts)
 
     return saveAsTable
 
@@ -104,12 +120,6 @@ def _insert_into(original):
         write_dataframe(df, location, mode, None, dict(_state(self)["options"]))
 
     return insertInto
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, separators=(",", ":"))
 
 
 def install(writer_class: Any) -> None:

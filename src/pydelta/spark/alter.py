@@ -1,0 +1,727 @@
+"""ALTER TABLE on Delta tables: each statement is one metadata-only commit, as in delta-spark.
+
+Semantics, error texts and commitInfo follow delta-spark (alterDeltaTableCommands.scala,
+DeltaCatalog.alterTable, DeltaConfigs.validateConfigurations, DeltaOperations):
+
+* SET TBLPROPERTIES validates `delta.*` keys (unknown ones are refused unless
+  spark.databricks.delta.allowArbitraryProperties.enabled is true) and normalizes their
+  case; the transaction derives the protocol: `delta.feature.<name>`, `delta.min*Version`
+  and feature-enabling properties upgrade it, and none of the requests is stored.
+  `comment` sets the table description. Enabling column mapping (none -> name) gives the
+  existing columns their own names as physical names, so existing files stay readable.
+* UNSET TBLPROPERTIES removes keys (SQL always passes if_exists=True: Spark's DSv2 path
+  is always IF EXISTS, and delta-spark records it so).
+* ADD COLUMNS adds nullable columns (NOT NULL is refused) at the end, FIRST or AFTER a
+  sibling, also inside structs (through array `element` and map `key`/`value`).
+* ADD CONSTRAINT checks the existing rows with one Spark job; DROP CONSTRAINT.
+* ALTER/CHANGE COLUMN: COMMENT, DROP NOT NULL, SET NOT NULL (after checking that no
+  existing row is null; delta-spark itself refuses SET NOT NULL), FIRST/AFTER, DROP
+  DEFAULT. A type change needs type widening, which pydelta cannot write yet.
+
+Every check runs before the commit, so a refused statement leaves the table unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.schema import (
+    COLUMN_MAPPING_MODE_KEY,
+    COLUMN_MAPPING_PHYSICAL_NAME_KEY,
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    column_mapping_mode,
+    quote_path,
+    walk_fields,
+)
+from pydelta.protocol.schema_evolution import assign_column_mapping
+from pydelta.txn.commit_info import Operation
+
+CONSTRAINT_PREFIX = "delta.constraints."
+FEATURE_PREFIX = "delta.feature."
+UNIVERSAL_FORMAT_CONFIG_PREFIX = "delta.universalformat.config."
+ALLOW_ARBITRARY_PROPERTIES = "spark.databricks.delta.allowArbitraryProperties.enabled"
+ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
+RESERVED_CONSTRAINT_NAME = "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
+CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
+LOG_RETENTION = "delta.logRetentionDuration"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+_INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
+
+
+# ---- statement parts ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a column goes in its struct: FIRST (after=None) or AFTER a sibling."""
+
+    after: str | None = None
+
+    def __str__(self) -> str:  # Spark's ColumnPosition.toString, as delta-spark logs it
+        return "FIRST" if self.after is None else f"AFTER {self.after}"
+
+
+@dataclass(frozen=True)
+class NewColumn:
+    """One column of ADD COLUMNS: its name parts (parents first), type, comment, position."""
+
+    name: tuple[str, ...]
+    data_type: DataType
+    nullable: bool = True
+    comment: str | None = None
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
+class ColumnChange:
+    """One ALTER COLUMN spec; None (or False) leaves that aspect as it is."""
+
+    name: tuple[str, ...]
+    data_type: DataType | None = None
+    nullable: bool | None = None
+    comment: str | None = None
+    drop_comment: bool = False
+    drop_default: bool = False
+    position: Position | None = None
+
+
+# ---- table properties (delta-spark's DeltaConfigs) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class _Config:
+    key: str
+    valid: Callable[[str], bool]
+    help: str
+
+
+def _bool(v: str) -> bool:
+    return v.lower() in ("true", "false")
+
+
+def _int_check(test: Callable[[int], bool]) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        try:
+            return test(int(v))
+        except ValueError:
+            return False
+
+    return check
+
+
+def _interval(v: str) -> bool:
+    from pydelta.log.checkpoint_writer import parse_interval_ms
+
+    try:
+        parse_interval_ms(v)
+    except DeltaIllegalArgumentError:
+        return False
+    return True
+
+
+def _one_of(*values: str) -> Callable[[str], bool]:
+    return lambda v: v.strip().lower() in values
+
+
+def _any(v: str) -> bool:
+    return True
+
+
+_BOOL_HELP = "needs to be a boolean."
+_INTERVAL_HELP = ("needs to be provided as a calendar interval such as '2 weeks'. Months and years are not "
+                  "accepted. You may specify '365 days' for a year instead.")
+_BOOLEANS = (
+    "ignoreProtocolDefaults", "enableExpiredLogCleanup", "enableFullRetentionRollback", "randomizeFilePrefixes",
+    "appendOnly", "enableDeletionVectors", "enableVariantShredding", "autoOptimize",
+    "compatibility.symlinkFormatManifest.enabled", "checkpoint.writeStatsAsJson", "checkpoint.writeStatsAsStruct",
+    "enableChangeDataCapture", "enableChangeDataFeed", "enableRowTracking", "rowTrackingSuspended",
+    "enableIcebergCompatV1", "enableIcebergCompatV2", "enableIcebergCompatV3",
+    "universalFormat.iceberg.atomicConversion.supported", "castIcebergTimeType", "ignoreIcebergBucketPartition",
+    "autoOptimize.optimizeWrite", "enableTypeWidening", "enableInCommitTimestamps",
+    "enableMaterializePartitionColumnsFeature", "writePartitionColumnsToParquet",
+)
+_INTERVALS = (
+    "logRetentionDuration", "sampleRetentionDuration", "checkpointRetentionDuration",
+    "dropFeatureTruncateHistory.retentionDuration", "deletedFileRetentionDuration", "setTransactionRetentionDuration",
+)
+_FREE = (
+    "redirectReaderWriter-preview", "redirectWriterOnly-preview", "autoOptimize.autoCompact", "parquet.format.version",
+    "dataSkippingStatsColumns", "universalFormat.enabledFormats", "coordinatedCommits.commitCoordinator-preview",
+    "coordinatedCommits.commitCoordinatorConf-preview", "coordinatedCommits.tableConf-preview",
+)
+_OTHERS = (
+    _Config("minReaderVersion", _int_check(lambda n: 1 <= n <= 3), "needs to be one of 1, 2, 3."),
+    _Config("minWriterVersion", _int_check(lambda n: 1 <= n <= 7), "needs to be one of 1, 2, 3, 4, 5, 6, 7."),
+    _Config("checkpointInterval", _int_check(lambda n: n > 0), "needs to be a positive integer."),
+    _Config("randomPrefixLength", _int_check(lambda n: n > 0), "needs to be greater than 0."),
+    _Config("dataSkippingNumIndexedCols", _int_check(lambda n: n >= -1), "needs to be larger than or equal to -1."),
+    _Config("dataSkippingStringPrefixLength", _int_check(lambda n: n >= 0), "needs to be greater or equal to zero."),
+    _Config("columnMapping.mode", _one_of("none", "id", "name"), "needs to be one of: none, id, name."),
+    _Config("columnMapping.maxColumnId", _int_check(lambda n: n >= 0), "needs to be a long."),
+    _Config("isolationLevel", _one_of("serializable"), "must be Serializable"),
+    _Config("checkpointPolicy", _one_of("classic", "v2"), "can be one of the following: classic, v2"),
+    _Config("inCommitTimestampEnablementVersion", _int_check(lambda n: True), "needs to be a long."),
+    _Config("inCommitTimestampEnablementTimestamp", _int_check(lambda n: True), "needs to be a long."),
+    _Config("requireCheckpointProtectionBeforeVersion", _int_check(lambda n: n >= 0),
+            "needs to be greater or equal to zero."),
+)
+_CONFIGS: dict[str, _Config] = {
+    c.key.lower(): c
+    for c in (
+        *(_Config(k, _bool, _BOOL_HELP) for k in _BOOLEANS),
+        *(_Config(k, _interval, _INTERVAL_HELP) for k in _INTERVALS),
+        *(_Config(k, _any, "") for k in _FREE),
+        *_OTHERS,
+    )
+}
+
+
+def _conf_true(spark: Any, key: str) -> bool:
+    return str(spark.conf.get(key, "false")).strip().lower() == "true"
+
+
+def validate_properties(properties: Mapping[str, str], allow_arbitrary: bool = False) -> dict[str, str]:
+    """delta-spark's validateConfigurations: known `delta.*` keys get their canonical case and a
+    valid value, `delta.feature.*` keys are lower-cased, unknown `delta.*` keys are refused."""
+    out: dict[str, str] = {}
+    for key, value in properties.items():
+        lower = key.lower()
+        if lower.startswith(CONSTRAINT_PREFIX):
+            out[key] = value
+        elif lower.startswith(FEATURE_PREFIX):
+            out[lower] = value
+        elif lower.startswith("delta."):
+            config = _CONFIGS.get(lower[len("delta."):])
+            if config is not None:
+                if not config.valid(value):
+                    raise DeltaIllegalArgumentError(f"requirement failed: delta.{config.key} {config.help}")
+                out[f"delta.{config.key}"] = value
+            elif lower.startswith(UNIVERSAL_FORMAT_CONFIG_PREFIX):
+                out[lower] = value
+            elif allow_arbitrary:
+                out[key] = value
+            else:
+                raise DeltaAnalysisError(
+                    f"[DELTA_UNKNOWN_CONFIGURATION] Unknown configuration was specified: {key}\n"
+                    f"To disable this check, set {ALLOW_ARBITRARY_PROPERTIES}=true in the Spark session configuration."
+                )
+        else:
+            out[key] = value
+    if LOG_RETENTION in out or DELETED_FILE_RETENTION in out:
+        _check_retentions(out)
+    return out
+
+
+def _check_retentions(properties: Mapping[str, str]) -> None:
+    """delta-spark: the log must be kept at least as long as removed files."""
+    from pydelta.log.checkpoint_writer import parse_interval_ms
+
+    log = properties.get(LOG_RETENTION, "interval 30 days")
+    deleted = properties.get(DELETED_FILE_RETENTION, "interval 1 week")
+    if parse_interval_ms(log) >= parse_interval_ms(deleted):
+        return
+    if LOG_RETENTION in properties:
+        message = f"The table property {LOG_RETENTION}({log}) needs to be greater than or equal to " \
+                  f"{DELETED_FILE_RETENTION}({deleted})."
+    else:
+        message = f"The table property {DELETED_FILE_RETENTION}({deleted}) needs to be less than or equal to " \
+                  f"{LOG_RETENTION}({log})."
+    raise DeltaIllegalArgumentError(f"requirement failed: {message}")
+
+
+def normalize_keys(keys: Iterable[str]) -> list[str]:
+    """delta-spark's normalizeConfigKeys: canonical case for known `delta.*` keys."""
+    out = []
+    for key in keys:
+        lower = key.lower()
+        if lower.startswith(FEATURE_PREFIX):
+            out.append(lower)
+        elif lower.startswith("delta.") and lower[len("delta."):] in _CONFIGS:
+            out.append(f"delta.{_CONFIGS[lower[len('delta.'):]].key}")
+        else:
+            out.append(key)
+    return out
+
+
+def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
+    """ALTER TABLE ... SET TBLPROPERTIES; returns the committed version."""
+    validated = validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    added: dict[str, str] = {}
+    for key, value in validated.items():
+        lower = key.lower()
+        if lower.startswith(CONSTRAINT_PREFIX):
+            raise DeltaAnalysisError("[DELTA_ADD_CONSTRAINTS] Please use ALTER TABLE ADD CONSTRAINT to add CHECK constraints.")
+        if key == "location":
+            raise DeltaAnalysisError("[DELTA_CANNOT_CHANGE_LOCATION] Cannot change the 'location' of the Delta table "
+                                     "using SET TBLPROPERTIES. Please use ALTER TABLE SET LOCATION instead.")
+        if key == "provider":
+            raise DeltaAnalysisError("[DELTA_CANNOT_CHANGE_PROVIDER] 'provider' is a reserved table property, "
+                                     "and cannot be altered.")
+        if lower == FEATURE_PREFIX + "clustering":
+            raise DeltaAnalysisError("[DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED] Cannot enable "
+                                     "clustering table feature using ALTER TABLE SET TBLPROPERTIES. Please use CREATE "
+                                     "OR REPLACE TABLE CLUSTER BY to create a Delta table with clustering.")
+        if key == "clusteringColumns":
+            raise DeltaAnalysisError("[DELTA_CANNOT_MODIFY_TABLE_PROPERTY] The Delta table configuration "
+                                     "clusteringColumns cannot be specified by the user")
+        if key != "comment":
+            added[key] = value
+    configuration = {**metadata.configuration, **added}
+    schema = _column_mapping_schema(metadata, configuration)
+    new = replace(metadata, configuration=configuration, schema_string=schema.to_json(),
+                  description=validated.get("comment", metadata.description))
+    return _commit(spark, snapshot, new, Operation.set_table_properties(validated))
+
+
+def _column_mapping_schema(metadata: Metadata, configuration: dict[str, str]) -> StructType:
+    """The schema under the new column mapping mode (and maxColumnId into `configuration`)."""
+    old, new = column_mapping_mode(metadata.configuration), column_mapping_mode(configuration)
+    if old == new:
+        return metadata.schema
+    if old == "none" and new == "name":
+        # delta-spark: existing columns keep their names as physical names (their files stay readable).
+        schema, updated = assign_column_mapping(_physical_names_as_is(metadata.schema), configuration)  # type: ignore[arg-type]
+        configuration.update(updated)
+        return schema
+    if new == "none":
+        raise DeltaNotImplementedError(
+            f"removing column mapping (delta.columnMapping.mode '{old}' -> 'none') rewrites every data file, "
+            "which pydelta cannot do yet")
+    raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] Changing column mapping mode from "
+                             f"'{old}' to '{new}' is not supported.")
+
+
+def _physical_names_as_is(dt: DataType) -> DataType:
+    if isinstance(dt, StructType):
+        return StructType(tuple(
+            StructField(f.name, _physical_names_as_is(f.type), f.nullable,
+                        {COLUMN_MAPPING_PHYSICAL_NAME_KEY: f.name, **f.metadata})
+            for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return ArrayType(_physical_names_as_is(dt.element_type), dt.contains_null)
+    if isinstance(dt, MapType):
+        return MapType(_physical_names_as_is(dt.key_type), _physical_names_as_is(dt.value_type), dt.value_contains_null)
+    return dt
+
+
+def unset_table_properties(spark: Any, path: str, keys: Sequence[str], if_exists: bool = True, *,
+                           display: str | None = None) -> int:
+    """ALTER TABLE ... UNSET TBLPROPERTIES; returns the committed version."""
+    normalized = normalize_keys(keys)
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    if not if_exists:
+        for key in normalized:
+            if key not in metadata.configuration:
+                raise DeltaAnalysisError(f"[DELTA_UNSET_NON_EXISTENT_PROPERTY] Attempted to unset non-existent "
+                                         f"property '{key}' in table {_display(path, display)}")
+    if COLUMN_MAPPING_MODE_KEY in normalized and column_mapping_mode(metadata.configuration) != "none":
+        raise DeltaNotImplementedError("removing column mapping (UNSET delta.columnMapping.mode) rewrites every "
+                                       "data file, which pydelta cannot do yet")
+    configuration = {k: v for k, v in metadata.configuration.items() if k not in normalized}
+    description = None if "comment" in normalized else metadata.description
+    new = replace(metadata, configuration=configuration, description=description)
+    return _commit(spark, snapshot, new, Operation.unset_table_properties(normalized, if_exists))
+
+
+# ---- constraints -------------------------------------------------------------------------------
+
+
+def add_constraint(spark: Any, path: str, name: str, expr: str, *, display: str | None = None) -> int:
+    """ALTER TABLE ... ADD CONSTRAINT name CHECK (expr): existing rows must satisfy it."""
+    from pyspark.sql import functions as F
+
+    if name.upper() == RESERVED_CONSTRAINT_NAME:
+        raise DeltaAnalysisError(f"[DELTA_INVALID_CONSTRAINT_NAME] Cannot use {name} as the name of a CHECK "
+                                 "constraint. This name is reserved.")
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    key = CONSTRAINT_PREFIX + name.lower()
+    old = metadata.configuration.get(key)
+    if old is not None:
+        raise DeltaAnalysisError(f"[DELTA_CONSTRAINT_ALREADY_EXISTS] Constraint '{name}' already exists. Please "
+                                 f"delete the old constraint first.\nOld constraint:\n{old}")
+    table = _table_dataframe(spark, snapshot)
+    _check_constraint_expression(table, name, expr)
+    violations = table.where(~F.coalesce(F.expr(expr), F.lit(False))).count()
+    if violations:
+        raise DeltaAnalysisError(f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {violations} rows in "
+                                 f"{_display(path, display)} violate the new CHECK constraint ({expr})")
+    new = replace(metadata, configuration={**metadata.configuration, key: expr})
+    return _commit(spark, snapshot, new, Operation("ADD CONSTRAINT", {"name": name, "expr": expr}), read_all=True)
+
+
+def _check_constraint_expression(table: Any, name: str, expr: str) -> None:
+    """The expression must resolve against the table, be boolean, deterministic and not aggregate."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
+
+    from pydelta.spark.sql import jplan
+
+    try:
+        checked = table.select(F.expr(expr).alias("check"))
+        data_type = checked.schema["check"].dataType
+    except (AnalysisException, ParseException) as e:
+        raise DeltaAnalysisError(f"CHECK constraint {name} ({expr}) is not valid for this table: "
+                                 f"{str(e).splitlines()[0]}") from None
+    analyzed = checked._jdf.queryExecution().analyzed()
+    if analyzed.getClass().getSimpleName() == "Aggregate":
+        raise DeltaAnalysisError(f"[DELTA_AGGREGATE_IN_CHECK_CONSTRAINT] Found {expr} in a CHECK constraint. "
+                                 "Aggregate expressions are not allowed in CHECK constraints.")
+    if not all(e.deterministic() for e in jplan.seq(analyzed.expressions())):
+        raise DeltaAnalysisError(f"[DELTA_NON_DETERMINISTIC_EXPRESSION_IN_CHECK_CONSTRAINT] Found {expr} in a "
+                                 "CHECK constraint. A CHECK constraint cannot use a nondeterministic expression.")
+    if not isinstance(data_type, BooleanType):
+        raise DeltaAnalysisError(f"[DELTA_NON_BOOLEAN_CHECK_CONSTRAINT] CHECK constraint '{name}' ({expr}) "
+                                 "should be a boolean expression.")
+
+
+def drop_constraint(spark: Any, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:
+    """ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] name (a missing one with IF EXISTS still commits)."""
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    key = CONSTRAINT_PREFIX + name.lower()
+    old = metadata.configuration.get(key)
+    if old is None and not if_exists and not _conf_true(spark, ASSUME_DROP_CONSTRAINT_IF_EXISTS):
+        raise DeltaAnalysisError(
+            f"[DELTA_CONSTRAINT_DOES_NOT_EXIST] Cannot drop nonexistent constraint {name} from table "
+            f"{_display(path, display)}. To avoid throwing an error, provide the parameter IF EXISTS or set the "
+            f"SQL session configuration {ASSUME_DROP_CONSTRAINT_IF_EXISTS} to true.")
+    params: dict[str, object] = {"name": name, "expr": old, "existed": "true"} if old is not None else \
+        {"name": name, "existed": "false"}
+    new = replace(metadata, configuration={k: v for k, v in metadata.configuration.items() if k != key})
+    return _commit(spark, snapshot, new, Operation("DROP CONSTRAINT", params))
+
+
+# ---- columns -------------------------------------------------------------------------------------
+
+
+def add_columns(spark: Any, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:
+    """ALTER TABLE ... ADD COLUMNS: nullable columns, in statement order."""
+    for column in columns:
+        if not column.nullable or any(not f.nullable for f in walk_fields(column.data_type)):
+            raise DeltaAnalysisError("[DELTA_OPERATION_NOT_ALLOWED] Operation not allowed: `NOT NULL in ALTER TABLE "
+                                     "ADD COLUMNS` is not supported for Delta tables")
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    case_sensitive = _case_sensitive(spark)
+    mode = column_mapping_mode(metadata.configuration)
+    schema: DataType = metadata.schema
+    logged = []
+    for column in columns:
+        parent, parent_type = _resolve(schema, column.name[:-1], case_sensitive)  # type: ignore[arg-type]
+        field = StructField(column.name[-1], column.data_type, True,
+                            {"comment": column.comment} if column.comment is not None else {})
+        if not isinstance(parent_type, StructType):
+            raise DeltaAnalysisError(f"[DELTA_ADD_COLUMN_PARENT_NOT_STRUCT] Cannot add {quote_path(column.name)} "
+                                     f"because its parent is not a StructType. Found {parent_type.name}")
+        if _find(parent_type, field.name, case_sensitive) is not None:
+            raise DeltaAnalysisError(f"[FIELD_ALREADY_EXISTS] Cannot add column, because "
+                                     f"{quote_path([*parent, field.name])} already exists in {_display(path, display)}.")
+        if mode == "none":
+            _check_name_characters(field)
+        position = _resolved_position(parent_type, column.position, parent, case_sensitive)
+        schema = _replace_at(schema, parent, lambda s, f=field, p=position: _insert(s, f, p))  # type: ignore[misc]
+        entry: dict[str, object] = {"column": _field_map(parent, field)}
+        if position is not None:
+            entry["position"] = str(position)
+        logged.append(entry)
+    configuration = dict(metadata.configuration)
+    if mode != "none":
+        schema, configuration = assign_column_mapping(schema, configuration)  # type: ignore[arg-type]
+    new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)  # type: ignore[union-attr]
+    return _commit(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
+
+
+def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
+    """ALTER TABLE ... ALTER/CHANGE COLUMN (one or several specs)."""
+    snapshot = load_snapshot(path)
+    metadata = snapshot.metadata
+    case_sensitive = _case_sensitive(spark)
+    schema: DataType = metadata.schema
+    seen: set[tuple[str, ...]] = set()
+    not_null_checks: list[list[str]] = []
+    logged: list[tuple[list[str], StructField, Position | None]] = []
+    for change in changes:
+        full, _ = _resolve(schema, change.name, case_sensitive)  # type: ignore[arg-type]
+        parent, name = full[:-1], full[-1]
+        if tuple(full) in seen:
+            raise DeltaAnalysisError(
+                f"[NOT_SUPPORTED_CHANGE_SAME_COLUMN] ALTER TABLE ALTER/CHANGE COLUMN is not supported for changing "
+                f"{_display(path, display)}'s column {quote_path(full)} including its nested fields multiple times "
+                "in the same command.")
+        seen.add(tuple(full))
+        _, parent_type = _resolve(schema, parent, case_sensitive)  # type: ignore[arg-type]
+        if not isinstance(parent_type, StructType):
+            _refuse_collection_change(change, full)
+        old = parent_type.field(name)  # type: ignore[union-attr]
+        new = _changed_field(old, change, full)
+        if old.nullable and not new.nullable:
+            if _inside_collection(schema, parent):
+                raise DeltaAnalysisError(f"[DELTA_NESTED_NOT_NULL_CONSTRAINT] {quote_path(full)} is inside an array "
+                                         "or map; Delta does not support NOT NULL constraints nested within arrays "
+                                         "or maps.")
+            not_null_checks.append(full)
+        position = _resolved_position(parent_type, change.position, parent, case_sensitive)  # type: ignore[arg-type]
+        schema = _replace_at(schema, parent, lambda s, n=name, f=new, p=position: _move(s, n, f, p))  # type: ignore[misc]
+        logged.append((parent, new, position))
+    if not_null_checks:
+        _check_no_nulls(spark, snapshot, not_null_checks, _display(path, display))
+    new_md = replace(metadata, schema_string=schema.to_json())  # type: ignore[union-attr]
+    return _commit(spark, snapshot, new_md, _change_operation(logged), read_all=bool(not_null_checks))
+
+
+def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str]) -> StructField:
+    if change.data_type is not None and _without_metadata(change.data_type) != _without_metadata(old.type):
+        raise DeltaNotImplementedError(
+            f"ALTER TABLE ... ALTER COLUMN {quote_path(full)} TYPE {_type_sql(change.data_type)}: changing the type "
+            f"from {_type_sql(old.type)} needs type widening, which pydelta cannot write yet")
+    metadata = dict(old.metadata)
+    if change.comment is not None:
+        metadata["comment"] = change.comment
+    if change.drop_comment:
+        metadata.pop("comment", None)
+    if change.drop_default:
+        metadata.pop(CURRENT_DEFAULT_KEY, None)
+    nullable = old.nullable if change.nullable is None else change.nullable
+    return StructField(old.name, old.type, nullable, metadata)
+
+
+def _refuse_collection_change(change: ColumnChange, full: Sequence[str]) -> None:
+    """delta-spark: map keys/values and array elements take no comment, nullability or position change."""
+    if change.comment is not None:
+        raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COMMENT_MAP_ARRAY] Can't add a comment to {quote_path(full)}. "
+                                 "Adding a comment to a map key/value or array element is not supported.")
+    if change.data_type is not None:
+        raise DeltaNotImplementedError(f"ALTER TABLE ... ALTER COLUMN {quote_path(full)} TYPE: changing the type of "
+                                       "a map key/value or array element needs type widening, which pydelta cannot "
+                                       "write yet")
+    raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN is not "
+                             f"supported for changing column {quote_path(full)} (a map key/value or array element)")
+
+
+def _inside_collection(schema: DataType, parent: Sequence[str]) -> bool:
+    """True when the path to `parent` goes through an array or map."""
+    dt = schema
+    for part in parent:
+        if isinstance(dt, (ArrayType, MapType)):
+            return True
+        dt = dt.field(part).type  # type: ignore[union-attr]
+    return isinstance(dt, (ArrayType, MapType))
+
+
+def _check_no_nulls(spark: Any, snapshot: Snapshot, columns: list[list[str]], display: str) -> None:
+    """One Spark job counting, per column made NOT NULL, the rows holding a null there."""
+    from pyspark.sql import functions as F
+
+    conditions = []
+    for full in columns:
+        present = [f"{quote_path(full[:i])} IS NOT NULL" for i in range(1, len(full))]
+        conditions.append(" AND ".join([*present, f"{quote_path(full)} IS NULL"]))
+    table = _table_dataframe(spark, snapshot)
+    counts = table.select(*[F.count_if(F.expr(c)).alias(f"c{i}") for i, c in enumerate(conditions)]).first()
+    for i, full in enumerate(columns):
+        if counts[i]:
+            raise DeltaAnalysisError(f"[DELTA_NEW_NOT_NULL_VIOLATION] {counts[i]} rows in {display} violate the new "
+                                     f"NOT NULL constraint on {_attribute_name(full)}")
+
+
+def _change_operation(logged: list[tuple[list[str], StructField, Position | None]]) -> Operation:
+    """CHANGE COLUMN for one spec, CHANGE COLUMNS for several (delta-spark's operation parameters)."""
+    if len(logged) == 1:
+        parent, field, position = logged[0]
+        params: dict[str, object] = {"column": _json(_field_map(parent, field))}
+        if position is not None:
+            params["position"] = str(position)
+        return Operation("CHANGE COLUMN", params)
+    entries = []
+    for parent, field, position in logged:
+        entry: dict[str, object] = dict(_field_map(parent, field))
+        if position is not None:
+            entry["position"] = str(position)
+        entries.append(entry)
+    return Operation("CHANGE COLUMNS", {"columns": _json(entries)})
+
+
+# ---- schema helpers --------------------------------------------------------------------------------
+
+
+def _case_sensitive(spark: Any) -> bool:
+    return _conf_true(spark, "spark.sql.caseSensitive")
+
+
+def _find(struct: StructType, name: str, case_sensitive: bool) -> StructField | None:
+    for f in struct.fields:
+        if f.name == name:
+            return f
+    if not case_sensitive:
+        for f in struct.fields:
+            if f.name.lower() == name.lower():
+                return f
+    return None
+
+
+def _resolve(schema: StructType, parts: Sequence[str], case_sensitive: bool) -> tuple[list[str], DataType]:
+    """The table's own names along `parts` and the type they lead to (array `element`, map `key`/`value`)."""
+    resolved: list[str] = []
+    dt: DataType = schema
+    for part in parts:
+        if isinstance(dt, StructType):
+            f = _find(dt, part, case_sensitive)
+            if f is None:
+                raise _not_found(parts, schema)
+            resolved.append(f.name)
+            dt = f.type
+        elif isinstance(dt, ArrayType) and part.lower() == "element":
+            resolved.append("element")
+            dt = dt.element_type
+        elif isinstance(dt, MapType) and part.lower() in ("key", "value"):
+            resolved.append(part.lower())
+            dt = dt.key_type if part.lower() == "key" else dt.value_type
+        else:
+            raise DeltaAnalysisError(f"[INVALID_FIELD_NAME] Field name {quote_path(parts)} is invalid: "
+                                     f"{quote_path(resolved)} is not a struct.")
+    return resolved, dt
+
+
+def _not_found(parts: Sequence[str], schema: StructType) -> DeltaAnalysisError:
+    from pydelta.spark.read import spark_schema
+
+    return DeltaAnalysisError(f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {_attribute_name(parts)} "
+                              f"in:\n{spark_schema(schema).treeString()}")
+
+
+def _replace_at(dt: DataType, path: Sequence[str], fn: Callable[[StructType], StructType]) -> DataType:
+    """`dt` with the struct at the (resolved) `path` replaced by fn(struct)."""
+    if not path:
+        return fn(dt)  # type: ignore[arg-type]
+    head, rest = path[0], path[1:]
+    if isinstance(dt, StructType):
+        return StructType(tuple(f.with_type(_replace_at(f.type, rest, fn)) if f.name == head else f
+                                for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return ArrayType(_replace_at(dt.element_type, rest, fn), dt.contains_null)
+    assert isinstance(dt, MapType)
+    if head == "key":
+        return MapType(_replace_at(dt.key_type, rest, fn), dt.value_type, dt.value_contains_null)
+    return MapType(dt.key_type, _replace_at(dt.value_type, rest, fn), dt.value_contains_null)
+
+
+def _resolved_position(struct: StructType, position: Position | None, parent: Sequence[str],
+                       case_sensitive: bool) -> Position | None:
+    """`position` with its AFTER column spelled as in the table (it must exist in `struct`)."""
+    if position is None or position.after is None:
+        return position
+    anchor = _find(struct, position.after, case_sensitive)
+    if anchor is None:
+        raise _not_found([*parent, position.after], struct)
+    return Position(anchor.name)
+
+
+def _insert(struct: StructType, field: StructField, position: Position | None) -> StructType:
+    fields = list(struct.fields)
+    if position is None:
+        index = len(fields)
+    elif position.after is None:
+        index = 0
+    else:
+        index = [f.name for f in fields].index(position.after) + 1
+    fields.insert(index, field)
+    return StructType(tuple(fields))
+
+
+def _move(struct: StructType, name: str, field: StructField, position: Position | None) -> StructType:
+    """`struct` with field `name` replaced by `field`, moved as delta-spark's reorderFieldList does."""
+    names = [f.name for f in struct.fields]
+    start = names.index(name)
+    if position is None:
+        fields = list(struct.fields)
+        fields[start] = field
+        return StructType(tuple(fields))
+    others = [f for f in struct.fields if f.name != name]
+    if position.after is None:
+        index = 0
+    elif position.after == name:
+        index = start
+    else:
+        index = [f.name for f in others].index(position.after) + 1
+    return StructType(tuple(others[:index] + [field] + others[index:]))
+
+
+def _check_name_characters(field: StructField) -> None:
+    bad = [f.name for f in (field, *walk_fields(field.type)) if _INVALID_NAME_CHARS & set(f.name)]
+    if bad:
+        raise DeltaAnalysisError(
+            "[DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES] Found invalid character(s) among ' ,;{}()\\n\\t=' in the "
+            f"column names of your schema. Invalid column names: {', '.join(bad)}. Please use other characters and "
+            "try again. Alternatively, enable Column Mapping to keep using these characters.")
+
+
+def _without_metadata(dt: DataType) -> DataType:
+    if isinstance(dt, StructType):
+        return StructType(tuple(StructField(f.name, _without_metadata(f.type), f.nullable) for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return ArrayType(_without_metadata(dt.element_type), dt.contains_null)
+    if isinstance(dt, MapType):
+        return MapType(_without_metadata(dt.key_type), _without_metadata(dt.value_type), dt.value_contains_null)
+    return dt
+
+
+def _type_sql(dt: DataType) -> str:
+    from pydelta.spark.read import spark_schema
+
+    return spark_schema(StructType((StructField("c", dt),))).fields[0].dataType.simpleString().upper()
+
+
+# ---- logging and committing ------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _display(path: str, display: str | None) -> str:
+    return display if display is not None else f"delta.`{path}`"
+
+
+def _attribute_name(parts: Sequence[str]) -> str:
+    """Spark's UnresolvedAttribute.name: parts joined by dots, a part holding a dot in backticks."""
+    return ".".join(f"`{p}`" if "." in p else p for p in parts)
+
+
+def _field_map(parent: Sequence[str], field: StructField) -> dict[str, object]:
+    """delta-spark's structFieldToMap, as ADD COLUMNS / CHANGE COLUMN(S) log a column."""
+    return {"name": _attribute_name([*parent, field.name]), "type": field.type.name,
+            "nullable": field.nullable, "metadata": json.loads(json.dumps(field.metadata))}
+
+
+def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
+    from pydelta.spark.read import read_snapshot
+
+    return read_snapshot(spark, snapshot)
+
+
+def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
+            read_all: bool = False) -> int:
+    """One metadata-only commit; the protocol follows what the new metadata needs."""
+    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),
+                                isolation_level=isolation_level(snapshot.metadata))
+    if read_all:  # the data was checked: a concurrent append must conflict
+        txn.read_whole_table()
+    txn.update_metadata(metadata)
+    return txn.commit([], operation)

@@ -1,0 +1,1 @@
+"""Delta SQL through `spark.sql`: pydelta's statement router (see router.py)."""

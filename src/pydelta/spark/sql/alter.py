@@ -1,0 +1,210 @@
+"""Handlers for Spark's parsed ALTER TABLE plans whose table is a Delta table.
+
+Each handler reads the statement's parts from Spark's unresolved plan and calls the
+matching operation in `pydelta.spark.alter` (one metadata-only commit), or refuses the
+statement clearly. Tables that are not Delta tables are left to Spark (NOT_DELTA).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
+from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
+from pydelta.spark import alter
+from pydelta.spark.sql import jplan
+from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.targets import DeltaTarget, resolve
+
+
+def _empty(spark: Any) -> Any:
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
+
+
+def _target(spark: Any, table: Any) -> DeltaTarget | None:
+    """The Delta table an ALTER statement names (UnresolvedTable / UnresolvedRelation), else None."""
+    if jplan.kind(table) not in ("UnresolvedTable", "UnresolvedTableOrView", "UnresolvedRelation"):
+        return None
+    return resolve(spark, jplan.identifier_parts(table))
+
+
+def _has(node: Any, method: str) -> bool:
+    return any(m.getName() == method for m in node.getClass().getMethods())
+
+
+def _delta_type(jtype: Any) -> DataType:
+    try:
+        return parse_data_type(json.loads(jtype.json()))
+    except UnsupportedDataTypeError:
+        raise DeltaNotImplementedError(
+            f"columns of type {jtype.sql()} are not supported by pydelta yet (use STRING for CHAR/VARCHAR)") from None
+
+
+def _position(node: Any) -> alter.Position | None:
+    """FIRST / AFTER col from an UnresolvedFieldPosition, or None."""
+    if node is None:
+        return None
+    position = node.position()
+    if jplan.kind(position) == "First":
+        return alter.Position()
+    return alter.Position(str(position.column()))
+
+
+def _table_of(plan: Any) -> Any:
+    """The table node of an ALTER plan (`table`, or `child` for some statements)."""
+    return plan.table() if _has(plan, "table") else plan.child()
+
+
+def _command(plan: Any) -> str:
+    """Spark's name for the statement, e.g. 'ALTER TABLE ... RENAME COLUMN'."""
+    table = _table_of(plan)
+    if _has(table, "commandName"):
+        return str(table.commandName())
+    return "this ALTER TABLE statement"
+
+
+# ---- handlers -------------------------------------------------------------------------------
+
+
+def _set_properties(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    properties = {str(k): str(v) for k, v in jplan.scala_map(plan.properties()).items()}
+    alter.set_table_properties(spark, target.path, properties, display=target.display())
+    return _empty(spark)
+
+
+def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    keys = [str(k) for k in jplan.seq(plan.propertyKeys())]
+    # Spark's DSv2 path is always IF EXISTS (delta-spark's DeltaCatalog): missing keys are ignored.
+    alter.unset_table_properties(spark, target.path, keys, True, display=target.display())
+    return _empty(spark)
+
+
+def _add_columns(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    columns = []
+    for col in jplan.seq(plan.columnsToAdd()):
+        name = tuple(str(p) for p in jplan.seq(col.name()))
+        if jplan.option(col.default()) is not None:
+            raise DeltaNotImplementedError(f"column DEFAULT values (ADD COLUMNS {'.'.join(name)} ... DEFAULT) are not "
+                                           "implemented in pydelta yet")
+        columns.append(alter.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
+                                       jplan.option(col.comment()), _position(jplan.option(col.position()))))
+    alter.add_columns(spark, target.path, columns, display=target.display())
+    return _empty(spark)
+
+
+def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    changes = []
+    for spec in jplan.seq(plan.specs()):
+        name = tuple(str(p) for p in jplan.seq(spec.column().name()))
+        if jplan.option(spec.newDefaultExpression()) is not None:
+            raise DeltaNotImplementedError(f"column DEFAULT values (ALTER COLUMN {'.'.join(name)} SET DEFAULT) are not "
+                                           "implemented in pydelta yet")
+        new_type = jplan.option(spec.newDataType())
+        nullable = jplan.option(spec.newNullability())
+        changes.append(alter.ColumnChange(
+            name,
+            data_type=_delta_type(new_type) if new_type is not None else None,
+            nullable=bool(nullable) if nullable is not None else None,
+            comment=jplan.option(spec.newComment()),
+            drop_comment=bool(spec.dropComment()) if _has(spec, "dropComment") else False,
+            drop_default=bool(spec.dropDefault()),
+            position=_position(jplan.option(spec.newPosition())),
+        ))
+    alter.change_columns(spark, target.path, changes, display=target.display())
+    return _empty(spark)
+
+
+def _add_check_constraint(spark: Any, text: str, plan: Any) -> Any:
+    relation = next((n for n in jplan.walk(plan.child()) if jplan.kind(n) == "UnresolvedRelation"), None)
+    target = _target(spark, relation) if relation is not None else None
+    if target is None:
+        return NOT_DELTA
+    constraint = plan.checkConstraint()
+    name = constraint.userProvidedName()
+    if name is None:
+        raise DeltaAnalysisError("a CHECK constraint on a Delta table needs a name: "
+                                 "ALTER TABLE t ADD CONSTRAINT name CHECK (condition)")
+    alter.add_constraint(spark, target.path, str(name), str(constraint.condition()), display=target.display())
+    return _empty(spark)
+
+
+def _add_other_constraint(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    raise DeltaNotImplementedError(f"{jplan.kind(plan.tableConstraint())} on {target.display()}: Delta tables only "
+                                   "support CHECK constraints (PRIMARY KEY, FOREIGN KEY and UNIQUE are not supported)")
+
+
+def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    alter.drop_constraint(spark, target.path, str(plan.name()), bool(plan.ifExists()), display=target.display())
+    return _empty(spark)
+
+
+def _not_implemented(reason: str) -> Callable[[Any, str, Any], Any]:
+    """A handler refusing the statement on Delta tables with DeltaNotImplementedError."""
+
+    def handler(spark: Any, text: str, plan: Any) -> Any:
+        target = _target(spark, _table_of(plan))
+        if target is None:
+            return NOT_DELTA
+        raise DeltaNotImplementedError(f"{_command(plan)} on {target.display()}: {reason}")
+
+    return handler
+
+
+def _not_allowed(spark: Any, text: str, plan: Any) -> Any:
+    """Partition and SerDe statements: delta-spark refuses them on Delta tables."""
+    target = _target(spark, _table_of(plan))
+    if target is None:
+        return NOT_DELTA
+    raise DeltaAnalysisError(f"[DELTA_OPERATION_NOT_ALLOWED] Operation not allowed: `{_command(plan)}` is not "
+                             "supported for Delta tables")
+
+
+def _set_location(spark: Any, text: str, plan: Any) -> Any:
+    target = _target(spark, plan.table())
+    if target is None or target.name is not None:
+        return NOT_DELTA  # a named table: Spark's catalog records the new location
+    raise DeltaAnalysisError("[DELTA_CANNOT_SET_LOCATION_ON_PATH_IDENTIFIER] Cannot change the location of a path "
+                             "based table.")
+
+
+ALTER_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
+    "SetTableProperties": _set_properties,
+    "UnsetTableProperties": _unset_properties,
+    "AddColumns": _add_columns,
+    "AlterColumns": _alter_columns,
+    "AddCheckConstraint": _add_check_constraint,
+    "AddConstraint": _add_other_constraint,
+    "DropConstraint": _drop_constraint,
+    "RenameColumn": _not_implemented("renaming a column is not implemented in pydelta yet "
+                                     "(delta-spark needs column mapping for it: delta.columnMapping.mode = 'name')"),
+    "DropColumns": _not_implemented("dropping a column is not implemented in pydelta yet "
+                                    "(delta-spark needs column mapping for it: delta.columnMapping.mode = 'name')"),
+    "ReplaceColumns": _not_implemented("REPLACE COLUMNS is not implemented in pydelta yet"),
+    "AddPartitions": _not_allowed,
+    "DropPartitions": _not_allowed,
+    "RenamePartitions": _not_allowed,
+    "RecoverPartitions": _not_allowed,
+    "SetTableSerDeProperties": _not_allowed,
+    "SetTableLocation": _set_location,
+}

@@ -1,0 +1,167 @@
+"""CREATE / REPLACE TABLE ... USING DELTA (with or without AS SELECT), and DROP TABLE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.spark.sql import jplan
+from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.targets import resolve, target_for_create
+
+
+def _empty(spark: Any) -> Any:
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
+
+
+def _spark_type(jtype: Any) -> Any:
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    return _parse_datatype_json_string(jtype.json())
+
+
+def _partition_columns(plan: Any) -> list[str]:
+    columns = []
+    for transform in jplan.seq(plan.partitioning()):
+        if transform.name() != "identity":
+            raise DeltaNotImplementedError(
+                f"partitioning by {transform.describe()} is not supported by Delta tables; "
+                "partition by columns (liquid clustering, CLUSTER BY, is not implemented in pydelta yet)")
+        refs = transform.references()
+        columns.append(".".join(list(refs[0].fieldNames())))
+    return columns
+
+
+class _Spec:
+    """The parts of Spark's UnresolvedTableSpec a Delta table uses."""
+
+    def __init__(self, spec: Any) -> None:
+        self.provider = jplan.option(spec.provider())
+        self.location = jplan.option(spec.location())
+        self.comment = jplan.option(spec.comment())
+        self.properties = {str(k): str(v) for k, v in jplan.scala_map(spec.properties()).items()}
+        options = spec.optionExpression()
+        self.has_options = bool(jplan.seq(options.options())) if options is not None else False
+        serde = jplan.option(spec.serde())
+        if serde is not None:
+            raise DeltaAnalysisError("ROW FORMAT / STORED AS cannot be used with USING DELTA")
+
+    @property
+    def is_delta(self) -> bool:
+        return self.provider is not None and self.provider.lower() == "delta"
+
+
+def create_table(spark: Any, text: str, plan: Any) -> Any:
+    """CreateTable / ReplaceTable / CreateTableAsSelect / ReplaceTableAsSelect with USING DELTA."""
+    kind = jplan.kind(plan)
+    spec = _Spec(plan.tableSpec())
+    if not spec.is_delta:
+        return NOT_DELTA
+    if spec.has_options:
+        raise DeltaNotImplementedError("OPTIONS (...) on CREATE TABLE ... USING DELTA is not implemented in pydelta yet")
+    parts = jplan.identifier_parts(plan.name())
+    target = target_for_create(spark, parts)
+    location = spec.location
+    if location is not None:
+        from pydelta.log.storage import to_local_path
+
+        location = to_local_path(location)
+        if target.name is None and location != target.path:
+            raise DeltaAnalysisError("a path table delta.`...` cannot have a different LOCATION")
+    path = location or target.path
+    if kind in ("CreateTable", "CreateTableAsSelect"):
+        builder_kind = "createIfNotExists" if plan.ignoreIfExists() else "create"
+    else:
+        builder_kind = "createOrReplace" if plan.orCreate() else "replace"
+    partition_by = _partition_columns(plan)
+    if kind.endswith("AsSelect"):
+        return _as_select(spark, text, plan, target.name, path, builder_kind, partition_by, spec, location is not None)
+    columns = jplan.seq(plan.columns())
+    if not columns:
+        return _register_existing(spark, target.name, path, builder_kind, spec, partition_by)
+    from pydelta.tables import DeltaTableBuilder
+
+    builder = DeltaTableBuilder(spark, builder_kind)
+    if target.name is not None:
+        builder = builder.tableName(target.name)
+    if location is not None or target.name is None:
+        builder = builder.location(path)
+    for col in columns:
+        if jplan.option(col.defaultValue()) is not None:
+            raise DeltaNotImplementedError("column DEFAULT values are not implemented in pydelta yet")
+        if jplan.option(col.identityColumnSpec()) is not None:
+            raise DeltaNotImplementedError("identity columns (GENERATED ... AS IDENTITY) are not implemented in pydelta yet")
+        generated = jplan.option(col.generationExpression())
+        builder = builder.addColumn(
+            str(col.name()), _spark_type(col.dataType()), bool(col.nullable()),
+            generatedAlwaysAs=str(generated.originalSQL()) if generated is not None else None,
+            comment=jplan.option(col.comment()),
+        )
+    if partition_by:
+        builder = builder.partitionedBy(*partition_by)
+    for key, value in spec.properties.items():
+        builder = builder.property(key, value)
+    if spec.comment is not None:
+        builder = builder.comment(spec.comment)
+    builder.execute()
+    return _empty(spark)
+
+
+def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec: _Spec,
+                       partition_by: list[str]) -> Any:
+    """CREATE TABLE t USING DELTA LOCATION '/existing': name an existing Delta table."""
+    from pydelta.spark.catalog import lookup, register_table
+    from pydelta.spark.read import spark_schema
+    from pydelta.spark.write import try_load
+
+    snapshot = try_load(path)
+    if snapshot is None:
+        raise DeltaAnalysisError(
+            f"[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided and {path} holds no Delta table: "
+            "give the columns, or use AS SELECT")
+    if kind not in ("create", "createIfNotExists"):
+        raise DeltaAnalysisError("REPLACE TABLE needs a schema (columns) or AS SELECT")
+    if name is None:
+        if kind == "createIfNotExists":
+            return _empty(spark)
+        raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
+    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in snapshot.partition_columns]:
+        raise DeltaAnalysisError("the specified partitioning does not match the existing table's partitioning")
+    if spec.properties:
+        existing = snapshot.configuration
+        if any(existing.get(k) != v for k, v in spec.properties.items()):
+            raise DeltaAnalysisError("the specified properties do not match the existing table's properties")
+    if lookup(spark, name) is not None:
+        if kind == "createIfNotExists":
+            return _empty(spark)
+        raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
+    register_table(spark, name, path, spark_schema(snapshot.schema), spec.comment)
+    return _empty(spark)
+
+
+def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, kind: str,
+               partition_by: list[str], spec: _Spec, has_location: bool) -> Any:
+    from pydelta.spark.table_ddl import table_as_select
+
+    span = jplan.span(plan.query())
+    if span is None:
+        raise DeltaNotImplementedError("pydelta cannot locate the AS SELECT query of this statement")
+    query = spark.sql(text[span[0]:span[1] + 1])  # routed again: Delta sources are read by pydelta
+    table_as_select(
+        query, path, name=name, kind="create" if kind == "createIfNotExists" else kind,
+        if_not_exists=kind == "createIfNotExists", partition_by=partition_by or None,
+        properties=spec.properties, comment=spec.comment,
+        managed=None if name is not None and not has_location else False,
+    )
+    return _empty(spark)
+
+
+def drop_table(spark: Any, text: str, plan: Any) -> Any:
+    """DROP TABLE of delta.`/path` is refused (nothing to drop); names go to Spark's catalog."""
+    parts = jplan.identifier_parts(plan.child())
+    target = resolve(spark, parts) if len(parts) == 2 and parts[0].lower() == "delta" else None
+    if target is not None and target.name is None:
+        raise DeltaAnalysisError(f"DROP TABLE needs a table name; delta.`{target.path}` is a path (delete its directory)")
+    return NOT_DELTA

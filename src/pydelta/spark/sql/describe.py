@@ -1,0 +1,366 @@
+"""DESCRIBE, SHOW TBLPROPERTIES, SHOW COLUMNS and SHOW CREATE TABLE on Delta tables.
+
+delta-spark answers these through Spark's v2 commands (DescribeTableExec,
+DescribeColumnExec, ShowTablePropertiesExec, ShowCreateTableExec) over what its
+DeltaTableV2 reports: the schema, partitioning, description and configuration of
+the Delta log (never the catalog's copy), the protocol as `delta.minReaderVersion`,
+`delta.minWriterVersion` and `delta.feature.<name>` properties, and the catalog's
+location, table type, owner and storage options. This module builds the same
+rows. Spark's JVM formats the data types, so they read exactly as Spark prints them.
+As in delta-spark 4.4, a managed table reports `is_managed_location` = true (a row of
+DESCRIBE EXTENDED; SHOW CREATE TABLE then leaves LOCATION out).
+
+delta-spark refuses SHOW CREATE TABLE on Delta tables; pydelta answers it in the
+format of Spark's ShowCreateTableExec, with generated columns added, so that the
+statement recreates the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydelta.errors import DeltaAnalysisError
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.sql import jplan
+from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.targets import DeltaTarget, resolve
+
+# Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED
+# as rows of their own, never as table properties.
+RESERVED = ("comment", "collation", "location", "provider", "owner", "external", "is_managed_location", "table_type")
+OPTION_PREFIX = "option."
+GENERATION_EXPRESSION = "delta.generationExpression"
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
+
+DESCRIBE_SCHEMA = "col_name STRING NOT NULL, data_type STRING NOT NULL, comment STRING"
+DESCRIBE_COLUMN_SCHEMA = "info_name STRING NOT NULL, info_value STRING NOT NULL"
+PROPERTIES_SCHEMA = "key STRING NOT NULL, value STRING NOT NULL"
+COLUMNS_SCHEMA = "col_name STRING"
+CREATE_SCHEMA = "createtab_stmt STRING NOT NULL"
+
+
+@dataclass(frozen=True)
+class DeltaTableInfo:
+    """A Delta table a statement names: its snapshot and what the catalog knows of it."""
+
+    target: DeltaTarget
+    snapshot: Snapshot
+    parts: tuple[str, ...]  # Spark's resolved identifier: catalog, namespace, table (or path)
+    catalog_table: Any = None  # Spark's CatalogTable (py4j), None for delta.`/path`
+
+    @property
+    def is_path(self) -> bool:
+        return self.target.name is None
+
+    def v2_name(self) -> str:
+        """DeltaTableV2.name(): the catalog's unquoted name, or delta.`<qualified path>`."""
+        if self.catalog_table is not None:
+            return str(self.catalog_table.identifier().unquotedString())
+        if self.is_path:
+            return f"delta.`{_qualified(self.target.path)}`"
+        return ".".join(self.parts)
+
+    def location(self) -> str:
+        """The `location` property: the catalog's location, or the path as the statement gives it."""
+        if self.is_path:
+            return self.parts[-1].rstrip("/") or "/"
+        return _qualified(self.target.path)
+
+
+def _qualified(path: str) -> str:
+    return path if "://" in path or path.startswith("file:") else "file:" + path
+
+
+def _jvm(spark: Any) -> Any:
+    return spark._jvm
+
+
+def quote_if_needed(spark: Any, part: str) -> str:
+    """Spark's quoteIfNeeded: `a b` in backticks, plain identifiers as they are."""
+    return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.quoteIfNeeded(part))
+
+
+def _escape(spark: Any, text: str) -> str:
+    return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.escapeSingleQuotedString(text))
+
+
+def load_table(spark: Any, node: Any) -> DeltaTableInfo | None:
+    """The Delta table an UnresolvedTableOrView names, or None when it is not a Delta table."""
+    parts = tuple(jplan.identifier_parts(node))
+    target = resolve(spark, parts)
+    if target is None:
+        return None
+    snapshot = load_snapshot(target.path)  # raises "... is not a Delta table" for an empty path
+    if target.name is None:
+        return DeltaTableInfo(target, snapshot, ("spark_catalog", "delta", parts[-1]))
+    catalog = spark._jsparkSession.sessionState().catalog()
+    ident = spark._jsparkSession.sessionState().sqlParser().parseTableIdentifier(target.name)
+    if not catalog.tableExists(ident):  # a Delta directory at the default location, not registered
+        db = parts[-2] if len(parts) > 1 else str(catalog.getCurrentDatabase())
+        return DeltaTableInfo(target, snapshot, ("spark_catalog", db, parts[-1]))
+    meta = catalog.getTableMetadata(ident)
+    return DeltaTableInfo(target, snapshot, tuple(str(p) for p in jplan.seq(meta.identifier().nameParts())), meta)
+
+
+def table_properties(table: DeltaTableInfo) -> dict[str, str]:
+    """DeltaTableV2.properties(): the reserved keys plus the table's properties."""
+    snapshot = table.snapshot
+    protocol = snapshot.protocol
+    props = {k: v for k, v in snapshot.metadata.configuration.items() if k != "path"}
+    props["delta.minReaderVersion"] = str(protocol.min_reader_version)
+    props["delta.minWriterVersion"] = str(protocol.min_writer_version)
+    if protocol.supports_reader_features or protocol.supports_writer_features:
+        names = (protocol.reader_features or frozenset()) | (protocol.writer_features or frozenset())
+        for name in sorted(names):
+            props[f"delta.feature.{name}"] = "supported"
+    props["provider"] = "delta"
+    props["location"] = table.location()
+    meta = table.catalog_table
+    if meta is not None:
+        if meta.owner():
+            props["owner"] = str(meta.owner())
+        for key, value in jplan.scala_map(meta.storage().properties()).items():
+            if not str(key).startswith("fs."):
+                props[OPTION_PREFIX + str(key)] = str(value)
+        kind = str(meta.tableType().name())
+        if kind == "EXTERNAL":
+            props["external"] = "true"
+        elif kind == "MANAGED":
+            props["is_managed_location"] = "true"
+    if snapshot.metadata.description is not None:
+        props["comment"] = snapshot.metadata.description
+    return props
+
+
+def _user_properties(props: dict[str, str]) -> list[tuple[str, str]]:
+    """The non-reserved properties, sorted by key (SHOW TBLPROPERTIES, DESCRIBE EXTENDED)."""
+    return sorted((k, v) for k, v in props.items() if k not in RESERVED)
+
+
+def jvm_schema(spark: Any, snapshot: Snapshot) -> Any:
+    """The table's schema as Spark's (JVM) StructType, field metadata included."""
+    return _jvm(spark).org.apache.spark.sql.types.DataType.fromJson(snapshot.metadata.schema_string)
+
+
+def _comment(field: Any) -> str | None:
+    metadata = field.metadata()
+    return str(metadata.getString("comment")) if metadata.contains("comment") else None
+
+
+def _find_field(spark: Any, fields: list[Any], name: str) -> Any | None:
+    case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
+    for field in fields:
+        if field.name() == name or (not case_sensitive and str(field.name()).lower() == name.lower()):
+            return field
+    return None
+
+
+# ---- DESCRIBE [EXTENDED] t ----------------------------------------------------------------
+
+
+def describe_rows(spark: Any, table: DeltaTableInfo, extended: bool) -> list[tuple[str, str, str | None]]:
+    """DescribeTableExec's rows for a Delta table."""
+    fields = list(jvm_schema(spark, table.snapshot).fields())
+    rows: list[tuple[str, str, str | None]] = [
+        (str(f.name()), str(f.dataType().simpleString()), _comment(f)) for f in fields]
+    partition_columns = table.snapshot.metadata.partition_columns
+    if partition_columns:
+        rows.append(("# Partition Information", "", ""))
+        rows.append(("# col_name", "data_type", "comment"))
+        for name in partition_columns:
+            field = _find_field(spark, fields, name)
+            if field is None:
+                raise DeltaAnalysisError(f"partition column {name} is not in the table's schema")
+            name = quote_if_needed(spark, str(field.name()))
+            rows.append((name, str(field.dataType().simpleString()), _comment(field)))
+    if not extended:
+        return rows
+    props = table_properties(table)
+    rows.append(("", "", ""))
+    rows.append(("# Detailed Table Information", "", ""))
+    rows.append(("Name", table.v2_name(), ""))
+    rows.append(("Type", "EXTERNAL" if "external" in props else "MANAGED", ""))
+    for key in RESERVED:
+        if key != "external" and key in props:
+            rows.append((key[0].upper() + key[1:], props[key], ""))
+    rows.append(("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in _user_properties(props)) + "]", ""))
+    defaults = [f for f in fields if f.metadata().contains(CURRENT_DEFAULT)]
+    if defaults:
+        rows.append(("", "", ""))
+        rows.append(("# Column Default Values", "", ""))
+        for f in defaults:
+            rows.append((str(f.name()), str(f.dataType().simpleString()), str(f.metadata().getString(CURRENT_DEFAULT))))
+    return rows
+
+
+def describe_table(spark: Any, text: str, plan: Any) -> Any:
+    """DESCRIBE [TABLE] [EXTENDED | FORMATTED] t."""
+    if jplan.kind(plan.relation()) != "UnresolvedTableOrView":
+        return NOT_DELTA
+    table = load_table(spark, plan.relation())
+    if table is None:
+        return NOT_DELTA
+    return spark.createDataFrame(describe_rows(spark, table, bool(plan.isExtended())), DESCRIBE_SCHEMA)
+
+
+# ---- DESCRIBE t column --------------------------------------------------------------------
+
+
+def _column_parts(spark: Any, table: DeltaTableInfo, fields: list[Any], parts: list[str]) -> list[str]:
+    """The column's name parts without a leading table qualifier (t.c, db.t.c, ...)."""
+    if len(parts) > 1 and _find_field(spark, fields, parts[0]) is None:
+        qualifier = [p.lower() for p in table.parts]
+        for size in range(min(len(qualifier), len(parts) - 1), 0, -1):
+            if [p.lower() for p in parts[:size]] == qualifier[-size:]:
+                return parts[size:]
+    return parts
+
+
+def describe_column(spark: Any, text: str, plan: Any) -> Any:
+    """DESCRIBE [TABLE] [EXTENDED] t column: DescribeColumnExec's col_name, data_type and comment."""
+    table = load_table(spark, plan.relation())
+    if table is None:
+        return NOT_DELTA
+    fields = list(jvm_schema(spark, table.snapshot).fields())
+    written = [str(p) for p in jplan.seq(plan.column().nameParts())]
+    parts = _column_parts(spark, table, fields, written)
+    field = _find_field(spark, fields, parts[0])
+    if field is None:
+        names = ", ".join(f"`{f.name()}`" for f in fields)
+        raise DeltaAnalysisError(
+            f"[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name "
+            f"`{'`.`'.join(written)}` cannot be resolved. Did you mean one of the following? [{names}].")
+    if len(parts) > 1:
+        raise DeltaAnalysisError(f"DESC TABLE COLUMN does not support nested column: {'.'.join(written)}.")
+    raw = jplan.option(_jvm(spark).org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(field.metadata()))
+    data_type = raw if raw is not None else field.dataType()
+    comment = _comment(field)
+    rows = [("col_name", str(field.name())), ("data_type", str(data_type.catalogString())),
+            ("comment", comment if comment is not None else "NULL")]
+    return spark.createDataFrame(rows, DESCRIBE_COLUMN_SCHEMA)
+
+
+# ---- SHOW TBLPROPERTIES / SHOW COLUMNS ----------------------------------------------------
+
+
+def resolved_name(spark: Any, table: DeltaTableInfo) -> str:
+    """Spark's ResolvedTable.name: catalog.namespace.table, each part quoted if needed."""
+    return ".".join(quote_if_needed(spark, p) for p in table.parts)
+
+
+def show_properties(spark: Any, text: str, plan: Any) -> Any:
+    """SHOW TBLPROPERTIES t [('key')]."""
+    table = load_table(spark, plan.table())
+    if table is None:
+        return NOT_DELTA
+    props = dict(_user_properties(table_properties(table)))
+    key = jplan.option(plan.propertyKey())
+    if key is None:
+        return spark.createDataFrame(sorted(props.items()), PROPERTIES_SCHEMA)
+    key = str(key)
+    value = props.get(key, f"Table {resolved_name(spark, table)} does not have property: {key}")
+    return spark.createDataFrame([(key, value)], PROPERTIES_SCHEMA)
+
+
+def show_columns(spark: Any, text: str, plan: Any) -> Any:
+    """SHOW COLUMNS {IN | FROM} t [{IN | FROM} db]."""
+    table = load_table(spark, plan.child())
+    if table is None:
+        return NOT_DELTA
+    namespace = jplan.option(plan.namespace())
+    if namespace is not None:
+        given = [str(p) for p in jplan.seq(namespace)]
+        database = table.parts[-2]
+        if given[0].lower() != database.lower():
+            raise DeltaAnalysisError(
+                f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] SHOW COLUMNS with conflicting namespaces: "
+                f"`{given[0]}` != `{database}`.")
+    names = [(str(f.name()),) for f in jvm_schema(spark, table.snapshot).fields()]
+    return spark.createDataFrame(names, COLUMNS_SCHEMA)
+
+
+# ---- SHOW CREATE TABLE --------------------------------------------------------------------
+
+
+def _column_ddl(spark: Any, field: Any) -> str:
+    """StructField.toDDL as ShowCreateTableExec prints it, with GENERATED ALWAYS AS added."""
+    jvm = _jvm(spark)
+    metadata = field.metadata()
+    raw = jplan.option(jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(metadata))
+    data_type = jvm.org.apache.spark.sql.catalyst.types.DataTypeUtils.replaceNonCollatedTypesWithExplicitUTF8Binary(
+        raw if raw is not None else field.dataType())
+    ddl = f"{quote_if_needed(spark, str(field.name()))} {data_type.sql()}"
+    if not field.nullable():
+        ddl += " NOT NULL"
+    if metadata.contains(CURRENT_DEFAULT):
+        ddl += " DEFAULT " + str(metadata.getString(CURRENT_DEFAULT))
+    if metadata.contains(GENERATION_EXPRESSION):
+        ddl += f" GENERATED ALWAYS AS ({metadata.getString(GENERATION_EXPRESSION)})"
+    comment = _comment(field)
+    if comment is not None:
+        ddl += f" COMMENT '{_escape(spark, comment)}'"
+    return ddl
+
+
+def _lines(items: list[str]) -> str:
+    return "(\n  " + ",\n  ".join(items) + ")\n"
+
+
+def create_statement(spark: Any, table: DeltaTableInfo) -> str:
+    """The CREATE TABLE statement of a Delta table, formatted as Spark's ShowCreateTableExec."""
+    props = table_properties(table)
+    # A path table is named delta.`/path` (Spark would print spark_catalog.delta.`/path`) so
+    # that the statement runs again.
+    name = f"delta.`{table.target.path}`" if table.is_path else resolved_name(spark, table)
+    out = f"CREATE TABLE {name} "
+    out += _lines([_column_ddl(spark, f) for f in jvm_schema(spark, table.snapshot).fields()])
+    out += "USING delta\n"
+    options = sorted((k[len(OPTION_PREFIX):], v) for k, v in props.items() if k.startswith(OPTION_PREFIX))
+    if options:
+        out += "OPTIONS " + _lines([f"'{_escape(spark, k)}' = '{_escape(spark, v)}'" for k, v in options])
+    partition_columns = table.snapshot.metadata.partition_columns
+    if partition_columns:
+        out += "PARTITIONED BY (" + ", ".join(quote_if_needed(spark, c) for c in partition_columns) + ")\n"
+    if "comment" in props:
+        out += f"COMMENT '{_escape(spark, props['comment'])}'\n"
+    if props.get("is_managed_location", "false").lower() != "true":
+        out += f"LOCATION '{_escape(spark, props['location'])}'\n"
+    shown = [(k, v) for k, v in _user_properties(props) if not k.startswith(OPTION_PREFIX)]
+    if shown:
+        out += "TBLPROPERTIES " + _lines([f"'{_escape(spark, k)}' = '{_escape(spark, v)}'" for k, v in shown])
+    return out
+
+
+def show_create_table(spark: Any, text: str, plan: Any) -> Any:
+    """SHOW CREATE TABLE t."""
+    table = load_table(spark, plan.child())
+    if table is None:
+        return NOT_DELTA
+    if plan.asSerde():
+        raise DeltaAnalysisError(
+            f"SHOW CREATE TABLE AS SERDE is not supported for v2 tables: {table.v2_name()} is a Delta table.")
+    return spark.createDataFrame([(create_statement(spark, table),)], CREATE_SCHEMA)
+
+
+# ---- statements Delta tables do not support -----------------------------------------------
+
+
+def _unsupported(statement: str) -> Callable[[Any, str, Any], Any]:
+    def handler(spark: Any, text: str, plan: Any) -> Any:
+        if jplan.kind(plan.child()) != "UnresolvedTableOrView" or load_table(spark, plan.child()) is None:
+            return NOT_DELTA
+        raise DeltaAnalysisError(f"{statement} is not supported for Delta tables")
+
+    return handler
+
+
+DESCRIBE_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
+    "DescribeRelation": describe_table,
+    "DescribeColumn": describe_column,
+    "ShowTableProperties": show_properties,
+    "ShowColumns": show_columns,
+    "ShowCreateTable": show_create_table,
+    "DescribeTablePartition": _unsupported("DESCRIBE ... PARTITION"),
+    "DescribeRelationJsonCommand": _unsupported("DESCRIBE ... AS JSON"),
+}

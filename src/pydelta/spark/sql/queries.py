@@ -1,0 +1,219 @@
+"""Queries over Delta tables: each Delta relation becomes a pydelta scan.
+
+Spark's parser finds the relations (with their text spans); every one that names
+a Delta table (by catalog name or delta.`/path`, with VERSION/TIMESTAMP AS OF or
+`@v` time travel) is replaced in the statement text by a temporary view over
+pydelta's scan of the right snapshot. Filters that apply to a single Delta
+relation prune its files first (partition values and min/max stats), exactly as
+`filter` on a Delta DataFrame does; Spark still applies every filter itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydelta.spark.sql import jplan
+from pydelta.spark.sql.raw import raw_sql
+from pydelta.spark.sql.targets import DeltaTarget, resolve
+
+_counter = itertools.count()
+_PASS_THROUGH = {"SubqueryAlias", "RelationTimeTravel"}
+
+
+@dataclass
+class DeltaRelation:
+    """One Delta relation of a statement."""
+
+    target: DeltaTarget
+    start: int
+    stop: int  # inclusive
+    version: int | None = None
+    timestamp_sql: str | None = None
+    alias: str | None = None  # the user's alias, when the relation has one
+    default_alias: str = ""
+    conditions: list[str] = field(default_factory=list)  # conjuncts (unqualified SQL) for file pruning
+
+
+@dataclass
+class _Node:
+    node: Any
+    parent: "_Node | None"
+
+
+def _walk_with_parents(root: Any) -> list[_Node]:
+    out: list[_Node] = []
+    stack = [_Node(root, None)]
+    while stack:
+        item = stack.pop()
+        out.append(item)
+        n = item.node
+        k = jplan.kind(n)
+        for child in jplan.children(n):
+            stack.append(_Node(child, item))
+        for sub in jplan.subquery_plans(n):
+            stack.append(_Node(sub, None))
+        if k == "UnresolvedWith":
+            for pair in jplan.seq(n.cteRelations()):
+                stack.append(_Node(pair._2(), None))
+        if k == "RelationTimeTravel":
+            stack.append(_Node(n.relation(), item))
+    return out
+
+
+def _cte_names(nodes: list[_Node]) -> set[str]:
+    names: set[str] = set()
+    for item in nodes:
+        if jplan.kind(item.node) == "UnresolvedWith":
+            names.update(str(pair._1()).lower() for pair in jplan.seq(item.node.cteRelations()))
+    return names
+
+
+_AT_SYNTAX = re.compile(r"\s*@\s*v?\d+", re.IGNORECASE)
+
+
+def _timestamp_sql(sql: str) -> str:
+    """`t@20240101120000000` carries yyyyMMddHHmmssSSS: make it a timestamp literal."""
+    m = re.fullmatch(r"'(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{3})'", sql)
+    if m is None:
+        return sql
+    y, mo, d, h, mi, sec, ms = m.groups()
+    return f"'{y}-{mo}-{d} {h}:{mi}:{sec}.{ms}'"
+
+
+def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None) -> list[DeltaRelation]:
+    """The Delta relations of `plan` with their spans; `skip` is a node to leave alone (a DML target)."""
+    nodes = _walk_with_parents(plan)
+    ctes = _cte_names(nodes)
+    relations: list[DeltaRelation] = []
+    for item in nodes:
+        node = item.node
+        if jplan.kind(node) != "UnresolvedRelation" or (skip is not None and node.equals(skip)):
+            continue
+        parts = jplan.identifier_parts(node)
+        if len(parts) == 1 and parts[0].lower() in ctes:
+            continue
+        target = resolve(spark, parts)
+        if target is None:
+            continue
+        span = jplan.span(node)
+        if span is None:
+            continue
+        rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1])
+        parent = item.parent
+        if parent is not None and jplan.kind(parent.node) == "RelationTimeTravel":
+            tt = parent.node
+            at_syntax = _AT_SYNTAX.match(text, rel.stop + 1)
+            if at_syntax is not None:  # t@v5 / t@yyyyMMddHHmmssSSS (the node's span also covers an alias)
+                rel.stop = at_syntax.end() - 1
+            else:
+                tt_span = jplan.span(tt)
+                if tt_span is not None:
+                    rel.start, rel.stop = min(rel.start, tt_span[0]), max(rel.stop, tt_span[1])
+            version = jplan.option(tt.version())
+            rel.version = int(version) if version is not None else None
+            ts = jplan.option(tt.timestamp())
+            rel.timestamp_sql = _timestamp_sql(ts.sql()) if ts is not None else None
+            parent = parent.parent
+        if parent is not None and jplan.kind(parent.node) == "SubqueryAlias":
+            rel.alias = str(parent.node.alias())
+        _collect_conditions(rel, item)
+        relations.append(rel)
+    return relations
+
+
+def _conjuncts(expr: Any) -> list[Any]:
+    if jplan.kind(expr) == "And":
+        return _conjuncts(expr.left()) + _conjuncts(expr.right())
+    return [expr]
+
+
+def _attributes(expr: Any) -> list[Any] | None:
+    """UnresolvedAttributes of `expr`; None when it holds something unsafe to move (subqueries...)."""
+    found = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        k = jplan.kind(e)
+        if k in jplan._SUBQUERY_EXPRESSIONS or k in ("UnresolvedStar", "OuterReference"):
+            return None
+        if k == "UnresolvedAttribute":
+            found.append(e)
+        stack.extend(jplan.seq(e.children()))
+    return found
+
+
+def _collect_conditions(rel: DeltaRelation, item: _Node) -> None:
+    """Conjuncts of the Filter right above this relation (or above an inner join with it)."""
+    qualifier = (rel.alias or rel.default_alias).lower()
+    above = item.parent
+    while above is not None and jplan.kind(above.node) in _PASS_THROUGH:
+        above = above.parent
+    own_filter = above is not None and jplan.kind(above.node) == "Filter"
+    if not own_filter and above is not None and jplan.kind(above.node) == "Join":
+        if "Inner" not in str(above.node.joinType()):
+            return
+        above = above.parent
+        if above is None or jplan.kind(above.node) != "Filter":
+            return
+    elif not own_filter:
+        return
+    for conjunct in _conjuncts(above.node.condition()):
+        attrs = _attributes(conjunct)
+        if not attrs:
+            continue
+        text = conjunct.sql()
+        ok = True
+        for attr in attrs:
+            parts = [str(p) for p in jplan.seq(attr.nameParts())]
+            if len(parts) == 1 and own_filter:
+                continue
+            if len(parts) == 2 and parts[0].lower() == qualifier:
+                text = text.replace(attr.sql(), "`" + parts[1].replace("`", "``") + "`")
+                continue
+            ok = False
+            break
+        if ok:
+            rel.conditions.append(text)
+
+
+def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
+    """pydelta's scan of the relation's snapshot, pruned by the conditions that apply to it."""
+    from pydelta.log.snapshot import load_snapshot
+    from pydelta.spark.read import read_snapshot
+
+    timestamp = None
+    if rel.timestamp_sql is not None:
+        micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]
+        timestamp = micros // 1000
+    snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
+    df = read_snapshot(spark, snapshot)
+    for condition in rel.conditions:
+        try:
+            df = df.filter(condition)
+        except Exception:  # noqa: BLE001 - pruning is an optimisation; Spark applies the filter anyway
+            continue
+    return df
+
+
+def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[str, list[str]]:
+    """`text` with each Delta relation replaced by a temporary view; returns (text, view names)."""
+    views: list[str] = []
+    out = text
+    for rel in sorted(relations, key=lambda r: r.start, reverse=True):
+        view = f"__pydelta_{next(_counter)}_{uuid.uuid4().hex[:8]}"
+        relation_dataframe(spark, rel).createOrReplaceTempView(view)
+        views.append(view)
+        replacement = f"`{view}`"
+        if rel.alias is None:
+            replacement += f" AS `{rel.default_alias.replace('`', '``')}`"
+        out = out[:rel.start] + replacement + out[rel.stop + 1:]
+    return out, views
+
+
+def drop_views(spark: Any, views: list[str]) -> None:
+    for view in views:
+        spark.catalog.dropTempView(view)

@@ -1,0 +1,108 @@
+"""`spark.sql(...)` with Delta: route each statement to pydelta or to Spark.
+
+1. Delta's own statements (DESCRIBE HISTORY, RESTORE, VACUUM, ...) are parsed here.
+2. Everything else is parsed by Spark's parser. Statements whose target is a Delta
+   table (CREATE ... USING DELTA, INSERT, UPDATE, DELETE, MERGE, ALTER, DESCRIBE,
+   SHOW ...) are run by pydelta.
+3. Any other statement runs in Spark, with each Delta relation it reads replaced by
+   pydelta's scan of the table (queries, CTAS sources, views over Delta tables).
+Statements that touch no Delta table reach Spark untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pydelta.spark.sql import jplan
+from pydelta.spark.sql.queries import drop_views, find_delta_relations, substitute
+from pydelta.spark.sql.utility import run_utility
+from pydelta.spark.sql.utility_grammar import parse_utility
+
+NOT_DELTA = object()  # a handler's answer: this statement is not for pydelta
+
+# Statements whose views must outlive the statement (they store SQL text referring to them).
+_KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}
+
+
+def run_sql(spark: Any, text: str, original: Callable[[str], Any]) -> Any:
+    """Run `text` as spark.sql does, with Delta tables served by pydelta."""
+    utility = parse_utility(text)
+    if utility is not None:
+        return run_utility(spark, utility)
+    try:
+        plan = jplan.parse_plan(spark, text)
+    except Exception:  # noqa: BLE001 - Spark reports its own parse error, unchanged
+        return original(text)
+    from pydelta.spark.sql.handlers import HANDLERS
+
+    handler = HANDLERS.get(jplan.kind(plan))
+    if handler is not None:
+        result = handler(spark, text, plan)
+        if result is not NOT_DELTA:
+            return result
+    else:
+        refuse_unserved_delta_command(spark, plan)
+    return run_with_delta_relations(spark, text, plan, original)
+
+
+# Commands on a Delta table that Spark's catalog serves correctly on its own.
+_SPARK_SERVES = {"RenameTable", "RefreshTable", "UncacheTable", "CacheTable", "DropTable", "ShowTables",
+                 "ShowViews", "SetCatalogAndNamespace", "ShowNamespaces"}
+
+_STATEMENT_NAMES = {"TruncateTable": "TRUNCATE TABLE", "ShowPartitions": "SHOW PARTITIONS",
+                    "AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE ... FOR COLUMNS",
+                    "RecoverPartitions": "MSCK REPAIR TABLE", "RepairTable": "REPAIR TABLE",
+                    "AddPartitions": "ALTER TABLE ... ADD PARTITION", "DropPartitions": "ALTER TABLE ... DROP PARTITION",
+                    "RenamePartitions": "ALTER TABLE ... PARTITION ... RENAME TO",
+                    "SetTableLocation": "ALTER TABLE ... SET LOCATION", "SetTableSerDeProperties": "ALTER TABLE ... SET SERDE",
+                    "ReplaceColumns": "ALTER TABLE ... REPLACE COLUMNS", "CommentOnTable": "COMMENT ON TABLE",
+                    "ShowTableExtended": "SHOW TABLE EXTENDED"}
+
+
+def refuse_unserved_delta_command(spark: Any, plan: Any) -> None:
+    """A command pydelta does not serve, aimed at a Delta table: a clear error, never a JVM stack."""
+    kind = jplan.kind(plan)
+    if kind in _SPARK_SERVES or not jplan.is_command(spark, plan):
+        return
+    from pydelta.spark.sql.targets import resolve
+
+    for node in jplan.walk(plan):
+        if jplan.kind(node) in ("UnresolvedTable", "UnresolvedTableOrView") and \
+                resolve(spark, jplan.identifier_parts(node)) is not None:
+            from pydelta.errors import DeltaNotImplementedError
+
+            name = _STATEMENT_NAMES.get(kind, kind)
+            raise DeltaNotImplementedError(f"{name} on a Delta table is not supported by pydelta yet")
+
+
+def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callable[[str], Any]) -> Any:
+    """Run `text` in Spark with every Delta relation in it replaced by pydelta's scan."""
+    relations = find_delta_relations(spark, text, plan)
+    if not relations:
+        return original(text)
+    rewritten, views = substitute(spark, text, relations)
+    keep = jplan.kind(plan) in _KEEPS_VIEWS
+    try:
+        return original(rewritten)
+    finally:
+        if not keep:
+            drop_views(spark, views)
+
+
+def install() -> None:
+    """Route SparkSession.sql through pydelta (idempotent, process-wide)."""
+    from pyspark.sql.session import SparkSession
+
+    if getattr(SparkSession, "_pydelta_sql_hooked", False):
+        return
+    original_sql = SparkSession.sql
+
+    def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        if args or kwargs or not isinstance(sqlQuery, str):
+            # Parameterised and formatted statements go to Spark as they are.
+            return original_sql(self, sqlQuery, args, **kwargs)
+        return run_sql(self, sqlQuery, lambda text: original_sql(self, text))
+
+    SparkSession._pydelta_original_sql = original_sql
+    SparkSession.sql = sql
+    SparkSession._pydelta_sql_hooked = True

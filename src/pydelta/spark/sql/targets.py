@@ -1,0 +1,66 @@
+"""Deciding whether a table a statement names is a Delta table, and where it lives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydelta.log.storage import to_local_path
+from pydelta.spark import catalog
+
+
+@dataclass(frozen=True)
+class DeltaTarget:
+    """A Delta table named by a statement: its location and, for catalog tables, its name."""
+
+    path: str
+    name: str | None = None  # None for delta.`/path`
+
+    def display(self) -> str:
+        return self.name if self.name is not None else f"delta.`{self.path}`"
+
+
+def looks_like_path(text: str) -> bool:
+    return text.startswith("/") or "://" in text or text.startswith("file:")
+
+
+def quote_parts(parts: list[str] | tuple[str, ...]) -> str:
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def path_parts(parts: list[str] | tuple[str, ...]) -> str | None:
+    """The path of a `delta.`/path`` identifier, else None."""
+    if len(parts) == 2 and parts[0].lower() == "delta" and looks_like_path(parts[1]):
+        return to_local_path(parts[1])
+    return None
+
+
+def _is_temp_view(spark: Any, parts: list[str] | tuple[str, ...]) -> bool:
+    if len(parts) != 1:
+        return False
+    return bool(spark._jsparkSession.sessionState().catalog().isTempView(
+        spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(quote_parts(parts))))
+
+
+def resolve(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget | None:
+    """The Delta table `parts` names, or None when it names something else (or nothing)."""
+    path = path_parts(parts)
+    if path is not None:
+        return DeltaTarget(path)
+    if not parts or len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
+        return None
+    if _is_temp_view(spark, parts):
+        return None
+    name = quote_parts(parts[1:] if len(parts) == 3 else parts)
+    if catalog.is_delta_name(spark, name):
+        return DeltaTarget(catalog.table_location(spark, name), name)
+    return None
+
+
+def target_for_create(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget:
+    """Where a new table of this name goes: its catalog or default managed location."""
+    path = path_parts(parts)
+    if path is not None:
+        return DeltaTarget(path)
+    name = quote_parts(parts[1:] if len(parts) == 3 and parts[0].lower() == "spark_catalog" else parts)
+    return DeltaTarget(catalog.table_location(spark, name), name)

@@ -1,0 +1,98 @@
+"""Running Delta's own statements (DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE, ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
+from pydelta.spark.sql import utility_grammar as g
+from pydelta.spark.sql.targets import DeltaTarget, resolve
+
+
+def _target(spark: Any, ref: g.TableRef) -> DeltaTarget:
+    if ref.path is not None:
+        from pydelta.log.storage import to_local_path
+
+        return DeltaTarget(to_local_path(ref.path))
+    target = resolve(spark, ref.parts)
+    if target is None:
+        raise DeltaTableNotFoundError(f"{ref.display()} is not a Delta table (or does not exist)")
+    return target
+
+
+def _table(spark: Any, ref: g.TableRef) -> Any:
+    from pydelta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, _target(spark, ref).path)
+
+
+def _empty(spark: Any) -> Any:
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
+
+
+def run_utility(spark: Any, stmt: object) -> Any:
+    """Execute a parsed Delta utility statement; returns delta-spark's result DataFrame."""
+    if isinstance(stmt, g.DescribeHistory):
+        return _table(spark, stmt.table).history(stmt.limit)
+    if isinstance(stmt, g.DescribeDetail):
+        return _describe_detail(spark, stmt)
+    if isinstance(stmt, g.Restore):
+        table = _table(spark, stmt.table)
+        if stmt.version is not None:
+            return table.restoreToVersion(stmt.version)
+        return table.restoreToTimestamp(stmt.timestamp)
+    if isinstance(stmt, g.Vacuum):
+        return _vacuum(spark, stmt)
+    if isinstance(stmt, g.Optimize):
+        builder = _table(spark, stmt.table).optimize()
+        if stmt.where:
+            builder = builder.where(stmt.where)
+        return builder.executeZOrderBy(*stmt.zorder_by) if stmt.zorder_by else builder.executeCompaction()
+    if isinstance(stmt, g.ConvertToDelta):
+        return _convert(spark, stmt)
+    if isinstance(stmt, g.Generate):
+        _table(spark, stmt.table).generate(stmt.mode)
+        return _empty(spark)
+    if isinstance(stmt, g.Unsupported):
+        _target(spark, stmt.table) if stmt.table is not None else None
+        raise DeltaNotImplementedError(f"{stmt.statement} is not implemented in pydelta yet")
+    raise TypeError(f"not a Delta utility statement: {stmt!r}")
+
+
+def _describe_detail(spark: Any, stmt: g.DescribeDetail) -> Any:
+    from pyspark.sql import functions as F
+
+    target = _target(spark, stmt.table)
+    df = _table(spark, stmt.table).detail()
+    if target.name is not None:
+        from pydelta.spark.catalog import lookup
+
+        entry = lookup(spark, target.name)
+        df = df.withColumn("name", F.lit(entry.name if entry else target.name))
+    return df
+
+
+def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
+    from pydelta.spark.maintenance.vacuum import vacuum
+
+    table = _table(spark, stmt.table)
+    if stmt.dry_run:
+        return vacuum(table, stmt.retain_hours, dry_run=True)
+    vacuum(table, stmt.retain_hours)
+    return spark.createDataFrame([(f"file:{table.path}",)], "path STRING")
+
+
+def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
+    from pydelta.tables import DeltaTable
+
+    if stmt.table.path is None:
+        raise DeltaNotImplementedError("CONVERT TO DELTA of a catalog table is not implemented in pydelta yet; "
+                                       "use CONVERT TO DELTA parquet.`/path`")
+    if stmt.source_format not in (None, "parquet"):
+        raise DeltaNotImplementedError(f"CONVERT TO DELTA from {stmt.source_format} is not supported; only parquet")
+    if stmt.no_statistics:
+        raise DeltaNotImplementedError("CONVERT TO DELTA ... NO STATISTICS is not implemented in pydelta yet")
+    DeltaTable.convertToDelta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema)
+    return _empty(spark)

@@ -1,0 +1,199 @@
+"""Parsing Delta's own SQL statements, which Spark's parser does not know.
+
+DESCRIBE HISTORY/DETAIL, RESTORE, VACUUM, OPTIMIZE, CONVERT TO DELTA, GENERATE,
+REORG and ALTER TABLE ... DROP FEATURE. `parse_utility` returns None for any other
+statement, which then goes to Spark's parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydelta.spark.sql.tokens import TokenStream
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table as a statement names it: catalog name parts, or a path."""
+
+    parts: tuple[str, ...] = ()
+    path: str | None = None  # delta.`/path` or a '/path' string literal
+
+    def display(self) -> str:
+        if self.path is not None:
+            return f"delta.`{self.path}`"
+        return ".".join(f"`{p}`" if not p.replace("_", "").isalnum() else p for p in self.parts)
+
+
+@dataclass(frozen=True)
+class DescribeHistory:
+    table: TableRef
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class DescribeDetail:
+    table: TableRef
+
+
+@dataclass(frozen=True)
+class Restore:
+    table: TableRef
+    version: int | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class Vacuum:
+    table: TableRef
+    retain_hours: float | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Optimize:
+    table: TableRef
+    where: str | None = None
+    zorder_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConvertToDelta:
+    table: TableRef  # parquet.`/path` arrives as path, a catalog name as parts
+    source_format: str | None = None
+    partition_schema: str | None = None
+    no_statistics: bool = False
+
+
+@dataclass(frozen=True)
+class Generate:
+    mode: str
+    table: TableRef
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A Delta statement pydelta recognises but does not implement yet."""
+
+    statement: str
+    table: TableRef | None = None
+    details: dict = field(default_factory=dict)
+
+
+def _table(ts: TokenStream, path_prefixes: tuple[str, ...] = ("delta",)) -> TableRef:
+    tok = ts.peek()
+    if tok is not None and tok.kind == "string":
+        return TableRef(path=ts.string())
+    parts = [ts.identifier()]
+    while ts.accept_punct("."):
+        parts.append(ts.identifier())
+    if len(parts) == 2 and parts[0].lower() in path_prefixes and _looks_like_path(parts[1]):
+        return TableRef(path=parts[1])
+    return TableRef(parts=tuple(parts))
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith("/") or "://" in text or text.startswith("file:")
+
+
+def _column_list(ts: TokenStream) -> tuple[str, ...]:
+    ts.expect_punct("(")
+    names = [_dotted(ts)]
+    while ts.accept_punct(","):
+        names.append(_dotted(ts))
+    ts.expect_punct(")")
+    return tuple(names)
+
+
+def _dotted(ts: TokenStream) -> str:
+    parts = [ts.identifier()]
+    while ts.accept_punct("."):
+        parts.append(ts.identifier())
+    return ".".join(parts)
+
+
+def parse_utility(text: str) -> object | None:
+    """The Delta utility statement in `text`, or None when it is not one of them."""
+    head = text.lstrip()[:40].upper()
+    if not head.startswith(("DESC", "RESTORE", "VACUUM", "OPTIMIZE", "CONVERT", "GENERATE", "REORG", "ALTER")):
+        return None
+    ts = TokenStream(text)
+    if ts.accept("DESCRIBE") or ts.accept("DESC"):
+        if ts.accept("HISTORY"):
+            table = _table(ts)
+            limit = ts.integer() if ts.accept("LIMIT") else None
+            _end(ts)
+            return DescribeHistory(table, limit)
+        if ts.accept("DETAIL"):
+            table = _table(ts)
+            _end(ts)
+            return DescribeDetail(table)
+        return None
+    if ts.accept("RESTORE"):
+        ts.accept("TABLE")
+        table = _table(ts)
+        ts.accept("TO")
+        if ts.accept("VERSION", "AS", "OF"):
+            version = ts.integer()
+            _end(ts)
+            return Restore(table, version=version)
+        ts.expect("TIMESTAMP", "AS", "OF")
+        timestamp = ts.string()
+        _end(ts)
+        return Restore(table, timestamp=timestamp)
+    if ts.accept("VACUUM"):
+        table = _table(ts)
+        hours = None
+        if ts.accept("RETAIN"):
+            hours = ts.number()
+            ts.expect("HOURS")
+        dry = ts.accept("DRY", "RUN")
+        _end(ts)
+        return Vacuum(table, hours, dry)
+    if ts.accept("OPTIMIZE"):
+        table = _table(ts)
+        where = ts.text_until(("ZORDER", "BY")) if ts.accept("WHERE") else None
+        zorder = _column_list(ts) if ts.accept("ZORDER", "BY") else ()
+        _end(ts)
+        return Optimize(table, where, zorder)
+    if ts.accept("CONVERT", "TO", "DELTA"):
+        tok = ts.peek()
+        parts = [ts.identifier()]
+        while ts.accept_punct("."):
+            parts.append(ts.identifier())
+        if len(parts) == 2 and _looks_like_path(parts[1]):
+            table, fmt = TableRef(path=parts[1]), parts[0].lower()
+        else:
+            table, fmt = TableRef(parts=tuple(parts)), None
+        no_stats = ts.accept("NO", "STATISTICS")
+        partition_schema = None
+        if ts.accept("PARTITIONED", "BY"):
+            ts.expect_punct("(")
+            partition_schema = ts.text_until()
+            if partition_schema.endswith(")"):
+                partition_schema = partition_schema[:-1].strip()
+        _end(ts)
+        del tok
+        return ConvertToDelta(table, fmt, partition_schema, no_stats)
+    if ts.accept("GENERATE"):
+        mode = ts.identifier()
+        ts.expect("FOR", "TABLE")
+        table = _table(ts)
+        _end(ts)
+        return Generate(mode, table)
+    if ts.accept("REORG", "TABLE"):
+        table = _table(ts)
+        return Unsupported("REORG TABLE", table)
+    if ts.accept("ALTER", "TABLE"):
+        table = _table(ts)
+        if ts.accept("DROP", "FEATURE"):
+            return Unsupported("ALTER TABLE ... DROP FEATURE", table, {"feature": ts.identifier()})
+        if ts.accept("CLUSTER", "BY"):
+            return Unsupported("ALTER TABLE ... CLUSTER BY", table)
+        return None
+    return None
+
+
+def _end(ts: TokenStream) -> None:
+    if not ts.at_end():
+        raise ts.error("unexpected text")

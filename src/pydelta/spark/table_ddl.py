@@ -1,0 +1,72 @@
+"""Creating and replacing named Delta tables from a query: CTAS, RTAS and saveAsTable.
+
+One commit writes the data and the table's metadata, as delta-spark does; the
+name is registered in Spark's catalog first and dropped again if the commit fails.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
+from pydelta.spark import catalog
+from pydelta.spark.write import NewTableSpec, try_load, write_dataframe
+from pydelta.txn.commit_info import Operation
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def table_as_select(
+    df: Any,
+    path: str,
+    *,
+    name: str | None,
+    kind: str,  # "create", "replace", "createOrReplace"
+    if_not_exists: bool = False,
+    partition_by: list[str] | None = None,
+    properties: dict[str, str] | None = None,
+    comment: str | None = None,
+    options: dict[str, Any] | None = None,
+    managed: bool | None = None,
+) -> int | None:
+    """CREATE [OR REPLACE] / REPLACE TABLE ... AS SELECT: returns the committed version."""
+    spark = df.sparkSession
+    display = name or f"delta.`{path}`"
+    snapshot = try_load(path)
+    if kind == "create" and snapshot is not None:
+        if if_not_exists:
+            return None
+        raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {display} already exists")
+    if kind == "replace" and snapshot is None:
+        raise DeltaAnalysisError(
+            f"[TABLE_OR_VIEW_NOT_FOUND] Table {display} cannot be replaced as it does not exist. "
+            "Use CREATE OR REPLACE TABLE to create the table.")
+    replacing = snapshot is not None
+    operation_name = {"create": "CREATE TABLE AS SELECT", "replace": "REPLACE TABLE AS SELECT",
+                      "createOrReplace": "CREATE OR REPLACE TABLE AS SELECT"}[kind]
+    if managed is None:
+        managed = name is not None and catalog.lookup(spark, name) is None and \
+            path == catalog.default_location(spark, name)
+    props = dict(properties or {})
+    operation = Operation(operation_name, {
+        "isManaged": "true" if managed else "false",
+        "description": comment,
+        "partitionBy": _json(list(partition_by or [])),
+        "properties": _json(props),
+    })
+    registered = False
+    if name is not None:
+        registered = catalog.register_table(spark, name, path, df.schema, comment)
+    try:
+        return write_dataframe(
+            df, path, "overwrite" if replacing else "errorifexists", partition_by, dict(options or {}),
+            operation=operation,
+            new_table=NewTableSpec(properties=props, description=comment, replace=replacing),
+        )
+    except BaseException:
+        if registered:
+            catalog.unregister_table(spark, name)
+        raise
