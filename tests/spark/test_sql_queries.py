@@ -81,3 +81,16 @@ def test_unknown_table_is_sparks_error(spark):
 
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
         spark.sql("SELECT * FROM no_such_table_anywhere").collect()
+
+
+def test_parameters_formatting_and_table_changes(spark, events):
+    t = f"delta.`{events}`"
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE part = :p", args={"p": 2}).first()[0] == 50
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE id < ?", args=[10]).first()[0] == 10
+    small = spark.createDataFrame([(1,), (2,)], "id BIGINT")
+    assert spark.sql(f"SELECT count(*) FROM {t} e JOIN {{small}} s ON e.id = s.id", small=small).first()[0] == 2
+    with pytest.raises(errors.DeltaNotImplementedError, match="parameter markers"):
+        spark.sql(f"DELETE FROM {t} WHERE id = :id", args={"id": 1})
+    with pytest.raises(errors.DeltaNotImplementedError, match="table_changes"):
+        spark.sql(f"SELECT * FROM table_changes('{events}', 0)")
+    assert pydelta.load_snapshot(events).version == 2

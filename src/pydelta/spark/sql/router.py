@@ -24,10 +24,16 @@ NOT_DELTA = object()  # a handler's answer: this statement is not for pydelta
 _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}
 
 
-def run_sql(spark: Any, text: str, original: Callable[[str], Any]) -> Any:
-    """Run `text` as spark.sql does, with Delta tables served by pydelta."""
+def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: bool = False) -> Any:
+    """Run `text` as spark.sql does, with Delta tables served by pydelta.
+
+    With parameter markers (`has_args`), queries over Delta tables work; Delta's own
+    statements and DML/DDL on a Delta table are refused by name.
+    """
     utility = parse_utility(text)
     if utility is not None:
+        if has_args:
+            _refuse_parameters(type(utility).__name__)
         return run_utility(spark, utility)
     try:
         plan = jplan.parse_plan(spark, text)
@@ -35,7 +41,10 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any]) -> Any:
         return original(text)
     from pydelta.spark.sql.handlers import HANDLERS
 
+    _refuse_table_changes(plan)
     handler = HANDLERS.get(jplan.kind(plan))
+    if handler is not None and has_args and _names_delta_table(spark, plan):
+        _refuse_parameters(jplan.kind(plan))
     if handler is not None:
         result = handler(spark, text, plan)
         if result is not NOT_DELTA:
@@ -89,6 +98,34 @@ def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callabl
             drop_views(spark, views)
 
 
+def _refuse_parameters(statement: str) -> None:
+    from pydelta.errors import DeltaNotImplementedError
+
+    raise DeltaNotImplementedError(
+        f"parameter markers (spark.sql(..., args=...)) in {statement} on a Delta table are not supported by "
+        "pydelta yet; queries over Delta tables accept them")
+
+
+def _refuse_table_changes(plan: Any) -> None:
+    """table_changes(...) reads the change data feed, which pydelta does not read yet."""
+    for node in jplan.walk(plan):
+        if jplan.kind(node) == "UnresolvedTableValuedFunction" and \
+                str(jplan.seq(node.name())[-1]).lower() == "table_changes":
+            from pydelta.errors import DeltaNotImplementedError
+
+            raise DeltaNotImplementedError("table_changes(...) (change data feed reads) is not implemented in pydelta yet")
+
+
+def _names_delta_table(spark: Any, plan: Any) -> bool:
+    from pydelta.spark.sql.targets import resolve
+
+    for node in jplan.walk(plan):
+        if jplan.kind(node) in ("UnresolvedRelation", "UnresolvedTable", "UnresolvedTableOrView", "UnresolvedIdentifier"):
+            if resolve(spark, jplan.identifier_parts(node)) is not None:
+                return True
+    return False
+
+
 def install() -> None:
     """Route SparkSession.sql through pydelta (idempotent, process-wide)."""
     from pyspark.sql.session import SparkSession
@@ -98,10 +135,17 @@ def install() -> None:
     original_sql = SparkSession.sql
 
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        if args or kwargs or not isinstance(sqlQuery, str):
-            # Parameterised and formatted statements go to Spark as they are.
+        if not isinstance(sqlQuery, str):
             return original_sql(self, sqlQuery, args, **kwargs)
-        return run_sql(self, sqlQuery, lambda text: original_sql(self, text))
+        if kwargs:  # {name} placeholders: format as PySpark does (DataFrames become temp views)
+            from pyspark.sql.sql_formatter import SQLStringFormatter
+
+            formatter = SQLStringFormatter(self)
+            try:
+                return sql(self, formatter.format(sqlQuery, **kwargs), args)
+            finally:
+                formatter.clear()
+        return run_sql(self, sqlQuery, lambda text: original_sql(self, text, args), has_args=bool(args))
 
     SparkSession._pydelta_original_sql = original_sql
     SparkSession.sql = sql
