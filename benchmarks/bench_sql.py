@@ -12,7 +12,7 @@ import statistics
 import tempfile
 import time
 
-from benchmarks.common import report, timed
+from benchmarks.common import report
 
 
 def _median_ms(fn, n: int) -> float:
@@ -25,10 +25,22 @@ def _median_ms(fn, n: int) -> float:
     return statistics.median(times) * 1000
 
 
+def _interleaved(a, b, repeats: int) -> tuple[float, float]:
+    """Median seconds of `a` and `b`, run alternately so JIT warm-up and drift hit both alike."""
+    a(), b()
+    ta, tb = [], []
+    for _ in range(repeats):
+        for fn, out in ((a, ta), (b, tb)):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+    return statistics.median(ta), statistics.median(tb)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
 
     from pydelta.spark.session import local_session
@@ -64,12 +76,11 @@ def main() -> None:
            overhead_ms=round(plan_sql - plan_reader, 3))
 
     # 3. Running it.
-    t_sql = timed(lambda: spark.sql(query).collect(), repeats=args.repeats)
-    t_reader = timed(lambda: reader_df().collect(), repeats=args.repeats)
+    t_sql, t_reader = _interleaved(lambda: spark.sql(query).collect(), lambda: reader_df().collect(), args.repeats)
     report("sql_select_filter_by_name", t_sql, t_reader, "reader_api", rows=args.rows)
-    t_sql_full = timed(lambda: spark.sql("SELECT count(*), sum(x) FROM bench_events").collect(), repeats=args.repeats)
-    t_reader_full = timed(lambda: spark.read.format("delta").load(path).selectExpr("count(*)", "sum(x)").collect(),
-                          repeats=args.repeats)
+    t_sql_full, t_reader_full = _interleaved(
+        lambda: spark.sql("SELECT count(*), sum(x) FROM bench_events").collect(),
+        lambda: spark.read.format("delta").load(path).selectExpr("count(*)", "sum(x)").collect(), args.repeats)
     report("sql_select_full_by_name", t_sql_full, t_reader_full, "reader_api", rows=args.rows)
     spark.stop()
     shutil.rmtree(base, ignore_errors=True)

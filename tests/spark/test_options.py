@@ -101,8 +101,23 @@ def test_supported_read_options_still_work(spark, table):
     ts = datetime.fromtimestamp(load_snapshot(table, version=0).timestamp / 1000, timezone.utc)
     assert ids(read(spark, table, timestampAsOf=ts.isoformat())) == [0, 1, 2]
     assert ids(spark.read.format("delta").option("path", table).load()) == [0, 1, 2, 10, 11]
-    # A key that is neither Delta's nor implemented passes, as in Spark and delta-spark.
-    assert ids(read(spark, table, someUnrelatedKey="x")) == [0, 1, 2, 10, 11]
+
+
+def test_unknown_options_are_refused_unless_asked_to_ignore(spark, table):
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="someUnrelatedKey") as info:
+        read(spark, table, someUnrelatedKey="x")
+    assert info.value.option == "someUnrelatedKey"
+    before = log_files(table)
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="mergeSchma"):  # a typo is not dropped silently
+        spark.range(100, 101).write.format("delta").mode("append").option("mergeSchma", "true").save(table)
+    assert log_files(table) == before
+    spark.conf.set("spark.pydelta.options.ignoreUnknown", "true")
+    try:
+        assert ids(read(spark, table, someUnrelatedKey="x")) == [0, 1, 2, 10, 11]
+        spark.range(100, 101).write.format("delta").mode("append").option("mergeSchma", "true").save(table)
+    finally:
+        spark.conf.unset("spark.pydelta.options.ignoreUnknown")
+    assert 100 in ids(read(spark, table))
 
 
 # ---- writes ------------------------------------------------------------------------------
@@ -165,7 +180,7 @@ def test_default_valued_write_options_are_accepted(spark, table):
 def test_supported_write_options_still_work(spark, table):
     (spark.range(20, 26).repartition(1).write.format("delta").mode("append")
      .option("userMetadata", "from-test").option("maxRecordsPerFile", 2).option("compression", "gzip")
-     .option("someUnrelatedKey", "x").save(table))
+     .save(table))
     with open(os.path.join(table, "_delta_log", f"{2:020d}.json")) as f:
         actions = [json.loads(line) for line in f]
     adds = [a["add"] for a in actions if "add" in a]

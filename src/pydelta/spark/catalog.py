@@ -52,9 +52,12 @@ def lookup(spark: Any, name: str) -> CatalogEntry | None:
     """The catalog entry of `name`, or None when the catalog has no such table."""
     ident = _identifier(spark, name)
     catalog = _jcatalog(spark)
-    if not catalog.tableExists(ident):
-        return None
-    meta = catalog.getTableMetadata(ident)
+    try:
+        meta = catalog.getTableMetadata(ident)  # one metastore round trip; missing tables raise
+    except Exception as e:  # noqa: BLE001 - py4j's NoSuchTableException / NoSuchDatabaseException
+        if "NoSuch" in str(e) or "NOT_FOUND" in str(e):
+            return None
+        raise
     provider = meta.provider().get() if meta.provider().isDefined() else None
     location = meta.storage().locationUri()
     loc = to_local_path(location.get().toString()) if location.isDefined() else None

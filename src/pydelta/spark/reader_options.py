@@ -2,8 +2,8 @@
 
 delta-spark read options pydelta does not implement (change data feed, streaming) are
 refused by name (`READ_UNSUPPORTED`): ignoring `readChangeFeed=true` would return the
-plain snapshot, a wrong answer. Any other key passes, as in delta-spark, which ignores
-options it does not know.
+plain snapshot, a wrong answer. Unknown keys are refused too (delta-spark ignores them);
+spark.pydelta.options.ignoreUnknown=true restores delta-spark's leniency.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.spark.read import read_snapshot
-from pydelta.spark.write_options import reject_unsupported_options
+from pydelta.spark.write_options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The read options pydelta implements; keys are case-insensitive.
 READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path")
@@ -52,7 +52,8 @@ def _option(opts: dict[str, Any], name: str) -> Any:
 
 def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
     """The Delta table at `path` as a DataFrame, honouring the read options in `opts`."""
-    reject_unsupported_options(opts, READ_UNSUPPORTED, "read")
+    ignore = str(spark.conf.get(IGNORE_UNKNOWN_CONF, "false")).lower() == "true"
+    reject_unsupported_options(opts, READ_UNSUPPORTED, "read", READ_SUPPORTED, ignore)
     version = _option(opts, "versionAsOf")
     timestamp = _option(opts, "timestampAsOf")
     if version is not None and timestamp is not None:

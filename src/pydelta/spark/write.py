@@ -294,6 +294,7 @@ def write_dataframe(
         "spark.sql.sources.partitionOverwriteMode",
         "spark.databricks.delta.schema.autoMerge.enabled",
         "spark.databricks.delta.commitInfo.userMetadata",
+        "spark.pydelta.options.ignoreUnknown",
     )}
     opts = parse_write_options(mode, partition_by, options or {}, {k: v for k, v in conf.items() if v is not None})
     root = to_local_path(path)

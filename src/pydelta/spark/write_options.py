@@ -5,8 +5,8 @@ mergeSchema, overwriteSchema, userMetadata, txnAppId/txnVersion, dataChange,
 maxRecordsPerFile, compression, and `delta.*` table properties (used when the write
 creates the table). delta-spark options pydelta does not implement are refused by name
 (`WRITE_UNSUPPORTED`) rather than ignored, because ignoring them would change what the
-write means. Any other key passes, as in delta-spark (which hands only maxRecordsPerFile
-and compression to the Parquet writer and ignores the rest).
+write means. Any other key is refused too (delta-spark ignores unknown keys, so a typo
+would silently do nothing); spark.pydelta.options.ignoreUnknown=true restores that.
 
 New tables also get the session's `spark.databricks.delta.properties.defaults.*` confs
 (`with_table_defaults`), as delta-spark's `DeltaConfigs.mergeGlobalConfigs` does.
@@ -46,16 +46,31 @@ PROTOCOL_DEFAULT_CONFS = {
 _IGNORE_PROTOCOL_DEFAULTS = "delta.ignoreProtocolDefaults"
 
 
-def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str) -> None:
+IGNORE_UNKNOWN_CONF = "spark.pydelta.options.ignoreUnknown"
+
+
+def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str,
+                               supported: tuple[str, ...] = (), ignore_unknown: bool = False) -> None:
     """Raise DeltaUnsupportedOptionError for the first option pydelta would otherwise silently ignore.
 
     Keys match case-insensitively (Spark options are case-insensitive). A boolean option
     set to its default (e.g. readChangeFeed=false) asks for nothing pydelta lacks, so it passes.
+    Keys that are neither `supported` nor `delta.*` table properties are refused too (a
+    typo must not be silently dropped) unless `ignore_unknown` (session conf
+    spark.pydelta.options.ignoreUnknown=true) restores delta-spark's leniency.
     """
     by_lower = {k.lower(): (k, accepted) for k, accepted in unsupported.items()}
+    known = {k.lower() for k in supported}
     for key, value in options.items():
         hit = by_lower.get(key.lower())
         if hit is None:
+            if supported and not ignore_unknown and key.lower() not in known and not key.lower().startswith("delta."):
+                raise DeltaUnsupportedOptionError(
+                    f"The {kind} option {key!r} is not an option pydelta implements (it implements "
+                    f"{', '.join(supported)}{' and delta.* table properties' if kind == 'write' else ''}); "
+                    f"remove it, or set {IGNORE_UNKNOWN_CONF}=true to ignore unknown options.",
+                    option=key,
+                )
             continue
         name, accepted = hit
         if accepted is not None and str(value).strip().lower() == accepted:
@@ -163,8 +178,9 @@ def parse_write_options(
     options: Mapping[str, Any],
     session_conf: Mapping[str, str] | None = None,
 ) -> WriteOptions:
-    reject_unsupported_options(options, WRITE_UNSUPPORTED, "write")
     conf = dict(session_conf or {})
+    reject_unsupported_options(options, WRITE_UNSUPPORTED, "write", WRITE_SUPPORTED,
+                               str(conf.get(IGNORE_UNKNOWN_CONF, "false")).lower() == "true")
     mode_key = (mode or "errorifexists").lower()
     if mode_key not in MODES:
         raise DeltaIllegalArgumentError(f"unknown save mode {mode!r}; use append, overwrite, errorifexists or ignore")

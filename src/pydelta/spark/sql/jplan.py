@@ -7,6 +7,8 @@ Delta statement needs. Only this module touches Scala collections and Options.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 
@@ -16,7 +18,13 @@ def parse_plan(spark: Any, text: str) -> Any:
 
 
 def kind(node: Any) -> str:
-    return node.getClass().getSimpleName()
+    """The class name of a Java object (two py4j calls)."""
+    return str(node.getClass().getSimpleName())
+
+
+def node_kind(node: Any) -> str:
+    """The class name of a plan or expression node (TreeNode.nodeName: one py4j call)."""
+    return str(node.nodeName())
 
 
 def seq(scala_seq: Any) -> list[Any]:
@@ -101,7 +109,38 @@ def identifier_parts(node: Any) -> list[str]:
     return [str(p) for p in seq(parts)]
 
 
+_COMMAND_CLASS: dict[int, Any] = {}
+
+
 def is_command(spark: Any, node: Any) -> bool:
     """True for statements (commands), False for queries."""
-    command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
-    return bool(command.isInstance(node))
+    key = id(spark._jvm)
+    if key not in _COMMAND_CLASS:
+        _COMMAND_CLASS[key] = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+    return bool(_COMMAND_CLASS[key].isInstance(node))
+
+
+_TABLE_NODE = re.compile(r"'?(UnresolvedRelation|UnresolvedTableOrView|UnresolvedTable|UnresolvedTableValuedFunction) \[(.*?)\], ")
+_PLAIN_PART = re.compile(r"[\w$/:.@=-]+")
+_SUBQUERY = re.compile(r"(?:list|exists|scalar-subquery|lateral-subquery|outer)#\d+")
+
+
+@dataclass(frozen=True)
+class TreeSummary:
+    """What one `treeString()` call tells about a plan, to skip node-by-node py4j walks."""
+
+    names: tuple[tuple[str, tuple[str, ...]], ...]  # (node kind, name parts) per table-like node
+    has_subqueries: bool
+    exact: bool  # every name could be read back unambiguously from the text
+
+
+def summarize(plan: Any) -> TreeSummary:
+    tree = str(plan.treeString())
+    names = []
+    exact = True
+    for match in _TABLE_NODE.finditer(tree):
+        parts = tuple(match.group(2).split(", "))
+        if not all(_PLAIN_PART.fullmatch(p) for p in parts):
+            exact = False  # a name with spaces, commas or brackets: the text is ambiguous
+        names.append((match.group(1), parts))
+    return TreeSummary(tuple(names), bool(_SUBQUERY.search(tree)), exact)

@@ -42,20 +42,23 @@ class DeltaRelation:
 class _Node:
     node: Any
     parent: "_Node | None"
+    kind: str = ""
 
 
-def _walk_with_parents(root: Any) -> list[_Node]:
+def _walk_with_parents(root: Any, subqueries: bool = True) -> list[_Node]:
     out: list[_Node] = []
     stack = [_Node(root, None)]
     while stack:
         item = stack.pop()
         out.append(item)
         n = item.node
-        k = jplan.kind(n)
+        k = jplan.node_kind(n)
+        item.kind = k
         for child in jplan.children(n):
             stack.append(_Node(child, item))
-        for sub in jplan.subquery_plans(n):
-            stack.append(_Node(sub, None))
+        if subqueries:
+            for sub in jplan.subquery_plans(n):
+                stack.append(_Node(sub, None))
         if k == "UnresolvedWith":
             for pair in jplan.seq(n.cteRelations()):
                 stack.append(_Node(pair._2(), None))
@@ -67,7 +70,7 @@ def _walk_with_parents(root: Any) -> list[_Node]:
 def _cte_names(nodes: list[_Node]) -> set[str]:
     names: set[str] = set()
     for item in nodes:
-        if jplan.kind(item.node) == "UnresolvedWith":
+        if item.kind == "UnresolvedWith":
             names.update(str(pair._1()).lower() for pair in jplan.seq(item.node.cteRelations()))
     return names
 
@@ -84,19 +87,20 @@ def _timestamp_sql(sql: str) -> str:
     return f"'{y}-{mo}-{d} {h}:{mi}:{sec}.{ms}'"
 
 
-def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None) -> list[DeltaRelation]:
+def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
+                         subqueries: bool = True, cache: dict | None = None) -> list[DeltaRelation]:
     """The Delta relations of `plan` with their spans; `skip` is a node to leave alone (a DML target)."""
-    nodes = _walk_with_parents(plan)
+    nodes = _walk_with_parents(plan, subqueries)
     ctes = _cte_names(nodes)
     relations: list[DeltaRelation] = []
     for item in nodes:
         node = item.node
-        if jplan.kind(node) != "UnresolvedRelation" or (skip is not None and node.equals(skip)):
+        if item.kind != "UnresolvedRelation" or (skip is not None and node.equals(skip)):
             continue
         parts = jplan.identifier_parts(node)
         if len(parts) == 1 and parts[0].lower() in ctes:
             continue
-        target = resolve(spark, parts)
+        target = resolve(spark, parts, cache)
         if target is None:
             continue
         span = jplan.span(node)
@@ -104,7 +108,7 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None) -> 
             continue
         rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1])
         parent = item.parent
-        if parent is not None and jplan.kind(parent.node) == "RelationTimeTravel":
+        if parent is not None and parent.kind == "RelationTimeTravel":
             tt = parent.node
             at_syntax = _AT_SYNTAX.match(text, rel.stop + 1)
             if at_syntax is not None:  # t@v5 / t@yyyyMMddHHmmssSSS (the node's span also covers an alias)
@@ -118,7 +122,7 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None) -> 
             ts = jplan.option(tt.timestamp())
             rel.timestamp_sql = _timestamp_sql(ts.sql()) if ts is not None else None
             parent = parent.parent
-        if parent is not None and jplan.kind(parent.node) == "SubqueryAlias":
+        if parent is not None and parent.kind == "SubqueryAlias":
             rel.alias = str(parent.node.alias())
         _collect_conditions(rel, item)
         relations.append(rel)
@@ -150,14 +154,14 @@ def _collect_conditions(rel: DeltaRelation, item: _Node) -> None:
     """Conjuncts of the Filter right above this relation (or above an inner join with it)."""
     qualifier = (rel.alias or rel.default_alias).lower()
     above = item.parent
-    while above is not None and jplan.kind(above.node) in _PASS_THROUGH:
+    while above is not None and above.kind in _PASS_THROUGH:
         above = above.parent
-    own_filter = above is not None and jplan.kind(above.node) == "Filter"
-    if not own_filter and above is not None and jplan.kind(above.node) == "Join":
+    own_filter = above is not None and above.kind == "Filter"
+    if not own_filter and above is not None and above.kind == "Join":
         if "Inner" not in str(above.node.joinType()):
             return
         above = above.parent
-        if above is None or jplan.kind(above.node) != "Filter":
+        if above is None or above.kind != "Filter":
             return
     elif not own_filter:
         return
@@ -181,22 +185,38 @@ def _collect_conditions(rel: DeltaRelation, item: _Node) -> None:
 
 
 def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
-    """pydelta's scan of the relation's snapshot, pruned by the conditions that apply to it."""
+    """pydelta's scan of the relation's snapshot, on the files its conditions may match.
+
+    The conditions are resolved against an empty frame of the table's schema (no scan
+    is built for that), so the files are pruned before the one real scan is built.
+    """
+    from pyspark.sql import functions as F
+
+    from pydelta.log.data_skipping import FileSkipper
     from pydelta.log.snapshot import load_snapshot
-    from pydelta.spark.read import read_snapshot
+    from pydelta.protocol.predicates import And
+    from pydelta.spark.predicates import filter_condition, translate
+    from pydelta.spark.read import build_dataframe, spark_schema, wrap
 
     timestamp = None
     if rel.timestamp_sql is not None:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]
         timestamp = micros // 1000
     snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
-    df = read_snapshot(spark, snapshot)
-    for condition in rel.conditions:
-        try:
-            df = df.filter(condition)
-        except Exception:  # noqa: BLE001 - pruning is an optimisation; Spark applies the filter anyway
-            continue
-    return df
+    snapshot.protocol.check_readable()
+    files = snapshot.files()
+    if rel.conditions and files.num_rows:
+        probe = spark.createDataFrame([], spark_schema(snapshot.schema))
+        predicate = None
+        for condition in rel.conditions:
+            try:
+                part = translate(filter_condition(probe._jdf, F.expr(condition)._jc))
+            except Exception:  # noqa: BLE001 - pruning is an optimisation; Spark applies the filter anyway
+                continue
+            predicate = part if predicate is None else And(predicate, part)
+        if predicate is not None:
+            files = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
+    return wrap(build_dataframe(spark, snapshot, files), snapshot, files)
 
 
 def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[str, list[str]]:

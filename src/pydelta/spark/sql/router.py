@@ -41,17 +41,25 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
         return original(text)
     from pydelta.spark.sql.handlers import HANDLERS
 
-    _refuse_table_changes(plan)
-    handler = HANDLERS.get(jplan.kind(plan))
-    if handler is not None and has_args and _names_delta_table(spark, plan):
-        _refuse_parameters(jplan.kind(plan))
+    kind = jplan.node_kind(plan)
+    summary = jplan.summarize(plan)
+    resolved: dict = {}  # name -> Delta target, for this statement
+    if any(k == "UnresolvedTableValuedFunction" and parts[-1].lower() == "table_changes" for k, parts in summary.names):
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError("table_changes(...) (change data feed reads) is not implemented in pydelta yet")
+    handler = HANDLERS.get(kind)
     if handler is not None:
+        if has_args and _names_delta_table(spark, summary, resolved):
+            _refuse_parameters(kind)
         result = handler(spark, text, plan)
         if result is not NOT_DELTA:
             return result
+    elif not summary.names or (summary.exact and not _names_delta_table(spark, summary, resolved)):
+        return original(text)  # no Delta table in it: Spark's, untouched
     else:
         refuse_unserved_delta_command(spark, plan)
-    return run_with_delta_relations(spark, text, plan, original)
+    return run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved)
 
 
 # Commands on a Delta table that Spark's catalog serves correctly on its own.
@@ -84,9 +92,10 @@ def refuse_unserved_delta_command(spark: Any, plan: Any) -> None:
             raise DeltaNotImplementedError(f"{name} on a Delta table is not supported by pydelta yet")
 
 
-def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callable[[str], Any]) -> Any:
+def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callable[[str], Any],
+                              has_subqueries: bool = True, resolved: dict | None = None) -> Any:
     """Run `text` in Spark with every Delta relation in it replaced by pydelta's scan."""
-    relations = find_delta_relations(spark, text, plan)
+    relations = find_delta_relations(spark, text, plan, subqueries=has_subqueries, cache=resolved)
     if not relations:
         return original(text)
     rewritten, views = substitute(spark, text, relations)
@@ -106,23 +115,19 @@ def _refuse_parameters(statement: str) -> None:
         "pydelta yet; queries over Delta tables accept them")
 
 
-def _refuse_table_changes(plan: Any) -> None:
-    """table_changes(...) reads the change data feed, which pydelta does not read yet."""
-    for node in jplan.walk(plan):
-        if jplan.kind(node) == "UnresolvedTableValuedFunction" and \
-                str(jplan.seq(node.name())[-1]).lower() == "table_changes":
-            from pydelta.errors import DeltaNotImplementedError
-
-            raise DeltaNotImplementedError("table_changes(...) (change data feed reads) is not implemented in pydelta yet")
-
-
-def _names_delta_table(spark: Any, plan: Any) -> bool:
+def _names_delta_table(spark: Any, summary: jplan.TreeSummary, cache: dict) -> bool:
+    """Whether any table the statement names is a Delta table (statements with odd names count as yes)."""
     from pydelta.spark.sql.targets import resolve
 
-    for node in jplan.walk(plan):
-        if jplan.kind(node) in ("UnresolvedRelation", "UnresolvedTable", "UnresolvedTableOrView", "UnresolvedIdentifier"):
-            if resolve(spark, jplan.identifier_parts(node)) is not None:
-                return True
+    if not summary.exact:
+        return True
+    seen = set()
+    for kind, parts in summary.names:
+        if kind == "UnresolvedTableValuedFunction" or parts in seen:
+            continue
+        seen.add(parts)
+        if resolve(spark, parts, cache) is not None:
+            return True
     return False
 
 

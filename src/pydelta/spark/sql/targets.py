@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
 from pydelta.spark import catalog
 
@@ -42,8 +43,16 @@ def _is_temp_view(spark: Any, parts: list[str] | tuple[str, ...]) -> bool:
         spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(quote_parts(parts))))
 
 
-def resolve(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget | None:
-    """The Delta table `parts` names, or None when it names something else (or nothing)."""
+def resolve(spark: Any, parts: list[str] | tuple[str, ...], cache: dict | None = None) -> DeltaTarget | None:
+    """The Delta table `parts` names, or None when it names something else (or nothing).
+
+    `cache` (one per statement) saves repeated catalog round trips for the same name.
+    """
+    if cache is not None:
+        key = tuple(p.lower() for p in parts)
+        if key not in cache:
+            cache[key] = resolve(spark, parts)
+        return cache[key]
     path = path_parts(parts)
     if path is not None:
         return DeltaTarget(path)
@@ -52,8 +61,16 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget | Non
     if _is_temp_view(spark, parts):
         return None
     name = quote_parts(parts[1:] if len(parts) == 3 else parts)
-    if catalog.is_delta_name(spark, name):
-        return DeltaTarget(catalog.table_location(spark, name), name)
+    try:
+        entry = catalog.lookup(spark, name)
+    except DeltaIllegalArgumentError:
+        return None
+    if entry is not None:
+        if (entry.provider or "").lower() != "delta":
+            return None
+        return DeltaTarget(entry.location or catalog.default_location(spark, name), name)
+    if catalog.is_delta_name(spark, name):  # a Delta directory at the default location, never registered
+        return DeltaTarget(catalog.default_location(spark, name), name)
     return None
 
 
