@@ -84,3 +84,16 @@ def test_unknown_and_non_delta_names(spark):
             DeltaTable.forName(spark, "cat_parquet")
     finally:
         _drop(spark, "cat_parquet")
+
+
+def test_list_tables_reports_type_and_comment_of_delta_tables(spark, tmp_path):
+    try:
+        DeltaTable.create(spark).tableName("cat_ext").location(str(tmp_path / "ext")).comment("outside") \
+            .addColumn("id", "INT").execute()
+        spark.sql("CREATE TABLE cat_man (id INT) USING delta COMMENT 'inside'")
+        tables = {t.name: t for t in spark.catalog.listTables()}
+        assert (tables["cat_ext"].tableType, tables["cat_ext"].description) == ("EXTERNAL", "outside")
+        assert (tables["cat_man"].tableType, tables["cat_man"].description) == ("MANAGED", "inside")
+        assert spark.catalog.getTable("cat_ext").tableType == "EXTERNAL"
+    finally:
+        _drop(spark, "cat_ext", "cat_man")

@@ -45,12 +45,13 @@ def _install_hooks() -> None:
     if _installed:
         return
     from pydelta.spark import hooks
-    from pydelta.spark import writer_v2
+    from pydelta.spark import catalog_listing, writer_v2
     from pydelta.spark.sql import router
 
     hooks.install()
     router.install()
     writer_v2.install()
+    catalog_listing.install()
     _installed = True
 
 
