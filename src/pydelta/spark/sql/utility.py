@@ -56,7 +56,8 @@ def run_utility(spark: Any, stmt: object) -> Any:
         _table(spark, stmt.table).generate(stmt.mode)
         return _empty(spark)
     if isinstance(stmt, g.Unsupported):
-        _target(spark, stmt.table) if stmt.table is not None else None
+        if stmt.table is not None:
+            _target(spark, stmt.table)  # an unknown table is reported as such first
         raise DeltaNotImplementedError(f"{stmt.statement} is not implemented in pydelta yet")
     raise TypeError(f"not a Delta utility statement: {stmt!r}")
 

@@ -157,7 +157,6 @@ def parse_utility(text: str) -> object | None:
         _end(ts)
         return Optimize(table, where, zorder)
     if ts.accept("CONVERT", "TO", "DELTA"):
-        tok = ts.peek()
         parts = [ts.identifier()]
         while ts.accept_punct("."):
             parts.append(ts.identifier())
@@ -173,7 +172,6 @@ def parse_utility(text: str) -> object | None:
             if partition_schema.endswith(")"):
                 partition_schema = partition_schema[:-1].strip()
         _end(ts)
-        del tok
         return ConvertToDelta(table, fmt, partition_schema, no_stats)
     if ts.accept("GENERATE"):
         mode = ts.identifier()
