@@ -16,8 +16,49 @@ from pydelta.errors import (
     TableAlreadyExistsError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.spark_errors import boundary_class
 
 
+def _check_condition(condition: Any, argname: str = "'condition'") -> None:
+    """delta-spark's _condition_to_jcolumn type check."""
+    from pyspark.sql import Column
+
+    if condition is not None and not isinstance(condition, (Column, str)):
+        raise TypeError(
+            f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), "
+            f"found to be of type {type(condition)}"
+        )
+
+
+def _check_mapping(mapping: Any, argname: str) -> None:
+    """delta-spark's _dict_to_jmap checks."""
+    from pyspark.sql import Column
+
+    if mapping is None:
+        raise ValueError(f"{argname} cannot be None")
+    if not isinstance(mapping, dict):
+        raise TypeError(f"{argname} must be a dict, found to be {type(mapping)}")
+    for col, expr in mapping.items():
+        if not isinstance(col, str):
+            raise TypeError(
+                f"Keys of dict in {argname} must contain only strings with column names, "
+                f"found '{col}' of type '{type(col)}"
+            )
+        if not isinstance(expr, (Column, str)):
+            raise TypeError(
+                f"Values of dict in {argname} must contain only Spark SQL Columns or strings "
+                f"(expressions in SQL syntax) as values, found '{expr}' of type '{type(expr)}'"
+            )
+
+
+def _raise_type_error(msg: str, objs: Any) -> None:
+    """delta-spark's DeltaTableBuilder._raise_type_error."""
+    for obj in objs:
+        msg += f" Found {obj} with type {type(obj)}"
+    raise TypeError(msg)
+
+
+@boundary_class
 class DeltaTable:
     """A Delta table at a path, with the methods of delta-spark's `DeltaTable`."""
 
@@ -113,19 +154,31 @@ class DeltaTable:
     def delete(self, condition: Any = None) -> Any:
         from pydelta.spark.dml.delete import delete
 
+        _check_condition(condition)
         return delete(self, condition)
 
     def update(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
         from pydelta.spark.dml.update import update
 
+        _check_mapping(set, "'set'")
+        _check_condition(condition)
         return update(self, condition, set)
 
     def updateExpr(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
         return self.update(condition, set)
 
     def merge(self, source: Any, condition: Any) -> Any:
+        from pyspark.sql import DataFrame
+
         from pydelta.spark.dml.merge import DeltaMergeBuilder
 
+        if source is None:
+            raise ValueError("'source' in merge cannot be None")
+        if not isinstance(source, DataFrame):
+            raise TypeError("Type of 'source' in merge must be DataFrame.")
+        if condition is None:
+            raise ValueError("'condition' in merge cannot be None")
+        _check_condition(condition)
         return DeltaMergeBuilder(self, source, condition)
 
     # ---- maintenance (pydelta.spark.maintenance) ------------------------------------------
@@ -142,16 +195,24 @@ class DeltaTable:
     def restoreToVersion(self, version: int) -> Any:
         from pydelta.spark.maintenance.restore import restore
 
+        if not isinstance(version, int):
+            raise ValueError(f"version needs to be an int but got '{type(version)}'.")
         return restore(self, version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> Any:
         from pydelta.spark.maintenance.restore import restore
 
+        if not isinstance(timestamp, str):
+            raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
         return restore(self, timestamp=timestamp)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from pydelta.spark.maintenance.protocol_ops import upgrade_table_protocol
 
+        if not isinstance(readerVersion, int):
+            raise ValueError(f"The readerVersion needs to be an integer but got '{type(readerVersion)}'.")
+        if not isinstance(writerVersion, int):
+            raise ValueError(f"The writerVersion needs to be an integer but got '{type(writerVersion)}'.")
         upgrade_table_protocol(self, readerVersion, writerVersion)
 
     def addFeatureSupport(self, featureName: str) -> None:
@@ -182,6 +243,7 @@ def _session(spark: Any) -> Any:
     return active
 
 
+@boundary_class
 class DeltaTableBuilder:
     """delta-spark's DeltaTableBuilder: create / replace a table from a schema."""
 
@@ -198,14 +260,20 @@ class DeltaTableBuilder:
         self._properties: dict[str, str] = {}
 
     def tableName(self, identifier: str) -> "DeltaTableBuilder":
+        if type(identifier) is not str:
+            _raise_type_error("Identifier must be str.", [identifier])
         self._name = identifier
         return self
 
     def location(self, location: str) -> "DeltaTableBuilder":
+        if type(location) is not str:
+            _raise_type_error("Location must be str.", [location])
         self._location = location
         return self
 
     def comment(self, comment: str) -> "DeltaTableBuilder":
+        if type(comment) is not str:
+            _raise_type_error("Table comment must be str.", [comment])
         self._comment = comment
         return self
 
@@ -220,6 +288,18 @@ class DeltaTableBuilder:
     ) -> "DeltaTableBuilder":
         from pyspark.sql.types import DataType, StructField, _parse_datatype_string
 
+        if type(colName) is not str:
+            _raise_type_error("Column name must be str.", [colName])
+        if type(dataType) is not str and not isinstance(dataType, DataType):
+            _raise_type_error("Column data type must be str or DataType.", [dataType])
+        if type(nullable) is not bool:
+            _raise_type_error("Column nullable must be bool.", [nullable])
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
+            raise ValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.")
+        if generatedAlwaysAs is not None and type(generatedAlwaysAs) is not str:
+            _raise_type_error("Generated always as expression must be str or IdentityGenerator.", [generatedAlwaysAs])
+        if comment is not None and type(comment) is not str:
+            _raise_type_error("Column comment must be str.", [comment])
         if isinstance(dataType, str):
             dataType = _parse_datatype_string(dataType)
         if not isinstance(dataType, DataType):
@@ -235,15 +315,24 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: Any) -> "DeltaTableBuilder":
-        from pyspark.sql.types import StructType
+        from pyspark.sql.types import StructField, StructType
 
-        fields = cols.fields if isinstance(cols, StructType) else list(cols)
-        self._columns.extend(fields)
+        if isinstance(cols, list):
+            for col in cols:
+                if type(col) is not StructField:
+                    _raise_type_error("Column in existing schema must be StructField.", [col])
+            cols = StructType(cols)
+        if type(cols) is not StructType:
+            _raise_type_error("Schema must be StructType or a list of StructField.", [cols])
+        self._columns.extend(cols.fields)
         return self
 
     def partitionedBy(self, *cols: str) -> "DeltaTableBuilder":
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
+        for c in cols:
+            if type(c) is not str:
+                _raise_type_error("Partitioning column must be str.", [c])
         self._partitioned_by = list(cols)
         return self
 
@@ -251,7 +340,9 @@ class DeltaTableBuilder:
         raise DeltaNotImplementedError("liquid clustering (clusterBy) is not implemented in pydelta yet")
 
     def property(self, key: str, value: str) -> "DeltaTableBuilder":
-        self._properties[key] = str(value)
+        if type(key) is not str or type(value) is not str:
+            _raise_type_error("Key and value of property must be string.", [key, value])
+        self._properties[key] = value
         return self
 
     def execute(self) -> DeltaTable:
@@ -278,7 +369,9 @@ class DeltaTableBuilder:
                 )
         snapshot = try_load(path)
         if snapshot is not None and self._kind == "create":
-            raise TableAlreadyExistsError(f"Table {self._name or path} already exists")
+            if self._name is not None:
+                raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {self._name} already exists")
+            raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists.")
         if snapshot is not None and self._kind == "createIfNotExists":
             return DeltaTable.forPath(self._spark, path)
         if snapshot is None and self._kind == "replace":

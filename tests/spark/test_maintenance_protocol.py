@@ -45,8 +45,6 @@ def test_upgraded_protocol_keeps_every_feature():
 @pytest.mark.parametrize(
     "current, reader, writer, error",
     [
-        (Protocol(1, 4), 1, 3, DeltaProtocolError),  # writer downgrade
-        (Protocol(2, 5), 1, 5, DeltaProtocolError),  # reader downgrade
         (Protocol(1, 2), 3, 5, DeltaProtocolError),  # reader 3 needs writer 7
         (Protocol(1, 2), 4, 7, DeltaIllegalArgumentError),
         (Protocol(1, 2), 1, 8, DeltaIllegalArgumentError),
@@ -95,8 +93,8 @@ def test_upgrade_table_protocol(spark, table_path):
     assert [k for a in actions for k in a] == ["commitInfo", "protocol"]
     table.upgradeTableProtocol(1, 3)  # already there: nothing committed
     assert latest_version(table_path) == 1
-    with pytest.raises(DeltaProtocolError, match="cannot be downgraded"):
-        table.upgradeTableProtocol(1, 2)
+    table.upgradeTableProtocol(1, 2)  # lower than the table's: a no-op, as in delta-spark
+    assert latest_version(table_path) == 1
     table.upgradeTableProtocol(3, 7)
     p = table.snapshot().protocol
     assert (p.min_reader_version, p.min_writer_version) == (3, 7)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.spark_errors import boundary
+
 _STATE = "_pydelta_state"
 
 
@@ -107,11 +109,11 @@ def install() -> None:
     DataFrameReader.format = _record_format(DataFrameReader.format)
     DataFrameReader.option = _record_option(DataFrameReader.option)
     DataFrameReader.options = _record_options(DataFrameReader.options)
-    DataFrameReader.load = _reader_load(DataFrameReader.load)
-    DataFrameReader.table = _reader_table(DataFrameReader.table)
+    DataFrameReader.load = boundary(_reader_load(DataFrameReader.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
+    DataFrameReader.table = boundary(_reader_table(DataFrameReader.table))
     from pyspark.sql.session import SparkSession
 
-    SparkSession.table = _session_table(SparkSession.table)
+    SparkSession.table = boundary(_session_table(SparkSession.table))
     DataFrameReader._pydelta_hooked = True
 
     from pydelta.spark import write_hooks

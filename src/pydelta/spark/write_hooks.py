@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.spark.hooks import _is_delta, _record_format, _record_option, _record_options, _state
+from pydelta.spark.spark_errors import boundary
 
 
 def _record_mode(original):
@@ -128,6 +129,6 @@ def install(writer_class: Any) -> None:
     writer_class.options = _record_options(writer_class.options)
     writer_class.mode = _record_mode(writer_class.mode)
     writer_class.partitionBy = _record_partition_by(writer_class.partitionBy)
-    writer_class.save = _save(writer_class.save)
-    writer_class.saveAsTable = _save_as_table(writer_class.saveAsTable)
-    writer_class.insertInto = _insert_into(writer_class.insertInto)
+    writer_class.save = boundary(_save(writer_class.save))
+    writer_class.saveAsTable = boundary(_save_as_table(writer_class.saveAsTable))
+    writer_class.insertInto = boundary(_insert_into(writer_class.insertInto))

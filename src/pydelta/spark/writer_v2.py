@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.spark_errors import boundary
+
 _STATE = "_pydelta_v2"
 
 
@@ -125,7 +127,7 @@ def install() -> None:
                 return original(self, *args)
             return run(self, *args)
 
-        setattr(DataFrameWriterV2, name, method)
+        setattr(DataFrameWriterV2, name, boundary(method))
 
     terminal("append", lambda w: _write_existing(w, "append", {}))
     terminal("overwrite", lambda w, cond: _write_existing(w, "overwrite", {"replaceWhere": _condition_sql(w._df, cond)}))

@@ -80,6 +80,7 @@ from pydelta.spark.dml.common import (
 from pydelta.spark.dml.update import resolve_assignments, split_name, typed_values
 from pydelta.spark.predicates import _children, _name, translate
 from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
 
 __all__ = [
@@ -137,6 +138,7 @@ class MergeClause:
         ] + f" {self.action.upper()}"
 
 
+@boundary_class
 class DeltaMergeBuilder:
     """`DeltaTable.merge(source, condition)`: add `when...` clauses, then `execute()`.
 

@@ -39,6 +39,7 @@ from pydelta.errors import (
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
+from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ _GIB = 1 << 30
 _MAX_COMMIT_ATTEMPTS = 10
 
 
+@boundary_class
 class DeltaOptimizeBuilder:
     """delta-spark's `DeltaOptimizeBuilder`: `table.optimize().where(...).executeCompaction()`."""
 
@@ -79,8 +81,8 @@ class DeltaOptimizeBuilder:
             else:
                 names.append(c)
         for n in names:
-            if not isinstance(n, str):
-                raise DeltaIllegalArgumentError(f"Z-order columns must be names (strings), got {n!r}")
+            if type(n) is not str:  # delta-spark's check and message
+                raise TypeError(f"Z-order column must be str. Found {n} with type {type(n)}")
         return optimize(self._table, self._filters, names)
 
 

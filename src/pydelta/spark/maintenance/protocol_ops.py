@@ -3,7 +3,8 @@
 Both commit a protocol action only (operation "UPGRADE PROTOCOL") through
 `OptimisticTransaction.update_protocol`, which refuses anything that would drop a feature.
 
-* upgradeTableProtocol: the versions may only go up. Below table features (writer < 7)
+* upgradeTableProtocol: the versions may only go up; lower requested versions than the
+  table's are kept at the table's (a no-op when both are lower, as in delta-spark). Below table features (writer < 7)
   the result is that legacy protocol; at writer 7 (and reader 3) every feature the table
   supported, implicitly through its old versions or explicitly, is listed.
 * addFeatureSupport: the feature (and the features it requires) is added explicitly; a
@@ -34,10 +35,12 @@ def upgraded_protocol(current: Protocol, reader: int, writer: int) -> Protocol:
         raise DeltaProtocolError(
             f"Reader version {reader} (table features) requires writer version {pu.TABLE_FEATURES_WRITER}, got {writer}"
         )
-    if reader < current.min_reader_version or writer < current.min_writer_version:
-        raise DeltaProtocolError(
-            f"Protocol version cannot be downgraded from {_fmt(current)} to ({reader},{writer})"
-        )
+    # delta-spark merges the requested versions into the current protocol: asking for lower
+    # versions than the table has keeps the current ones (a no-op, not an error).
+    reader = max(reader, current.min_reader_version)
+    writer = max(writer, current.min_writer_version)
+    if reader >= pu.TABLE_FEATURES_READER and writer < pu.TABLE_FEATURES_WRITER:
+        writer = pu.TABLE_FEATURES_WRITER  # a table-features reader keeps its table-features writer
     if writer < pu.TABLE_FEATURES_WRITER:
         return pu.legacy_protocol(reader, writer)
     names = pu.all_features(current)

@@ -153,5 +153,7 @@ def install() -> None:
         return run_sql(self, sqlQuery, lambda text: original_sql(self, text, args), has_args=bool(args))
 
     SparkSession._pydelta_original_sql = original_sql
-    SparkSession.sql = sql
+    from pydelta.spark.spark_errors import boundary
+
+    SparkSession.sql = boundary(sql)  # DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
     SparkSession._pydelta_sql_hooked = True

@@ -1,0 +1,223 @@
+"""pydelta errors as the pyspark exceptions delta-spark raises, at the API boundary.
+
+delta-spark's errors reach Python as pyspark's captured `AnalysisException`,
+`IllegalArgumentException`, `ParseException`, `UnsupportedOperationException` (or
+`UnknownException` for Delta's own runtime exceptions), carrying an error class such as
+`DELTA_MISSING_DELTA_TABLE`. `pydelta.errors` stays pure Python; here, at the public entry
+points (DeltaTable and its builders, the reader/writer hooks, `spark.sql`), a DeltaError is
+re-raised as an instance of a subclass of *both* its own pydelta class and that pyspark class,
+so `except pydelta.errors.DeltaTableNotFoundError` and `except AnalysisException` (with
+`e.getCondition()`) both work. Errors that are not DeltaErrors pass through unchanged.
+
+pyspark is imported lazily (only when an error is converted), so importing this module, and
+the modules decorated with it, does not import pyspark.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable, TypeVar
+
+from pydelta import errors as E
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# SQLSTATEs of the error classes used here (delta-spark's delta-error-classes.json, Spark's error-conditions.json).
+SQL_STATES: dict[str, str] = {
+    "DELTA_TABLE_NOT_FOUND": "42P01",
+    "DELTA_MISSING_DELTA_TABLE": "42P01",
+    "DELTA_PATH_DOES_NOT_EXIST": "42K03",
+    "TABLE_OR_VIEW_NOT_FOUND": "42P01",
+    "DELTA_TABLE_ALREADY_EXISTS": "42P07",
+    "TABLE_OR_VIEW_ALREADY_EXISTS": "42P07",
+    "DELTA_PATH_EXISTS": "42K04",
+    "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG": "56038",
+    "DELTA_UNSUPPORTED_FEATURES_FOR_READ": "56038",
+    "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE": "56038",
+    "DELTA_VERSIONS_NOT_CONTIGUOUS": "KD00C",
+    "DELTA_VERSION_NOT_FOUND": "22003",
+    "DELTA_TIMESTAMP_GREATER_THAN_COMMIT": "42816",
+    "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION": "42816",
+    "DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER": "22003",
+    "DELTA_METADATA_MISMATCH": "42KDG",
+    "DELTA_FAILED_TO_MERGE_FIELDS": "22005",
+    "DELTA_NOT_NULL_CONSTRAINT_VIOLATED": "23502",
+    "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES": "23001",
+    "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE": "21506",
+    "DELTA_ZORDERING_ON_PARTITION_COLUMN": "42P10",
+    "DELTA_INVALID_PROTOCOL_DOWNGRADE": "KD004",
+    "DELTA_MERGE_MISSING_WHEN": "42601",
+}
+
+ANALYSIS = "AnalysisException"
+ILLEGAL_ARGUMENT = "IllegalArgumentException"
+PARSE = "ParseException"
+UNSUPPORTED = "UnsupportedOperationException"
+UNKNOWN = "UnknownException"  # delta-spark's DeltaRuntimeException / IllegalStateException family
+
+_PREFIX = re.compile(r"^\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]\s*")
+
+
+def _rule(e: E.DeltaError) -> tuple[str, str | None] | None:
+    """(pyspark exception name, delta-spark error class) for `e`, or None to leave it alone."""
+    text = str(e)
+    explicit = getattr(type(e), "error_class", None)
+    if E.DeltaConcurrentModificationException in type(e).__mro__:
+        return None  # keep delta-spark's names (pydelta.errors); no pyspark class to add
+    if isinstance(e, E.DeltaParseError):
+        return PARSE, None
+    if explicit == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE":
+        return UNSUPPORTED, explicit
+    if isinstance(e, E.DeltaTableNotFoundError):
+        return ANALYSIS, "DELTA_MISSING_DELTA_TABLE"  # DeltaTable.forPath / forName, commands
+    if isinstance(e, E.TableAlreadyExistsError):
+        if text.startswith("Cannot write to already existent path"):
+            return ANALYSIS, "DELTA_PATH_EXISTS"
+        return ANALYSIS, "DELTA_TABLE_ALREADY_EXISTS"
+    if isinstance(e, E.VersionNotFoundError):
+        if "before the earliest" in text:
+            return ANALYSIS, "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"
+        if "after the latest" in text:
+            return ANALYSIS, "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"
+        return ANALYSIS, "DELTA_VERSION_NOT_FOUND"
+    if isinstance(e, E.LogNotContiguousError):
+        return UNKNOWN, "DELTA_VERSIONS_NOT_CONTIGUOUS"
+    if isinstance(e, E.UnsupportedFeatureError):
+        if "writer feature" in text:
+            return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
+        return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_FOR_READ"
+    if isinstance(e, E.SchemaMismatchError):
+        if text.startswith("Failed to merge"):
+            return ANALYSIS, "DELTA_FAILED_TO_MERGE_FIELDS"
+        return ANALYSIS, "DELTA_METADATA_MISMATCH"
+    if isinstance(e, E.InvariantViolationError):
+        if "NOT NULL constraint violated" in text:
+            return UNKNOWN, "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+        if text.startswith(("CHECK constraint", "Invariant violated")):
+            return UNKNOWN, "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"
+        return UNKNOWN, None
+    if isinstance(e, E.DeltaAnalysisError):
+        if "Table features configured in the following" in text:
+            # delta-spark: DeltaTableFeatureException (a RuntimeException, not an AnalysisException)
+            return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG"
+        if "is a partition column. Z-Ordering can only be performed on data columns" in text:
+            return ILLEGAL_ARGUMENT, "DELTA_ZORDERING_ON_PARTITION_COLUMN"
+        return ANALYSIS, None
+    if isinstance(e, E.DeltaProtocolError) and "cannot be downgraded" in text:
+        return UNKNOWN, "DELTA_INVALID_PROTOCOL_DOWNGRADE"
+    if isinstance(e, E.DeltaIllegalArgumentError):
+        return ILLEGAL_ARGUMENT, None
+    if isinstance(e, E.DeltaNotImplementedError):
+        return UNSUPPORTED, None
+    return None
+
+
+_classes: dict[tuple[type, type], type] = {}
+
+
+def _pyspark_class(name: str) -> type:
+    import pyspark.errors as pe
+
+    return getattr(pe, name)
+
+
+class _Mixin:
+    """Behaviour shared by the dynamic classes: delta-spark's message shape and SQLSTATEs."""
+
+    def getSqlState(self) -> str | None:  # noqa: N802
+        cond = self._errorClass  # type: ignore[attr-defined]
+        if cond is None:
+            return None
+        return SQL_STATES.get(cond) or self._error_reader.get_sqlstate(cond)  # type: ignore[attr-defined]
+
+    def getMessage(self) -> str:  # noqa: N802
+        cond = self._errorClass  # type: ignore[attr-defined]
+        msg = self._message  # type: ignore[attr-defined]
+        if cond is None or msg.startswith(f"[{cond}]"):
+            return msg
+        return f"[{cond}] {msg}"
+
+    def __str__(self) -> str:
+        return self.getMessage()
+
+
+def _dynamic_class(cls: type, base: type) -> type:
+    key = (cls, base)
+    made = _classes.get(key)
+    if made is None:
+        made = type(cls.__name__, (_Mixin, cls, base), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        _classes[key] = made
+    return made
+
+
+def to_pyspark(e: BaseException, not_found: str | None = None) -> BaseException:
+    """`e` as an instance of its own class and the pyspark class delta-spark raises (or `e` itself)."""
+    if not isinstance(e, E.DeltaError):
+        return e
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:  # pragma: no cover - pyspark is a dependency of pydelta.spark
+        return e
+    if isinstance(e, PySparkException):
+        return e  # already converted (an inner boundary)
+    rule = _rule(e)
+    if rule is None:
+        return e
+    name, cond = rule
+    if cond == "DELTA_MISSING_DELTA_TABLE" and not_found is not None:
+        cond = not_found
+    text = str(e)
+    match = _PREFIX.match(text)
+    if match:  # an error class the message already names wins
+        cond = match.group(1)
+    cls = _dynamic_class(type(e), _pyspark_class(name))
+    new = cls.__new__(cls)
+    new.args = e.args
+    new.__dict__.update(e.__dict__)
+    params = {"message": text}
+    base_init = _pyspark_class("PySparkException").__init__
+    base_init(new, message=text, errorClass=cond, messageParameters=params)
+    new.args = e.args
+    return new
+
+
+def _reraise(e: BaseException, not_found: str | None) -> None:
+    new = to_pyspark(e, not_found)
+    if new is e:
+        raise e
+    raise new.with_traceback(e.__traceback__) from e.__cause__
+
+
+def boundary(func: F | None = None, *, not_found: str | None = None) -> Any:
+    """Decorator: DeltaErrors leaving `func` become pyspark-compatible (see `to_pyspark`)."""
+
+    def deco(f: F) -> F:
+        if getattr(f, "_pydelta_boundary", False):
+            return f
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return f(*args, **kwargs)
+            except E.DeltaError as e:
+                _reraise(e, not_found)
+
+        wrapper._pydelta_boundary = True  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return deco(func) if func is not None else deco
+
+
+def boundary_class(cls: type) -> type:
+    """Wrap every public method, classmethod and staticmethod of `cls` with `boundary`."""
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, classmethod):
+            setattr(cls, name, classmethod(boundary(value.__func__)))
+        elif isinstance(value, staticmethod):
+            setattr(cls, name, staticmethod(boundary(value.__func__)))
+        elif callable(value) and not isinstance(value, type):
+            setattr(cls, name, boundary(value))
+    return cls

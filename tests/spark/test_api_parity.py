@@ -1,0 +1,78 @@
+"""delta-spark parity of exceptions (pyspark classes + error classes) and argument checks."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
+
+from pydelta import errors as E
+from pydelta.spark.spark_errors import to_pyspark
+from pydelta.tables import DeltaTable
+
+
+def test_conversion_keeps_pydelta_class_and_adds_pyspark():
+    e = to_pyspark(E.DeltaTableNotFoundError("/x is not a Delta table"))
+    assert isinstance(e, E.DeltaTableNotFoundError) and isinstance(e, AnalysisException)
+    assert e.getCondition() == "DELTA_MISSING_DELTA_TABLE" and e.getSqlState() == "42P01"
+    assert str(e) == "[DELTA_MISSING_DELTA_TABLE] /x is not a Delta table"
+    e = to_pyspark(E.TableAlreadyExistsError("[TABLE_OR_VIEW_ALREADY_EXISTS] Table t already exists"))
+    assert e.getCondition() == "TABLE_OR_VIEW_ALREADY_EXISTS" and str(e).count("[TABLE_OR_VIEW") == 1
+    e = to_pyspark(E.DeltaAnalysisError("p is a partition column. Z-Ordering can only be performed on data columns"))
+    assert isinstance(e, IllegalArgumentException) and e.getCondition() == "DELTA_ZORDERING_ON_PARTITION_COLUMN"
+    e = to_pyspark(E.VersionNotFoundError("timestamp x is after the latest version 3"))
+    assert e.getCondition() == "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"
+    e = to_pyspark(E.InvariantViolationError("NOT NULL constraint violated for column: a"))
+    assert e.getCondition() == "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+    e = to_pyspark(E.DeltaNotImplementedError("nope"))
+    assert isinstance(e, UnsupportedOperationException) and isinstance(e, NotImplementedError)
+    other = ValueError("x")
+    assert to_pyspark(other) is other
+
+
+def test_table_not_found_at_the_api(spark, tmp_path):
+    with pytest.raises(AnalysisException) as info:
+        DeltaTable.forPath(spark, str(tmp_path / "none"))
+    assert isinstance(info.value, E.DeltaTableNotFoundError)
+    assert info.value.getCondition() == "DELTA_MISSING_DELTA_TABLE"
+    with pytest.raises(AnalysisException) as info:
+        spark.read.format("delta").load(str(tmp_path / "none"))
+    assert isinstance(info.value, E.DeltaTableNotFoundError)
+
+
+def test_builder_and_table_argument_checks(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(path)
+    t = DeltaTable.forPath(spark, path)
+    with pytest.raises(AnalysisException) as info:
+        DeltaTable.create(spark).location(path).addColumn("id", "long").execute()
+    assert info.value.getCondition() == "DELTA_TABLE_ALREADY_EXISTS"
+    assert isinstance(info.value, E.TableAlreadyExistsError)
+    b = DeltaTable.create(spark)
+    for call in (lambda: b.tableName(1), lambda: b.location(1), lambda: b.comment(1),
+                 lambda: b.addColumn(1, "int"), lambda: b.addColumn("a", 1), lambda: b.addColumn("a", "int", nullable=1),
+                 lambda: b.addColumn("a", "int", generatedAlwaysAs=1), lambda: b.addColumn("a", "int", comment=1),
+                 lambda: b.addColumns(1), lambda: b.addColumns([1]), lambda: b.partitionedBy(1),
+                 lambda: b.property("k", 1)):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(ValueError, match="readerVersion"):
+        t.upgradeTableProtocol("abc", 3)
+    with pytest.raises(TypeError, match="must be DataFrame"):
+        t.merge(5, "true")
+    with pytest.raises(ValueError, match="timestamp needs to be a string"):
+        t.restoreToTimestamp(5)
+    with pytest.raises(ValueError, match="cannot be converted to a valid timestamp"):
+        t.restoreToTimestamp("not a time")
+    with pytest.raises(TypeError, match="Z-order column must be str"):
+        t.optimize().executeZOrderBy(1)
+    before = t.history().count()
+    t.upgradeTableProtocol(1, 1)  # lower than the table's: no-op
+    assert t.history().count() == before
+
+
+def test_sql_errors_are_pyspark(spark, tmp_path):
+    path = str(tmp_path / "s")
+    spark.range(3).write.format("delta").save(path)
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(f"CREATE TABLE delta.`{path}` (id long) USING delta")
+    assert isinstance(info.value, E.DeltaError) and info.value.getCondition() is not None
