@@ -22,10 +22,6 @@ from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
 
 
-def _fmt(p: Protocol) -> str:
-    return pu.describe(p)
-
-
 def upgraded_protocol(current: Protocol, reader: int, writer: int) -> Protocol:
     """The protocol `upgradeTableProtocol(reader, writer)` produces from `current`."""
     for name, value, limit in (("reader", reader, pu.TABLE_FEATURES_READER), ("writer", writer, pu.TABLE_FEATURES_WRITER)):
