@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ["benchmarks.bench_commit", "benchmarks.bench_snapshot", "benchmarks.bench_spark_io", "benchmarks.bench_dml",
+BENCHMARKS = ["benchmarks.bench_commit", "benchmarks.bench_snapshot", "benchmarks.bench_json_commits",
+              "benchmarks.bench_spark_io", "benchmarks.bench_dml",
               "benchmarks.bench_sql"]
 
 if __name__ == "__main__":

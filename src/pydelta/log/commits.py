@@ -25,6 +25,33 @@ class CommitActions:
     cdcs: list[dict[str, Any]] = field(default_factory=list)
     sidecars: list[dict[str, Any]] = field(default_factory=list)
     checkpoint_metadata: dict[str, Any] | None = None
+    # Set by the vectorized parser (json_actions.parse_commit): file actions as Arrow
+    # chunked arrays of ADD_TYPE / REMOVE_TYPE, in file order, instead of `adds`/`removes`.
+    add_array: Any = None
+    remove_array: Any = None
+
+    def add_files(self) -> Any:
+        """Add actions as one Arrow array of ADD_TYPE, in file order."""
+        from pydelta.log.arrow_actions import ADD_TYPE
+
+        return _as_array(self.add_chunks(), ADD_TYPE)
+
+    def remove_files(self) -> Any:
+        """Remove actions as one Arrow array of REMOVE_TYPE, in file order."""
+        from pydelta.log.arrow_actions import REMOVE_TYPE
+
+        return _as_array(self.remove_chunks(), REMOVE_TYPE)
+
+    def add_chunks(self) -> list[Any]:
+        """Add actions as Arrow arrays of ADD_TYPE (concatenated: file order), not copied."""
+        from pydelta.log.arrow_actions import ADD_TYPE
+
+        return _chunks(self.add_array, self.adds, ADD_TYPE)
+
+    def remove_chunks(self) -> list[Any]:
+        from pydelta.log.arrow_actions import REMOVE_TYPE
+
+        return _chunks(self.remove_array, self.removes, REMOVE_TYPE)
 
     @property
     def in_commit_timestamp(self) -> int | None:
@@ -32,6 +59,21 @@ class CommitActions:
             return None
         ts = self.commit_info.get("inCommitTimestamp")
         return int(ts) if ts is not None else None
+
+
+def _chunks(array: Any, rows: list[dict[str, Any]], target: Any) -> list[Any]:
+    from pydelta.log.arrow_actions import rows_to_struct
+
+    parts = [c for c in array.chunks if len(c)] if array is not None else []
+    if rows:
+        parts.append(rows_to_struct(rows, target))
+    return parts
+
+
+def _as_array(parts: list[Any], target: Any) -> Any:
+    from pydelta.log.arrow_actions import concat
+
+    return concat(parts, target)
 
 
 def parse_actions(data: bytes, version: int, source: str) -> CommitActions:

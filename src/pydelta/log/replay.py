@@ -1,7 +1,8 @@
 """Reconciling actions into a table state (PROTOCOL.md, "Action Reconciliation").
 
-The base (a checkpoint, or an already loaded state) stays in Arrow; only the
-commits after it are parsed in Python. A file is keyed by its canonical path
+The base (a checkpoint, or an already loaded state) stays in Arrow; large
+commits are parsed by pyarrow's JSON reader (json_actions), small ones row by
+row, and reconciliation of their file actions is vectorized. A file is keyed by its canonical path
 plus its deletion vector's unique id; the newest action for a key wins.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
@@ -17,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pydelta.errors import MissingMetadataError, MissingProtocolError
-from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, rows_to_struct
+from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat
 from pydelta.log.checkpoint_reader import read_checkpoint
-from pydelta.log.commits import CommitActions, parse_actions
+from pydelta.log.commits import CommitActions, parse_actions  # noqa: F401  (parse_actions re-exported)
+from pydelta.log.json_actions import parse_commit
 from pydelta.log.segment import LogSegment
 from pydelta.log.storage import Storage, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
@@ -32,13 +35,19 @@ class TableState:
     version: int
     protocol: Protocol
     metadata: Metadata
-    adds: pa.StructArray
-    removes: pa.StructArray
+    # StructArrays of ADD_TYPE / REMOVE_TYPE; after an incremental update (a large state plus
+    # a few new actions) a ChunkedArray, so that the state is not copied.
+    adds: pa.StructArray | pa.ChunkedArray
+    removes: pa.StructArray | pa.ChunkedArray
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     latest_commit_info: dict[str, Any] | None = None
     # (version, protocol, metadata) of the newest change of each, for ICT rules
     metadata_version: int = 0
+    # True when every add (remove) path is a plain relative path (no leading '/', '%' or
+    # ':'), so incremental updates can match paths without a regex; None: not known yet.
+    plain_add_paths: bool | None = None
+    plain_remove_paths: bool | None = None
 
 
 def canonical_path(path: str, table_root: str) -> str:
@@ -61,16 +70,17 @@ def action_key(body: dict[str, Any], table_root: str) -> str:
     return canonical_path(body["path"], table_root) + "\x00" + _dv_uid(body.get("deletionVector"))
 
 
-def file_keys(files: pa.StructArray, table_root: str) -> pa.Array:
-    """Vectorized `action_key` for an add/remove struct array."""
-    paths = pc.struct_field(files, "path")
+def _canonical_paths(paths: pa.Array, table_root: str) -> pa.Array:
+    """Vectorized `canonical_path`: plain relative paths in bulk, odd ones per row."""
+    prefix = table_root.rstrip("/") + "/"
+    if _all_plain(paths):
+        return pc.binary_join_element_wise(pa.scalar(prefix), paths, "")
     simple = pc.invert(
         pc.or_(
             pc.or_(pc.match_substring(paths, "%"), pc.match_substring(paths, ":")),
             pc.starts_with(paths, "/"),
         )
     )
-    prefix = table_root.rstrip("/") + "/"
     canonical = pc.binary_join_element_wise(pa.scalar(prefix), paths, "")
     if not pc.all(simple).as_py():
         slow = [canonical_path(p, table_root) for p in paths.filter(pc.invert(simple)).to_pylist()]
@@ -79,7 +89,16 @@ def file_keys(files: pa.StructArray, table_root: str) -> pa.Array:
         for i, value in zip(idx.to_pylist(), slow):
             canonical[i] = value
         canonical = pa.array(canonical, pa.string())
-    dv = pc.struct_field(files, "deletionVector")
+    return canonical
+
+
+def _keys_of(files: pa.StructArray, canonical: pa.Array) -> pa.Array:
+    return _keys_from(canonical, pc.struct_field(files, "deletionVector"))
+
+
+def _keys_from(canonical: pa.Array, dv: pa.Array) -> pa.Array:
+    if dv.null_count == len(dv):
+        return pc.binary_join_element_wise(canonical, pa.scalar(""), "\x00")
     uid = pc.binary_join_element_wise(
         pc.struct_field(dv, "storageType"), pc.struct_field(dv, "pathOrInlineDv"), ""
     )
@@ -93,34 +112,200 @@ def file_keys(files: pa.StructArray, table_root: str) -> pa.Array:
     return pc.binary_join_element_wise(canonical, uid, "\x00")
 
 
-def _drop_touched(files: pa.StructArray, touched: dict[str, Any], table_root: str) -> pa.StructArray:
-    """`files` minus rows whose key a newer commit touched.
+def file_keys(files: pa.StructArray, table_root: str) -> pa.Array:
+    """Vectorized `action_key` for an add/remove struct array."""
+    return _keys_of(files, _canonical_paths(pc.struct_field(files, "path"), table_root))
+
+
+def _all_plain(paths: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether no path starts with '/' or holds '%' or ':' (a quick, conservative check).
+
+    Looks at the raw string bytes (memchr) and first bytes instead of running a regex
+    per row; bytes outside a sliced array can only make the answer False.
+    """
+    chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        if chunk.type != pa.string():
+            return False
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+        if data_buf is None or offsets[-1] == offsets[0]:
+            continue
+        raw = memoryview(data_buf)[offsets[0]:offsets[-1]].tobytes()
+        if b"%" in raw or b":" in raw:
+            return False
+        starts = offsets[:-1][offsets[1:] > offsets[:-1]] - offsets[0]
+        if len(starts) and (np.frombuffer(raw, dtype=np.uint8)[starts] == ord("/")).any():
+            return False
+    return True
+
+
+def _take(files: pa.Array | pa.ChunkedArray, idx: pa.Array) -> pa.Array:
+    """`files.take(idx)` for ascending `idx`, without concatenating a chunked `files` first."""
+    if not isinstance(files, pa.ChunkedArray):
+        return files.take(idx)
+    chunks = [c for c in files.chunks if len(c)]
+    wanted = idx.to_numpy().astype(np.int64)
+    bounds = np.cumsum([0] + [len(c) for c in chunks])
+    parts = []
+    for i, chunk in enumerate(chunks):
+        lo, hi = np.searchsorted(wanted, [bounds[i], bounds[i + 1]])
+        if hi > lo:
+            parts.append(chunk.take(pa.array(wanted[lo:hi] - bounds[i])))
+    return concat(parts, files.type)
+
+
+class _Touched:
+    """The paths (and DVs) of the file actions of some commits, keyed lazily."""
+
+    def __init__(self, paths: pa.Array, dvs: pa.Array, table_root: str) -> None:
+        self.paths = paths
+        self.dvs = dvs
+        self.table_root = table_root
+        self.plain = _all_plain(paths)
+        self.has_dvs = dvs.null_count != len(dvs)
+
+    @cached_property
+    def canonical(self) -> pa.Array:
+        return _canonical_paths(self.paths, self.table_root)
+
+    @cached_property
+    def keys(self) -> pa.Array:
+        """`action_key` of each action."""
+        return _keys_from(self.canonical, self.dvs)
+
+    def dedupe_keys(self) -> pa.Array:
+        """Keys equal exactly when `keys` are (plain relative paths need no table root)."""
+        if not self.plain:
+            return self.keys
+        return _keys_from(self.paths, self.dvs) if self.has_dvs else self.paths
+
+    def relative(self) -> pa.Array:
+        """The paths as relative to the table root, where they are under it."""
+        if self.plain:
+            return self.paths
+        prefix = self.table_root.rstrip("/") + "/"
+        under = pc.starts_with(self.canonical, prefix)
+        return pc.utf8_slice_codeunits(self.canonical.filter(under), len(prefix))  # code points, as len()
+
+
+def _drop_touched(
+    files: pa.StructArray | pa.ChunkedArray, touched: _Touched, table_root: str, plain: bool | None
+) -> tuple[pa.StructArray | pa.ChunkedArray, bool | None]:
+    """`files` minus rows whose key a newer commit (`touched`) touched.
 
     Full keys are only computed for rows that could match: rows whose raw path
-    equals a touched path's relative form, and rows with unusual paths.
+    equals a touched path's relative form, and rows with unusual paths. Also returns
+    whether all paths of `files` are plain (`plain`: known answer, None: compute it).
     """
     if len(files) == 0:
-        return files
-    prefix = table_root.rstrip("/") + "/"
-    relative = set()
-    for key in touched:
-        path = key.split("\x00", 1)[0]
-        if path.startswith(prefix):
-            relative.add(path[len(prefix):])
+        return files, True
     paths = pc.struct_field(files, "path")
-    unusual = pc.match_substring_regex(paths, r"^/|[%:]")
-    candidates = pc.or_(pc.is_in(paths, value_set=pa.array(sorted(relative), pa.string())), unusual)
+    if plain is None:
+        plain = _all_plain(paths)
+    candidates = pc.is_in(paths, value_set=pc.unique(touched.relative()))
+    if not plain:
+        candidates = pc.or_(candidates, pc.match_substring_regex(paths, r"^/|[%:]"))
     if not pc.any(candidates).as_py():
-        return files
+        return files, plain
     idx = pc.indices_nonzero(candidates)
-    keys = file_keys(files.take(idx), table_root)
-    hit = pc.is_in(keys, value_set=pa.array(list(touched), pa.string()))
+    hit = pc.is_in(file_keys(_take(files, idx), table_root), value_set=pc.unique(touched.keys))
     drop = idx.filter(hit)
     if len(drop) == 0:
-        return files
+        return files, plain
+    drop = np.unique(drop.to_numpy()).astype(np.int64)
+    if len(drop) <= _MAX_CHUNKS:
+        # Few rows go: keep the rest as zero-copy slices between them.
+        whole = files if isinstance(files, pa.ChunkedArray) else pa.chunked_array([files])
+        bounds = np.concatenate([[-1], drop, [len(files)]])
+        chunks = []
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if hi - lo > 1:
+                chunks.extend(c for c in whole.slice(lo + 1, hi - lo - 1).chunks if len(c))
+        if len(chunks) == 1:
+            return chunks[0], plain
+        return pa.chunked_array(chunks, type=files.type), plain
     keep = np.ones(len(files), dtype=bool)
-    keep[drop.to_numpy()] = False
-    return files.filter(pa.array(keep))
+    keep[drop] = False
+    return files.filter(pa.array(keep)), plain
+
+
+def _newest_per_key(commits: list[CommitActions], table_root: str):
+    """The file actions of `commits`, the newest per key, ordered by the key's first appearance.
+
+    Returns (new add arrays, new remove arrays, the touched paths),
+    the arrays to be concatenated in order; within a commit removes come before adds,
+    as in the row-by-row reconciliation. Arrays are only copied when keys repeat.
+    """
+    adds, removes, kinds, locals_, paths, dvs = [], [], [], [], [], []
+    n_adds = n_removes = 0
+    for commit in commits:
+        for is_add, chunks in ((False, commit.remove_chunks()), (True, commit.add_chunks())):
+            for files in chunks:
+                paths.append(pc.struct_field(files, "path"))
+                dvs.append(pc.struct_field(files, "deletionVector"))
+                kinds.append(np.full(len(files), is_add))
+                start = n_adds if is_add else n_removes
+                locals_.append(np.arange(start, start + len(files), dtype=np.int64))
+                if is_add:
+                    adds.append(files)
+                    n_adds += len(files)
+                else:
+                    removes.append(files)
+                    n_removes += len(files)
+    if not paths:
+        return None
+    touched = _Touched(
+        pa.concat_arrays(paths) if len(paths) > 1 else paths[0], pa.concat_arrays(dvs) if len(dvs) > 1 else dvs[0],
+        table_root,
+    )
+    keys = touched.dedupe_keys()
+    if len(keys) > 1:
+        # Codes number keys in order of first appearance; the newest action of each wins.
+        codes = pc.dictionary_encode(keys).indices.to_numpy()
+        n_keys = int(codes.max()) + 1
+        if n_keys != len(keys):
+            kind = np.concatenate(kinds)
+            local = np.concatenate(locals_)
+            winners = np.full(n_keys, -1, dtype=np.int64)
+            np.maximum.at(winners, codes, np.arange(len(codes), dtype=np.int64))
+            kind, local = kind[winners], local[winners]
+            adds = _gather(adds, local[kind], ADD_TYPE)
+            removes = _gather(removes, local[~kind], REMOVE_TYPE)
+    return adds, removes, touched
+
+
+def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) -> list[pa.Array]:
+    """Rows `indices` of the concatenation of `chunks`, as zero-copy slices where the indices run on."""
+    if len(indices) == 0 or not chunks:
+        return []
+    breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+    starts = indices[np.concatenate([[0], breaks])]
+    lengths = np.diff(np.concatenate([[0], breaks, [len(indices)]]))
+    if len(starts) > 4096:
+        return [concat(chunks, target).take(pa.array(indices))]
+    whole = pa.chunked_array(chunks, type=target)
+    out = []
+    for start, length in zip(starts.tolist(), lengths.tolist()):
+        out.extend(c for c in whole.slice(start, length).chunks if len(c))
+    return out
+
+
+_MAX_CHUNKS = 64
+
+
+def _append(base: pa.Array | pa.ChunkedArray, new: list[pa.Array], target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """`base` followed by `new`: one array, or chunks when `new` is small next to `base` (no copy of it)."""
+    base_chunks = [c for c in (base.chunks if isinstance(base, pa.ChunkedArray) else [base]) if len(c)]
+    new = [c for c in new if len(c)]
+    n_base = sum(len(c) for c in base_chunks)
+    n_new = sum(len(c) for c in new)
+    chunks = base_chunks + new
+    if n_base > 4 * n_new and len(chunks) <= _MAX_CHUNKS:
+        return pa.chunked_array(chunks, type=target) if len(chunks) != 1 else chunks[0]
+    return concat(chunks, target)
 
 
 def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:
@@ -133,10 +318,10 @@ def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:
             continue
         comp = compactions.get(version)
         if comp is not None:
-            out.append(parse_actions(storage.read(comp.file.path), comp.end, comp.file.path))
+            out.append(parse_commit(storage.read(comp.file.path), comp.end, comp.file.path))
             skip_until = comp.end
             continue
-        out.append(parse_actions(storage.read(info.path), version, info.path))
+        out.append(parse_commit(storage.read(info.path), version, info.path))
     return out
 
 
@@ -149,7 +334,6 @@ def apply_commits(
     txns = dict(base.txns) if base else {}
     domains = dict(base.domains) if base else {}
     latest_info = base.latest_commit_info if base else None
-    touched: dict[str, tuple[bool, dict[str, Any]]] = {}
     for commit in commits:
         if commit.protocol is not None:
             protocol = commit.protocol
@@ -163,10 +347,6 @@ def apply_commits(
                 domains.pop(d.domain, None)
             else:
                 domains[d.domain] = d
-        for r in commit.removes:
-            touched[action_key(r, table_root)] = (False, r)
-        for a in commit.adds:
-            touched[action_key(a, table_root)] = (True, a)
         latest_info = commit.commit_info
     if protocol is None:
         raise MissingProtocolError(f"no protocol action found in the log of {table_root} up to version {target_version}")
@@ -174,13 +354,19 @@ def apply_commits(
         raise MissingMetadataError(f"no metaData action found in the log of {table_root} up to version {target_version}")
     adds = base.adds if base else pa.array([], type=ADD_TYPE)
     removes = base.removes if base else pa.array([], type=REMOVE_TYPE)
-    if touched:
-        adds = _drop_touched(adds, touched, table_root)
-        removes = _drop_touched(removes, touched, table_root)
-        new_adds = [body for is_add, body in touched.values() if is_add]
-        new_removes = [body for is_add, body in touched.values() if not is_add]
-        adds = concat([adds, rows_to_struct(new_adds, ADD_TYPE)], ADD_TYPE)
-        removes = concat([removes, rows_to_struct(new_removes, REMOVE_TYPE)], REMOVE_TYPE)
+    plain_adds = base.plain_add_paths if base else True
+    plain_removes = base.plain_remove_paths if base else True
+    newest = _newest_per_key(commits, table_root)
+    if newest is not None:
+        new_adds, new_removes, touched = newest
+        adds, plain_adds = _drop_touched(adds, touched, table_root, plain_adds)
+        removes, plain_removes = _drop_touched(removes, touched, table_root, plain_removes)
+        if plain_adds:
+            plain_adds = all(_all_plain(pc.struct_field(c, "path")) for c in new_adds)
+        if plain_removes:
+            plain_removes = all(_all_plain(pc.struct_field(c, "path")) for c in new_removes)
+        adds = _append(adds, new_adds, ADD_TYPE)
+        removes = _append(removes, new_removes, REMOVE_TYPE)
     return TableState(
         version=target_version,
         protocol=protocol,
@@ -191,6 +377,8 @@ def apply_commits(
         domains=domains,
         latest_commit_info=latest_info,
         metadata_version=metadata_version,
+        plain_add_paths=plain_adds,
+        plain_remove_paths=plain_removes,
     )
 
 
