@@ -79,11 +79,12 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> "DeltaTable":
-        from pydelta.spark.catalog import is_delta_name, table_location
+        from pydelta.spark.catalog import delta_table_location
 
-        if not is_delta_name(sparkSession, tableOrViewName):
+        location = delta_table_location(sparkSession, tableOrViewName)
+        if location is None:
             raise DeltaTableNotFoundError(f"`{tableOrViewName}` is not a Delta table")
-        return cls.forPath(sparkSession, table_location(sparkSession, tableOrViewName))
+        return cls.forPath(sparkSession, location)
 
     @classmethod
     def isDeltaTable(cls, sparkSession: Any, identifier: str) -> bool:

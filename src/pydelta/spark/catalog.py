@@ -86,15 +86,32 @@ def table_location(spark: Any, name: str) -> str:
     return default_location(spark, name)
 
 
+def delta_location(spark: Any, name: str, entry: CatalogEntry | None) -> str | None:
+    """Where the Delta table `name` lives, given its catalog entry (`lookup(spark, name)`).
+
+    None when `name` is not a Delta table. A name that was never registered still is one
+    when its default managed location holds a `_delta_log` (tables written before names
+    were registered).
+    """
+    if entry is not None:
+        if (entry.provider or "").lower() != "delta":
+            return None
+        return entry.location or default_location(spark, name)
+    location = default_location(spark, name)
+    return location if os.path.isdir(os.path.join(location, "_delta_log")) else None
+
+
+def delta_table_location(spark: Any, name: str) -> str | None:
+    """The location of the Delta table `name` (one catalog round trip), or None when it is not one."""
+    try:
+        return delta_location(spark, name, lookup(spark, name))
+    except DeltaIllegalArgumentError:
+        return None
+
+
 def is_delta_name(spark: Any, name: str) -> bool:
     """True when `name` is a Delta table: registered with provider delta, or a Delta directory."""
-    try:
-        entry = lookup(spark, name)
-    except DeltaIllegalArgumentError:
-        return False
-    if entry is not None:
-        return (entry.provider or "").lower() == "delta"
-    return os.path.isdir(os.path.join(default_location(spark, name), "_delta_log"))
+    return delta_table_location(spark, name) is not None
 
 
 def _quote(text: str) -> str:

@@ -79,13 +79,14 @@ def _reader_load(original):
 
 def _reader_table(original):
     def table(self, tableName):
-        from pydelta.spark.catalog import is_delta_name, table_location
+        from pydelta.spark.catalog import delta_table_location
 
-        if not is_delta_name(self._spark, tableName):
+        location = delta_table_location(self._spark, tableName)
+        if location is None:
             return original(self, tableName)
         from pydelta.spark.reader_options import read_delta
 
-        return read_delta(self._spark, table_location(self._spark, tableName), dict(_state(self)["options"]))
+        return read_delta(self._spark, location, dict(_state(self)["options"]))
 
     return table
 

@@ -69,19 +69,20 @@ def _save_as_table(original):
         if not _is_delta(st["format"]):
             return original(self, name, format, mode, partitionBy, **options)
         mode, partition_by, opts = _settings(self, mode, partitionBy, options)
-        from pydelta.spark.catalog import is_delta_name, lookup, register_table, table_location
+        from pydelta.spark.catalog import default_location, delta_location, lookup, register_table
         from pydelta.spark.table_ddl import table_as_select
         from pydelta.spark.write import write_dataframe
 
         spark = self._df.sparkSession
         explicit_path = opts.pop("path", None)
-        location = explicit_path or table_location(spark, name)
         entry = lookup(spark, name)
         if entry is not None and (entry.provider or "").lower() != "delta":
             from pydelta.errors import TableAlreadyExistsError
 
             raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
-        exists = is_delta_name(spark, name)
+        existing = delta_location(spark, name, entry)
+        exists = existing is not None
+        location = explicit_path or existing or default_location(spark, name)
         save_mode = (mode or "errorifexists").lower()
         if not exists or save_mode == "overwrite":
             # delta-spark: saveAsTable creates the table, or replaces it in overwrite mode.
@@ -101,14 +102,14 @@ def _save_as_table(original):
 
 def _insert_into(original):
     def insertInto(self, tableName, overwrite=None):
-        from pydelta.spark.catalog import is_delta_name, table_location
+        from pydelta.spark.catalog import delta_table_location
 
-        if not is_delta_name(self._df.sparkSession, tableName):
+        location = delta_table_location(self._df.sparkSession, tableName)
+        if location is None:
             return original(self, tableName, overwrite)
         from pydelta.spark.write import write_dataframe
         from pydelta.log.snapshot import load_snapshot
 
-        location = table_location(self._df.sparkSession, tableName)
         # insertInto matches columns by position, as in Spark.
         table_cols = [f.name for f in load_snapshot(location).schema.fields]
         df = self._df

@@ -58,7 +58,7 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
     elif not summary.names or (summary.exact and not _names_delta_table(spark, summary, resolved)):
         return original(text)  # no Delta table in it: Spark's, untouched
     else:
-        refuse_unserved_delta_command(spark, plan)
+        refuse_unserved_delta_command(spark, plan, resolved)
     return run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved)
 
 
@@ -76,7 +76,7 @@ _STATEMENT_NAMES = {"TruncateTable": "TRUNCATE TABLE", "ShowPartitions": "SHOW P
                     "ShowTableExtended": "SHOW TABLE EXTENDED"}
 
 
-def refuse_unserved_delta_command(spark: Any, plan: Any) -> None:
+def refuse_unserved_delta_command(spark: Any, plan: Any, cache: dict) -> None:
     """A command pydelta does not serve, aimed at a Delta table: a clear error, never a JVM stack."""
     kind = jplan.kind(plan)
     if kind in _SPARK_SERVES or not jplan.is_command(spark, plan):
@@ -85,7 +85,7 @@ def refuse_unserved_delta_command(spark: Any, plan: Any) -> None:
 
     for node in jplan.walk(plan):
         if jplan.kind(node) in ("UnresolvedTable", "UnresolvedTableOrView") and \
-                resolve(spark, jplan.identifier_parts(node)) is not None:
+                resolve(spark, jplan.identifier_parts(node), cache) is not None:
             from pydelta.errors import DeltaNotImplementedError
 
             name = _STATEMENT_NAMES.get(kind, kind)
@@ -121,14 +121,8 @@ def _names_delta_table(spark: Any, summary: jplan.TreeSummary, cache: dict) -> b
 
     if not summary.exact:
         return True
-    seen = set()
-    for kind, parts in summary.names:
-        if kind == "UnresolvedTableValuedFunction" or parts in seen:
-            continue
-        seen.add(parts)
-        if resolve(spark, parts, cache) is not None:
-            return True
-    return False
+    return any(kind != "UnresolvedTableValuedFunction" and resolve(spark, parts, cache) is not None
+               for kind, parts in summary.names)
 
 
 def install() -> None:

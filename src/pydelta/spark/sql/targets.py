@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
 from pydelta.spark import catalog
 
@@ -61,17 +60,8 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...], cache: dict | None =
     if _is_temp_view(spark, parts):
         return None
     name = quote_parts(parts[1:] if len(parts) == 3 else parts)
-    try:
-        entry = catalog.lookup(spark, name)
-    except DeltaIllegalArgumentError:
-        return None
-    if entry is not None:
-        if (entry.provider or "").lower() != "delta":
-            return None
-        return DeltaTarget(entry.location or catalog.default_location(spark, name), name)
-    if catalog.is_delta_name(spark, name):  # a Delta directory at the default location, never registered
-        return DeltaTarget(catalog.default_location(spark, name), name)
-    return None
+    location = catalog.delta_table_location(spark, name)
+    return DeltaTarget(location, name) if location is not None else None
 
 
 def target_for_create(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget:
