@@ -16,6 +16,7 @@ from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
+from pydelta.spark.sql.jplan import string_literal
 from pydelta.spark.sql.raw import raw_sql
 
 
@@ -114,10 +115,6 @@ def is_delta_name(spark: Any, name: str) -> bool:
     return delta_table_location(spark, name) is not None
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def register_table(spark: Any, name: str, location: str, schema: Any, comment: str | None = None) -> bool:
     """Record `name` -> `location` in Spark's catalog as a table of provider delta.
 
@@ -143,9 +140,9 @@ def register_table(spark: Any, name: str, location: str, schema: Any, comment: s
     managed = os.path.normpath(location) == os.path.normpath(default_location(spark, name)) and not os.path.exists(location)
     sql = f"CREATE TABLE {ident} ({schema.toDDL()}) USING delta"
     if not managed:
-        sql += f" LOCATION {_quote(location)}"
+        sql += f" LOCATION {string_literal(location)}"
     if comment:
-        sql += f" COMMENT {_quote(comment)}"
+        sql += f" COMMENT {string_literal(comment)}"
     raw_sql(spark, sql)
     return True
 

@@ -18,12 +18,6 @@ from pydelta.spark.sql.router import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
 
-def _empty(spark: Any) -> Any:
-    from pyspark.sql.types import StructType
-
-    return spark.createDataFrame([], StructType([]))
-
-
 def _target(spark: Any, table: Any) -> DeltaTarget | None:
     """The Delta table an ALTER statement names (UnresolvedTable / UnresolvedRelation), else None."""
     if jplan.kind(table) not in ("UnresolvedTable", "UnresolvedTableOrView", "UnresolvedRelation"):
@@ -75,7 +69,7 @@ def _set_properties(spark: Any, text: str, plan: Any) -> Any:
         return NOT_DELTA
     properties = {str(k): str(v) for k, v in jplan.scala_map(plan.properties()).items()}
     alter.set_table_properties(spark, target.path, properties, display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
@@ -85,7 +79,7 @@ def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
     keys = [str(k) for k in jplan.seq(plan.propertyKeys())]
     # Spark's DSv2 path is always IF EXISTS (delta-spark's DeltaCatalog): missing keys are ignored.
     alter.unset_table_properties(spark, target.path, keys, True, display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _add_columns(spark: Any, text: str, plan: Any) -> Any:
@@ -101,7 +95,7 @@ def _add_columns(spark: Any, text: str, plan: Any) -> Any:
         columns.append(alter.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
                                        jplan.option(col.comment()), _position(jplan.option(col.position()))))
     alter.add_columns(spark, target.path, columns, display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
@@ -126,7 +120,7 @@ def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
             position=_position(jplan.option(spec.newPosition())),
         ))
     alter.change_columns(spark, target.path, changes, display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _add_check_constraint(spark: Any, text: str, plan: Any) -> Any:
@@ -140,7 +134,7 @@ def _add_check_constraint(spark: Any, text: str, plan: Any) -> Any:
         raise DeltaAnalysisError("a CHECK constraint on a Delta table needs a name: "
                                  "ALTER TABLE t ADD CONSTRAINT name CHECK (condition)")
     alter.add_constraint(spark, target.path, str(name), str(constraint.condition()), display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _add_other_constraint(spark: Any, text: str, plan: Any) -> Any:
@@ -156,7 +150,7 @@ def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
     if target is None:
         return NOT_DELTA
     alter.drop_constraint(spark, target.path, str(plan.name()), bool(plan.ifExists()), display=target.display())
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _not_implemented(reason: str) -> Callable[[Any, str, Any], Any]:

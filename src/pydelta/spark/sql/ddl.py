@@ -10,12 +10,6 @@ from pydelta.spark.sql.router import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
 
 
-def _empty(spark: Any) -> Any:
-    from pyspark.sql.types import StructType
-
-    return spark.createDataFrame([], StructType([]))
-
-
 def _spark_type(jtype: Any) -> Any:
     from pyspark.sql.types import _parse_datatype_json_string
 
@@ -106,7 +100,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
     if spec.comment is not None:
         builder = builder.comment(spec.comment)
     builder.execute()
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec: _Spec,
@@ -125,7 +119,7 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
         raise DeltaAnalysisError("REPLACE TABLE needs a schema (columns) or AS SELECT")
     if name is None:
         if kind == "createIfNotExists":
-            return _empty(spark)
+            return jplan.empty_result(spark)
         raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
     if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in snapshot.partition_columns]:
         raise DeltaAnalysisError("the specified partitioning does not match the existing table's partitioning")
@@ -135,27 +129,24 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
             raise DeltaAnalysisError("the specified properties do not match the existing table's properties")
     if lookup(spark, name) is not None:
         if kind == "createIfNotExists":
-            return _empty(spark)
+            return jplan.empty_result(spark)
         raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
     register_table(spark, name, path, spark_schema(snapshot.schema), spec.comment)
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, kind: str,
                partition_by: list[str], spec: _Spec, has_location: bool) -> Any:
     from pydelta.spark.table_ddl import table_as_select
 
-    span = jplan.span(plan.query())
-    if span is None:
-        raise DeltaNotImplementedError("pydelta cannot locate the AS SELECT query of this statement")
-    query = spark.sql(text[span[0]:span[1] + 1])  # routed again: Delta sources are read by pydelta
+    query = spark.sql(jplan.text_of(text, plan.query()))  # routed again: Delta sources are read by pydelta
     table_as_select(
         query, path, name=name, kind="create" if kind == "createIfNotExists" else kind,
         if_not_exists=kind == "createIfNotExists", partition_by=partition_by or None,
         properties=spec.properties, comment=spec.comment,
         managed=None if name is not None and not has_location else False,
     )
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def drop_table(spark: Any, text: str, plan: Any) -> Any:

@@ -18,19 +18,6 @@ from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
 # ---- helpers -----------------------------------------------------------------------------
 
 
-def _empty(spark: Any) -> Any:
-    from pyspark.sql.types import StructType
-
-    return spark.createDataFrame([], StructType([]))
-
-
-def _text_of(text: str, node: Any) -> str:
-    span = jplan.span(node)
-    if span is None:
-        raise DeltaNotImplementedError(f"pydelta cannot locate this part of the statement: {node.toString()[:200]}")
-    return text[span[0]:span[1] + 1]
-
-
 def _relation_target(spark: Any, node: Any) -> tuple[DeltaTarget | None, str | None, Any]:
     """(Delta target, alias, relation node) of a DML target: a relation, maybe aliased."""
     alias = None
@@ -60,7 +47,7 @@ def _dataframe_of(spark: Any, text: str, node: Any) -> Any:
 
         jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, node)
         return DataFrame(jdf, spark)
-    return spark.sql(_text_of(text, node))
+    return spark.sql(jplan.text_of(text, node))
 
 
 def _is_true_literal(expr: Any) -> bool:
@@ -215,24 +202,22 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
     replace = jplan.option(plan.replaceCriteriaOpt()) if _has(plan, "replaceCriteriaOpt") else None
     if replace is not None:
         cond = replace.cond()
-        options["replaceWhere"] = _text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
+        options["replaceWhere"] = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
         mode = "overwrite"
     elif plan.overwrite() and static_given:
         options["replaceWhere"] = " AND ".join(
-            f"`{field_of(k).name}` <=> CAST({_sql_literal(v)} AS {field_of(k).dataType.simpleString()})"
+            f"`{field_of(k).name}` <=> CAST({jplan.string_literal(v)} AS {field_of(k).dataType.simpleString()})"
             for k, v in static_given.items())
     elif plan.overwrite() and static and len(static_given) < len(static):
         options["partitionOverwriteMode"] = "dynamic"
     write_dataframe(data, target.path, mode, None, options)
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 def _has(node: Any, method: str) -> bool:
     return any(m.getName() == method for m in node.getClass().getMethods())
 
 
-def _sql_literal(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _truncate(spark: Any, text: str, plan: Any) -> Any:
@@ -249,7 +234,7 @@ def _truncate(spark: Any, text: str, plan: Any) -> Any:
     prepared = prepare_delete(spark, load_snapshot(target.path), None)
     prepared.operation = Operation.truncate()
     prepared.commit()
-    return _empty(spark)
+    return jplan.empty_result(spark)
 
 
 DML_HANDLERS = {

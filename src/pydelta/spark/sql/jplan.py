@@ -66,6 +66,28 @@ def span(node: Any) -> tuple[int, int] | None:
     return int(start), int(stop)
 
 
+def text_of(text: str, node: Any) -> str:
+    """The statement text `node` was parsed from (its span in `text`)."""
+    where = span(node)
+    if where is None:
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError(f"pydelta cannot locate this part of the statement: {node.toString()[:200]}")
+    return text[where[0]:where[1] + 1]
+
+
+def string_literal(value: str) -> str:
+    """`value` as a SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def empty_result(spark: Any) -> Any:
+    """The empty, column-less DataFrame DDL and most commands return."""
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
+
+
 def subquery_plans(node: Any) -> list[Any]:
     """Plans of subquery expressions (IN (SELECT ...), EXISTS, scalar) inside `node`."""
     out: list[Any] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
+from pydelta.spark.sql import jplan
 from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
@@ -24,12 +25,6 @@ def _table(spark: Any, ref: g.TableRef) -> Any:
     from pydelta.tables import DeltaTable
 
     return DeltaTable.forPath(spark, _target(spark, ref).path)
-
-
-def _empty(spark: Any) -> Any:
-    from pyspark.sql.types import StructType
-
-    return spark.createDataFrame([], StructType([]))
 
 
 def run_utility(spark: Any, stmt: object) -> Any:
@@ -54,7 +49,7 @@ def run_utility(spark: Any, stmt: object) -> Any:
         return _convert(spark, stmt)
     if isinstance(stmt, g.Generate):
         _table(spark, stmt.table).generate(stmt.mode)
-        return _empty(spark)
+        return jplan.empty_result(spark)
     if isinstance(stmt, g.Unsupported):
         if stmt.table is not None:
             _target(spark, stmt.table)  # an unknown table is reported as such first
@@ -96,4 +91,4 @@ def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
     if stmt.no_statistics:
         raise DeltaNotImplementedError("CONVERT TO DELTA ... NO STATISTICS is not implemented in pydelta yet")
     DeltaTable.convertToDelta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema)
-    return _empty(spark)
+    return jplan.empty_result(spark)
