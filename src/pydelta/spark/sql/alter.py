@@ -25,10 +25,6 @@ def _target(spark: Any, table: Any) -> DeltaTarget | None:
     return resolve(spark, jplan.identifier_parts(table))
 
 
-def _has(node: Any, method: str) -> bool:
-    return any(m.getName() == method for m in node.getClass().getMethods())
-
-
 def _delta_type(jtype: Any) -> DataType:
     try:
         return parse_data_type(json.loads(jtype.json()))
@@ -49,13 +45,13 @@ def _position(node: Any) -> alter.Position | None:
 
 def _table_of(plan: Any) -> Any:
     """The table node of an ALTER plan (`table`, or `child` for some statements)."""
-    return plan.table() if _has(plan, "table") else plan.child()
+    return plan.table() if jplan.has_method(plan, "table") else plan.child()
 
 
 def _command(plan: Any) -> str:
     """Spark's name for the statement, e.g. 'ALTER TABLE ... RENAME COLUMN'."""
     table = _table_of(plan)
-    if _has(table, "commandName"):
+    if jplan.has_method(table, "commandName"):
         return str(table.commandName())
     return "this ALTER TABLE statement"
 
@@ -115,7 +111,7 @@ def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
             data_type=_delta_type(new_type) if new_type is not None else None,
             nullable=bool(nullable) if nullable is not None else None,
             comment=jplan.option(spec.newComment()),
-            drop_comment=bool(spec.dropComment()) if _has(spec, "dropComment") else False,
+            drop_comment=bool(spec.dropComment()) if jplan.has_method(spec, "dropComment") else False,
             drop_default=bool(spec.dropDefault()),
             position=_position(jplan.option(spec.newPosition())),
         ))

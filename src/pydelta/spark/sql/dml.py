@@ -199,7 +199,7 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
             data = data.withColumn(field.name, F.lit(None).cast(nullable_type(field.dataType)))
     options: dict[str, Any] = {}
     mode = "overwrite" if plan.overwrite() else "append"
-    replace = jplan.option(plan.replaceCriteriaOpt()) if _has(plan, "replaceCriteriaOpt") else None
+    replace = jplan.option(plan.replaceCriteriaOpt()) if jplan.has_method(plan, "replaceCriteriaOpt") else None
     if replace is not None:
         cond = replace.cond()
         options["replaceWhere"] = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
@@ -212,10 +212,6 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
         options["partitionOverwriteMode"] = "dynamic"
     write_dataframe(data, target.path, mode, None, options)
     return jplan.empty_result(spark)
-
-
-def _has(node: Any, method: str) -> bool:
-    return any(m.getName() == method for m in node.getClass().getMethods())
 
 
 

@@ -48,11 +48,6 @@ def scala_map(scala_map_obj: Any) -> dict[Any, Any]:
     return out
 
 
-def expr_sql(expr: Any) -> str | None:
-    """The SQL text of an (unresolved) expression, or None for a missing one."""
-    return None if expr is None else expr.sql()
-
-
 def children(node: Any) -> list[Any]:
     return seq(node.children())
 
@@ -74,6 +69,12 @@ def text_of(text: str, node: Any) -> str:
 
         raise DeltaNotImplementedError(f"pydelta cannot locate this part of the statement: {node.toString()[:200]}")
     return text[where[0]:where[1] + 1]
+
+
+def has_method(obj: Any, name: str) -> bool:
+    """Whether a Java object has a method `name` (py4j's hasattr is always true); for fields
+    that only some Spark versions have."""
+    return any(m.getName() == name for m in obj.getClass().getMethods())
 
 
 def string_literal(value: str) -> str:
