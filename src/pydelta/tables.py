@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -390,12 +389,8 @@ class DeltaTableBuilder:
             actions = [{"remove": remove_action(a, timestamp_ms=now)} for a in file_rows_to_adds(snapshot.files())]
         name = {"create": "CREATE TABLE", "createIfNotExists": "CREATE TABLE", "replace": "REPLACE TABLE",
                 "createOrReplace": "CREATE OR REPLACE TABLE" if snapshot is not None else "CREATE TABLE"}[self._kind]
-        operation = Operation(name, {
-            "isManaged": "false" if self._location else "true",
-            "description": self._comment,
-            "partitionBy": json.dumps(list(metadata.partition_columns), separators=(",", ":")),
-            "properties": json.dumps(self._properties, separators=(",", ":")),
-        })
+        operation = Operation.table_definition(name, is_managed=not self._location, description=self._comment,
+                                               partition_by=metadata.partition_columns, properties=self._properties)
         registered = False
         if self._name is not None:  # the name resolves from now on: Spark's catalog records it
             registered = register_table(self._spark, self._name, path, SparkStructType(self._columns), self._comment)

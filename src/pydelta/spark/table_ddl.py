@@ -6,17 +6,12 @@ name is registered in Spark's catalog first and dropped again if the commit fail
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.spark import catalog
 from pydelta.spark.write import NewTableSpec, try_load, write_dataframe
 from pydelta.txn.commit_info import Operation
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def table_as_select(
@@ -51,12 +46,8 @@ def table_as_select(
         managed = name is not None and catalog.lookup(spark, name) is None and \
             path == catalog.default_location(spark, name)
     props = dict(properties or {})
-    operation = Operation(operation_name, {
-        "isManaged": "true" if managed else "false",
-        "description": comment,
-        "partitionBy": _json(list(partition_by or [])),
-        "properties": _json(props),
-    })
+    operation = Operation.table_definition(operation_name, is_managed=managed, description=comment,
+                                           partition_by=partition_by or [], properties=props)
     registered = False
     if name is not None:
         registered = catalog.register_table(spark, name, path, df.schema, comment)

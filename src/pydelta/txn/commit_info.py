@@ -75,13 +75,30 @@ class Operation:
             name = "CREATE TABLE"
         if as_select:
             name += " AS SELECT"
+        return cls.table_definition(name, is_managed=is_managed, description=metadata.description,
+                                    partition_by=metadata.partition_columns, cluster_by=list(cluster_by or []),
+                                    properties=metadata.configuration)
+
+    @classmethod
+    def table_definition(
+        cls,
+        name: str,
+        *,
+        is_managed: bool,
+        description: str | None,
+        partition_by: Iterable[str],
+        properties: Mapping[str, str],
+        cluster_by: Iterable[str] | None = None,
+    ) -> "Operation":
+        """The parameters every CREATE / REPLACE TABLE operation records (`clusterBy` only when given)."""
         params: dict[str, object] = {
             "isManaged": "true" if is_managed else "false",
-            "description": metadata.description,
-            "partitionBy": _json(list(metadata.partition_columns)),
-            "clusterBy": _json(list(cluster_by or [])),
-            "properties": _json(dict(metadata.configuration)),
+            "description": description,
+            "partitionBy": _json(list(partition_by)),
         }
+        if cluster_by is not None:
+            params["clusterBy"] = _json(list(cluster_by))
+        params["properties"] = _json(dict(properties))
         return cls(name, params)
 
     @classmethod
