@@ -1,7 +1,7 @@
 """Reader/writer options: implemented ones work, delta-spark ones pydelta lacks are refused by name.
 
-Silently ignoring e.g. readChangeFeed=true would return the plain snapshot (a wrong
-answer), so such options raise DeltaUnsupportedOptionError (a DeltaNotImplementedError).
+Silently ignoring e.g. a streaming option in a batch read would be a wrong answer, so such
+options raise DeltaUnsupportedOptionError (a DeltaNotImplementedError).
 A refused write commits nothing. Unknown keys that are not Delta's pass, as in Spark.
 """
 
@@ -46,20 +46,19 @@ def read(spark, path, **opts):
 # ---- reads -------------------------------------------------------------------------------
 
 
-def test_read_change_feed_is_refused_by_name(spark, table):
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed") as info:
+def test_read_change_feed_on_a_table_without_it_is_refused(spark, table):
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA") as info:
         read(spark, table, readChangeFeed="true", startingVersion="0")
-    assert isinstance(info.value, errors.DeltaNotImplementedError)
-    assert isinstance(info.value, errors.DeltaError)
-    assert info.value.option == "readChangeFeed"
-    assert "not supported" in str(info.value)
+    assert info.value.getCondition() == "DELTA_MISSING_CHANGE_DATA"
 
 
 def test_read_options_match_case_insensitively(spark, table):
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed"):
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_NO_START_FOR_CDC_READ"):
         read(spark, table, readchangefeed="TRUE")
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeData"):
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_NO_START_FOR_CDC_READ"):
         spark.read.format("delta").options(readChangeData=True).load(table)
+    with pytest.raises(errors.DeltaIllegalArgumentError, match="DELTA_ILLEGAL_OPTION"):
+        read(spark, table, readChangeFeed="yes", startingVersion=0)
 
 
 def test_read_change_feed_false_is_the_plain_read(spark, table):
@@ -90,8 +89,9 @@ def test_unimplemented_read_options_raise(spark, table, option, value):
 
 def test_read_table_by_name_checks_options_too(spark):
     spark.range(3).write.format("delta").saveAsTable("options_by_name")
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="readChangeFeed"):
-        spark.read.format("delta").option("readChangeFeed", "true").table("options_by_name")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
+        spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 0).table(
+            "options_by_name")
     assert ids(spark.read.format("delta").option("versionAsOf", 0).table("options_by_name")) == [0, 1, 2]
 
 

@@ -91,6 +91,6 @@ def test_parameters_formatting_and_table_changes(spark, events):
     assert spark.sql(f"SELECT count(*) FROM {t} e JOIN {{small}} s ON e.id = s.id", small=small).first()[0] == 2
     with pytest.raises(errors.DeltaNotImplementedError, match="parameter markers"):
         spark.sql(f"DELETE FROM {t} WHERE id = :id", args={"id": 1})
-    with pytest.raises(errors.DeltaNotImplementedError, match="table_changes"):
-        spark.sql(f"SELECT * FROM table_changes('{events}', 0)")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
+        spark.sql(f"SELECT * FROM table_changes_by_path('{events}', 0)")
     assert pydelta.load_snapshot(events).version == 2

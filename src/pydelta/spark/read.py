@@ -59,16 +59,22 @@ def _read_parquet(spark: Any, read_schema: Any, paths: list[str]) -> Any:
         jvm_conf.set(key, previous)
 
 
-def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:
+def build_dataframe(
+    spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = ()
+) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 
     With `with_file`, each row also carries its file's URI (FILE_COL) and its row
     index in that file (ROW_COL), which DML uses to find the files it touches.
+    `extra_fields` (pydelta StructFields) are columns the files hold beyond the table's
+    (`_change_type` in change data files); they follow the table's columns.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
     schema = snapshot.schema
+    if extra_fields:
+        schema = StructType(tuple(schema.fields) + tuple(extra_fields))
     logical = spark_schema(schema)
     if files.num_rows == 0:
         if with_file:
@@ -76,8 +82,10 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_fil
         return spark.createDataFrame([], logical)
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
-    data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
+    data_schema = StructType(tuple(f for f in snapshot.schema.fields if f.name not in partition_cols))
     read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
+    for f in extra_fields:
+        read_schema = read_schema.add(spark_schema(StructType((f,)))[f.name])
     paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
     dvs = files.column("deletion_vector")
     has_dv = dvs.null_count < files.num_rows
@@ -101,7 +109,8 @@ def build_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_fil
             part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
             columns.append(part.cast(spark_type).alias(field.name))
         else:
-            phys = physical_name(field) if mode != "none" else field.name
+            extra = field in extra_fields
+            phys = physical_name(field) if mode != "none" and not extra else field.name
             col = F.col(quote_identifier(phys))
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)

@@ -1,31 +1,26 @@
-"""The delta-spark read options pydelta implements: versionAsOf, timestampAsOf, path.
+"""The delta-spark batch read options: versionAsOf, timestampAsOf, path, and the change
+data feed (readChangeFeed with startingVersion/startingTimestamp/endingVersion/endingTimestamp).
 
-delta-spark read options pydelta does not implement (change data feed, streaming) are
-refused by name (`READ_UNSUPPORTED`): ignoring `readChangeFeed=true` would return the
-plain snapshot, a wrong answer. Unknown keys are refused too (delta-spark ignores them);
-spark.pydelta.options.ignoreUnknown=true restores delta-spark's leniency.
+Streaming-only options in a batch read are refused by name (`READ_UNSUPPORTED`), as are
+unknown keys (delta-spark ignores them); spark.pydelta.options.ignoreUnknown=true restores
+delta-spark's leniency.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.spark.read import read_snapshot
 from pydelta.spark.write_options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The read options pydelta implements; keys are case-insensitive.
-READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path")
+CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
+READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path", "readChangeFeed", "readChangeData") + CDF_RANGE_OPTIONS
 
 # Option -> the value meaning "pydelta's behaviour anyway" (accepted), None: always refused.
 READ_UNSUPPORTED: dict[str, str | None] = {
-    "readChangeFeed": "false",
-    "readChangeData": "false",
-    "startingVersion": None,
-    "startingTimestamp": None,
-    "endingVersion": None,
-    "endingTimestamp": None,
     "maxFilesPerTrigger": None,
     "maxBytesPerTrigger": None,
     "ignoreFileDeletion": "false",
@@ -50,10 +45,33 @@ def _option(opts: dict[str, Any], name: str) -> Any:
     return None
 
 
+def _flag(opts: dict[str, Any], name: str) -> bool:
+    value = _option(opts, name)
+    if value is None:
+        return False
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise DeltaIllegalArgumentError(f"[DELTA_ILLEGAL_OPTION] Invalid value '{value}' for option '{name}', must be 'true' or 'false'")
+    return text == "true"
+
+
+def is_change_feed_read(opts: dict[str, Any]) -> bool:
+    return _flag(opts, "readChangeFeed") or _flag(opts, "readChangeData")
+
+
 def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
     """The Delta table at `path` as a DataFrame, honouring the read options in `opts`."""
     ignore = str(spark.conf.get(IGNORE_UNKNOWN_CONF, "false")).lower() == "true"
     reject_unsupported_options(opts, READ_UNSUPPORTED, "read", READ_SUPPORTED, ignore)
+    change_feed = is_change_feed_read(opts)
+    if not change_feed and not ignore:
+        for name in CDF_RANGE_OPTIONS:
+            if _option(opts, name) is not None:
+                raise DeltaUnsupportedOptionError(
+                    f"The read option {name!r} applies to change data feed reads (readChangeFeed=true) and "
+                    "streaming reads; a plain batch read would ignore it.",
+                    option=name,
+                )
     version = _option(opts, "versionAsOf")
     timestamp = _option(opts, "timestampAsOf")
     if version is not None and timestamp is not None:
@@ -64,4 +82,8 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
         except (TypeError, ValueError):
             raise DeltaIllegalArgumentError(f"versionAsOf must be an integer, got {version!r}") from None
     snapshot = load_snapshot(path, version=version, timestamp=timestamp)
+    if change_feed:
+        from pydelta.spark.cdf import read_change_feed
+
+        return read_change_feed(spark, snapshot, opts)
     return read_snapshot(spark, snapshot)

@@ -36,6 +36,7 @@ class DeltaRelation:
     alias: str | None = None  # the user's alias, when the relation has one
     default_alias: str = ""
     conditions: list[str] = field(default_factory=list)  # conjuncts (unqualified SQL) for file pruning
+    change_range: dict[str, Any] | None = None  # table_changes(...): change-feed read options
 
 
 @dataclass
@@ -95,6 +96,17 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
     relations: list[DeltaRelation] = []
     for item in nodes:
         node = item.node
+        if item.kind == "UnresolvedTableValuedFunction":
+            changes = _table_changes(spark, node, cache)
+            if changes is not None:
+                if item.parent is not None and item.parent.kind == "SubqueryAlias":
+                    alias = str(item.parent.node.alias())
+                    if text[changes.stop] == ")":
+                        changes.alias = alias  # the alias follows the span: it stays in the text
+                    else:
+                        changes.default_alias = alias  # the span swallowed the alias: write it back
+                relations.append(changes)
+            continue
         if item.kind != "UnresolvedRelation" or (skip is not None and node.equals(skip)):
             continue
         parts = jplan.identifier_parts(node)
@@ -127,6 +139,54 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
         _collect_conditions(rel, item)
         relations.append(rel)
     return relations
+
+
+TABLE_CHANGES = ("table_changes", "table_changes_by_path")
+
+
+def is_table_changes(parts: tuple[str, ...] | list[str]) -> bool:
+    return bool(parts) and parts[-1].lower() in TABLE_CHANGES
+
+
+def _table_changes(spark: Any, node: Any, cache: dict | None) -> DeltaRelation | None:
+    """`table_changes('t', start[, end])` / `table_changes_by_path('/p', start[, end])` as a change-feed relation.
+
+    As delta-spark: the first argument names the table (a path for the _by_path form), start and
+    end are versions (integers) or timestamps (strings / timestamps), both inclusive.
+    """
+    from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
+    from pydelta.protocol.schema import split_identifier
+
+    parts = [str(p) for p in jplan.seq(node.name())]
+    if not is_table_changes(parts):
+        return None
+    fn = parts[-1].lower()
+    args = jplan.seq(node.functionArgs())
+    if len(args) not in (2, 3):
+        raise DeltaAnalysisError(
+            f"{fn} takes 2 or 3 arguments (table, start[, end]); got {len(args)}")
+    values = [raw_sql(spark, f"SELECT {a.sql()}").first()[0] for a in args]
+    if values[0] is None or any(v is None for v in values[1:]):
+        raise DeltaIllegalArgumentError(
+            "[DELTA_CDC_READ_NULL_RANGE_BOUNDARY] CDC read start/end parameters cannot be null. "
+            "Please provide a valid version or timestamp.")
+    name = str(values[0])
+    target = resolve(spark, ["delta", name] if fn == "table_changes_by_path" else split_identifier(name), cache)
+    if target is None:
+        from pydelta.errors import DeltaTableNotFoundError
+
+        raise DeltaTableNotFoundError(f"{name} is not a Delta table ({fn})")
+    options: dict[str, Any] = {}
+    for (version_key, ts_key), value in zip((("startingVersion", "startingTimestamp"),
+                                             ("endingVersion", "endingTimestamp")), values[1:]):
+        if isinstance(value, int) and not isinstance(value, bool):
+            options[version_key] = value
+        else:
+            options[ts_key] = value
+    span = jplan.span(node)
+    if span is None:
+        raise DeltaAnalysisError(f"cannot locate {fn}(...) in the statement text")
+    return DeltaRelation(target, span[0], span[1], default_alias=fn, change_range=options)
 
 
 def _conjuncts(expr: Any) -> list[Any]:
@@ -198,6 +258,10 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
     from pydelta.spark.predicates import filter_condition, translate
     from pydelta.spark.read import build_dataframe, spark_schema, wrap
 
+    if rel.change_range is not None:
+        from pydelta.spark.cdf import read_change_feed
+
+        return read_change_feed(spark, load_snapshot(rel.target.path), rel.change_range)
     timestamp = None
     if rel.timestamp_sql is not None:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]

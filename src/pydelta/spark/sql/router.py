@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.queries import drop_views, find_delta_relations, substitute
+from pydelta.spark.sql.queries import drop_views, find_delta_relations, is_table_changes, substitute
 from pydelta.spark.sql.utility import run_utility
 from pydelta.spark.sql.utility_grammar import parse_utility
 
@@ -44,10 +44,7 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
     kind = jplan.node_kind(plan)
     summary = jplan.summarize(plan)
     resolved: dict = {}  # name -> Delta target, for this statement
-    if any(k == "UnresolvedTableValuedFunction" and parts[-1].lower() == "table_changes" for k, parts in summary.names):
-        from pydelta.errors import DeltaNotImplementedError
-
-        raise DeltaNotImplementedError("table_changes(...) (change data feed reads) is not implemented in pydelta yet")
+    changes = any(k == "UnresolvedTableValuedFunction" and is_table_changes(p) for k, p in summary.names)
     handler = HANDLERS.get(kind)
     if handler is not None:
         if has_args and _names_delta_table(spark, summary, resolved):
@@ -55,7 +52,7 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
         result = handler(spark, text, plan)
         if result is not NOT_DELTA:
             return result
-    elif not summary.names or (summary.exact and not _names_delta_table(spark, summary, resolved)):
+    elif not changes and (not summary.names or (summary.exact and not _names_delta_table(spark, summary, resolved))):
         return original(text)  # no Delta table in it: Spark's, untouched
     else:
         refuse_unserved_delta_command(spark, plan, resolved)

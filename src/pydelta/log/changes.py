@@ -1,0 +1,310 @@
+"""Change data feed planning: which files hold the row changes of versions [start, end].
+
+Pure log work (no Spark), shared by the batch change-feed reader and the streaming
+source. The rules are delta-spark's (CDCReader.changesToDF):
+
+- a commit with `cdc` actions is read from those files only; their rows carry
+  `_change_type` themselves;
+- otherwise `add` files with dataChange=true are inserts and `remove` files with
+  dataChange=true are deletes (rows already deleted by the file's deletion vector
+  excluded);
+- a path both removed and added in one commit only changed its deletion vector:
+  rows newly masked are deletes, rows unmasked (RESTORE) are inserts;
+- a MERGE commit whose metrics say no row was inserted, updated or deleted has no
+  changes;
+- change data must have been recorded (delta.enableChangeDataFeed=true) at the start
+  version and not switched off inside the range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, VersionNotFoundError
+from pydelta.log.commits import CommitActions, parse_actions
+from pydelta.log.segment import list_log
+from pydelta.log.storage import FileInfo, Storage
+from pydelta.log.timestamps import to_millis
+from pydelta.protocol.actions import Metadata
+
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+CHANGE_TYPE = "_change_type"
+COMMIT_VERSION = "_commit_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+CDF_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+
+@dataclass(frozen=True)
+class ChangeFile:
+    """One data or change file to read for the change feed, with what its rows mean."""
+
+    path: str  # as written in the log: relative (URI-encoded) or absolute
+    partition_values: dict[str, str | None]
+    size: int
+    version: int
+    timestamp: int  # ms since epoch: in-commit timestamp where present, else the commit file's time
+    change_type: str | None  # "insert" / "delete"; None for a cdc file (rows carry `_change_type`)
+    deletion_vector: dict[str, Any] | None = None  # rows of the file to leave out
+    only_rows: np.ndarray | None = None  # when set: read exactly these row indexes (a DV diff)
+
+
+@dataclass(frozen=True)
+class VersionActions:
+    """The actions of one commit with its timestamp, as the change feed and streaming need them."""
+
+    version: int
+    timestamp: int
+    actions: CommitActions
+
+
+def is_cdf_enabled(metadata: Metadata) -> bool:
+    return str(metadata.configuration.get(CDF_PROPERTY, "false")).lower() == "true"
+
+
+def read_versions(storage: Storage, table_root: str, start: int, end: int) -> Iterator[VersionActions]:
+    """Commits start..end (inclusive, clamped to what exists), in order; a gap is an error."""
+    commits = list_log(storage, table_root, start).commits
+    previous_ts: int | None = None
+    for version in range(start, end + 1):
+        info: FileInfo | None = commits.get(version)
+        if info is None:
+            if version > max(commits, default=-1):
+                return
+            raise VersionNotFoundError(
+                f"[DELTA_VERSION_NOT_FOUND] commit {version} of {table_root} is missing "
+                "(removed by log cleanup?): cannot read its changes"
+            )
+        actions = parse_actions(storage.read(info.path), version, info.path)
+        ts = actions.in_commit_timestamp
+        if ts is None:
+            ts = info.modification_time
+            if previous_ts is not None and ts <= previous_ts:
+                ts = previous_ts + 1  # delta-spark's monotonization of file times
+        previous_ts = ts
+        yield VersionActions(version, ts, actions)
+
+
+def _skips_noop_merge(commit_info: dict[str, Any] | None) -> bool:
+    if not commit_info or commit_info.get("operation") != "MERGE":
+        return False
+    metrics = commit_info.get("operationMetrics") or {}
+    keys = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+    return all(str(metrics.get(k)) == "0" for k in keys)
+
+
+def change_files(version: VersionActions, table_root: str) -> list[ChangeFile]:
+    """The change files of one commit, by delta-spark's rules (module docstring)."""
+    a = version.actions
+    v, ts = version.version, version.timestamp
+    if a.cdcs:
+        return [
+            ChangeFile(c["path"], c.get("partitionValues") or {}, int(c.get("size") or 0), v, ts, None)
+            for c in a.cdcs
+        ]
+    if _skips_noop_merge(a.commit_info):
+        return []
+    adds = [x for x in a.adds or _bodies(a.add_files()) if x.get("dataChange", True)]
+    removes = [x for x in a.removes or _bodies(a.remove_files()) if x.get("dataChange", True)]
+    removed_by_path = {r["path"]: r for r in removes}
+    added_paths = {x["path"] for x in adds}
+    out: list[ChangeFile] = []
+    for r in removes:
+        if r["path"] not in added_paths:
+            out.append(_file(r, v, ts, "delete"))
+    for x in adds:
+        r = removed_by_path.get(x["path"])
+        if r is None:
+            out.append(_file(x, v, ts, "insert"))
+        else:
+            out.extend(_dv_diff(r, x, v, ts, table_root))
+    return out
+
+
+def _bodies(array: Any) -> list[dict[str, Any]]:
+    return array.to_pylist() if len(array) else []
+
+
+def _file(body: dict[str, Any], v: int, ts: int, change_type: str) -> ChangeFile:
+    pv = body.get("partitionValues") or {}
+    if isinstance(pv, list):  # Arrow map -> list of pairs
+        pv = dict(pv)
+    return ChangeFile(body["path"], pv, int(body.get("size") or 0), v, ts, change_type, body.get("deletionVector"))
+
+
+def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+
+    if not dv:
+        return np.empty(0, dtype=np.uint64)
+    return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), table_root)
+
+
+def _dv_diff(remove: dict[str, Any], add: dict[str, Any], v: int, ts: int, table_root: str) -> list[ChangeFile]:
+    """A file re-added with another deletion vector: newly masked rows deleted, unmasked rows re-inserted."""
+    before = _deleted_rows(remove.get("deletionVector"), table_root)
+    after = _deleted_rows(add.get("deletionVector"), table_root)
+    out = []
+    newly_deleted = np.setdiff1d(after, before)
+    if len(newly_deleted):
+        out.append(_with_rows(_file(remove, v, ts, "delete"), newly_deleted))
+    restored = np.setdiff1d(before, after)
+    if len(restored):
+        out.append(_with_rows(_file(add, v, ts, "insert"), restored))
+    return out
+
+
+def _with_rows(f: ChangeFile, rows: np.ndarray) -> ChangeFile:
+    return ChangeFile(
+        f.path, f.partition_values, f.size, f.version, f.timestamp, f.change_type, None, rows.astype(np.int64)
+    )
+
+
+# ---- the range of a batch change-feed read ---------------------------------------------
+
+
+def _missing_change_data(version: int, start: int, end: int) -> DeltaAnalysisError:
+    return DeltaAnalysisError(
+        f"[DELTA_MISSING_CHANGE_DATA] Error getting change data for range [{start} , {end}] as change data "
+        f"was not recorded for version [{version}]. If you've enabled change data feed on this table, use "
+        "`DESCRIBE HISTORY` to see when it was first enabled. Otherwise, to start recording change data, use "
+        f"`ALTER TABLE table_name SET TBLPROPERTIES ({CDF_PROPERTY}=true)`."
+    )
+
+
+def invalid_range(start: int, end: int) -> DeltaIllegalArgumentError:
+    return DeltaIllegalArgumentError(
+        f"[DELTA_INVALID_CDC_RANGE] CDC range from start {start} to end {end} was invalid. "
+        "End cannot be before start."
+    )
+
+
+def _version_option(value: Any, name: str) -> int:
+    if value is None:
+        raise DeltaIllegalArgumentError(
+            "[DELTA_CDC_READ_NULL_RANGE_BOUNDARY] CDC read start/end parameters cannot be null. "
+            "Please provide a valid version or timestamp."
+        )
+    try:
+        version = int(str(value).strip())
+    except ValueError:
+        raise DeltaIllegalArgumentError(f"[DELTA_INVALID_SOURCE_VERSION] {name}({value}) is invalid") from None
+    if version < 0:
+        raise DeltaIllegalArgumentError(f"[DELTA_INVALID_SOURCE_VERSION] {name}({value}) is invalid")
+    return version
+
+
+def version_from_start_timestamp(
+    timestamps: list[tuple[int, int]], ts_ms: int, table_root: str, can_exceed_latest: bool = False
+) -> int:
+    """The first version committed at or after `ts_ms` (delta-spark's starting-timestamp rule).
+
+    `timestamps` is [(version, ms)] ascending. A timestamp before the earliest commit gives
+    the earliest version; one after the latest commit is an error, or with
+    `can_exceed_latest` the version after the latest.
+    """
+    for version, ts in timestamps:
+        if ts >= ts_ms:
+            return version
+    if can_exceed_latest:
+        return timestamps[-1][0] + 1
+    from datetime import datetime, timezone
+
+    last_v, last_ts = timestamps[-1]
+    fmt = datetime.fromtimestamp(last_ts / 1000, tz=timezone.utc).isoformat()
+    raise VersionNotFoundError(
+        f"[DELTA_TIMESTAMP_GREATER_THAN_COMMIT] The provided timestamp "
+        f"({datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat()}) is after the latest version "
+        f"available to this table ({fmt}, version {last_v}) of {table_root}. Please use a timestamp before or at {fmt}."
+    )
+
+
+@dataclass(frozen=True)
+class ChangeRange:
+    start: int
+    end: int  # inclusive; end < start means an empty answer
+
+
+def resolve_range(snapshot: Any, options: dict[str, Any], allow_out_of_range: bool = False) -> ChangeRange:
+    """The versions a batch change-feed read covers, from delta-spark's option names.
+
+    `snapshot` is the table's latest snapshot; `options` keys are compared case-insensitively
+    (startingVersion / startingTimestamp, endingVersion / endingTimestamp).
+    `allow_out_of_range` is delta-spark's changeDataFeed.timestampOutOfRange.enabled: a start
+    after the latest version gives no changes and an end after it means the latest.
+    """
+    from pydelta.log.snapshot import ict_enablement_version
+    from pydelta.log.timestamps import commit_timestamps, version_at
+
+    opts = {k.lower(): v for k, v in options.items()}
+    stamps: list[tuple[int, int]] | None = None
+
+    def timestamps() -> list[tuple[int, int]]:
+        nonlocal stamps
+        if stamps is None:
+            got = commit_timestamps(snapshot.storage, snapshot.table_root, ict_enablement_version(snapshot.metadata))
+            stamps = [(c.version, c.timestamp) for c in got]
+        return stamps
+
+    latest = snapshot.version
+    if "startingversion" in opts:
+        start = _version_option(opts["startingversion"], "startingVersion")
+        start_ts = None
+    elif "startingtimestamp" in opts:
+        start_ts = to_millis(opts["startingtimestamp"])
+        start = version_from_start_timestamp(timestamps(), start_ts, snapshot.table_root, allow_out_of_range)
+    else:
+        raise DeltaAnalysisError("[DELTA_NO_START_FOR_CDC_READ] No startingVersion or startingTimestamp provided for CDC read.")
+    if start > latest:
+        if allow_out_of_range:
+            return ChangeRange(start, start - 1)
+        raise DeltaIllegalArgumentError(
+            f"[DELTA_CDC_START_VERSION_AFTER_LATEST] Start version {start} for change data feed exceeds "
+            f"the latest table version {latest}."
+        )
+    end = latest
+    if "endingversion" in opts:
+        end = min(_version_option(opts["endingversion"], "endingVersion"), latest)
+        if end < start:
+            raise invalid_range(start, end)
+    elif "endingtimestamp" in opts:
+        end_ts = to_millis(opts["endingtimestamp"])
+        if start_ts is not None and start_ts > end_ts:
+            raise invalid_range(start, end)
+        from pydelta.log.timestamps import CommitTimestamp
+
+        stamps_now = timestamps()
+        if allow_out_of_range and end_ts > stamps_now[-1][1]:
+            end = latest
+        else:
+            end = version_at([CommitTimestamp(v, t) for v, t in stamps_now], end_ts, snapshot.table_root)
+        if end < start:
+            if start_ts is not None and end == start - 1:
+                return ChangeRange(start, end)  # both timestamps between two commits: no changes
+            raise invalid_range(start, end)
+    return ChangeRange(start, end)
+
+
+def plan_changes(snapshot: Any, change_range: ChangeRange) -> list[ChangeFile]:
+    """The change files of versions start..end, checking change data was recorded throughout.
+
+    `snapshot` is the latest snapshot (its storage and root are used); the metadata in force
+    at the start version is loaded from the log (a version removed by log cleanup is an error).
+    """
+    from pydelta.log.snapshot import load_snapshot
+
+    start, end = change_range.start, change_range.end
+    if end < start:
+        return []
+    start_metadata = load_snapshot(snapshot.table_root, version=start).metadata
+    if not is_cdf_enabled(start_metadata):
+        raise _missing_change_data(start, start, end)
+    out: list[ChangeFile] = []
+    for va in read_versions(snapshot.storage, snapshot.table_root, start, end):
+        m = va.actions.metadata
+        if m is not None and not is_cdf_enabled(m):
+            raise _missing_change_data(va.version, start, end)
+        out.extend(change_files(va, snapshot.table_root))
+    return out

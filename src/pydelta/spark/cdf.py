@@ -1,0 +1,119 @@
+"""Batch change data feed reads: `option("readChangeFeed", "true")` and `table_changes`.
+
+pydelta.log.changes decides which files hold the changes and what their rows mean;
+here Spark's native Parquet scan reads them (through `read.build_dataframe`, so
+column mapping, partition values and deletion vectors are handled as in plain reads)
+and each row gets `_change_type`, `_commit_version` and `_commit_timestamp` from a
+small broadcast map keyed by file. Output columns: the table's (schema of the snapshot
+read, as delta-spark's default "legacy" schema mode), then the three CDF columns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from pydelta.log.arrow_actions import DV_TYPE, STR_MAP
+from pydelta.log.changes import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    ChangeFile,
+    plan_changes,
+    resolve_range,
+)
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.schema import STRING, StructField, StructType, quote_identifier
+from pydelta.spark.read import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
+
+_VERSION = "__pydelta_cdf_version"
+_TS = "__pydelta_cdf_ts"
+_TYPE = "__pydelta_cdf_type"
+_CHANGE_TYPE_FIELD = StructField(CHANGE_TYPE, STRING, True)
+
+
+def cdf_schema(schema: StructType) -> Any:
+    """The Spark schema of a change feed: the table's columns, then the three CDF columns."""
+    from pyspark.sql.types import LongType, StringType, TimestampType
+
+    out = spark_schema(schema)
+    return out.add(CHANGE_TYPE, StringType()).add(COMMIT_VERSION, LongType()).add(COMMIT_TIMESTAMP, TimestampType())
+
+
+def read_change_feed(spark: Any, snapshot: Snapshot, options: dict[str, Any]) -> Any:
+    """The changes of the versions `options` name (startingVersion/Timestamp, endingVersion/Timestamp)."""
+    snapshot.protocol.check_readable()
+    allow_out_of_range = (
+        str(spark.conf.get("spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled", "false")).lower()
+        == "true"
+    )
+    change_range = resolve_range(snapshot, options, allow_out_of_range=allow_out_of_range)
+    return changes_dataframe(spark, snapshot, plan_changes(snapshot, change_range))
+
+
+def changes_dataframe(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+    """A DataFrame of the rows of `files`, with the CDF columns, read with the schema of `snapshot`."""
+    schema = snapshot.schema
+    frames = [_read_round(spark, snapshot, group) for group in _rounds(files)]
+    if not frames:
+        return spark.createDataFrame([], cdf_schema(schema))
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def _rounds(files: list[ChangeFile]) -> list[list[ChangeFile]]:
+    """Groups to scan together: one kind of file each (change files / whole data files / selected
+    rows), and each path at most once per group, so a path-keyed map tells every row its version."""
+    groups: dict[tuple[str, int], list[ChangeFile]] = defaultdict(list)
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for f in files:
+        kind = "cdc" if f.change_type is None else ("rows" if f.only_rows is not None else "data")
+        n = seen[(kind, f.path)]
+        seen[(kind, f.path)] += 1
+        groups[(kind, n)].append(f)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _read_round(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+    from pyspark.sql import functions as F
+
+    is_cdc = files[0].change_type is None
+    table = pa.table(
+        {
+            "path": pa.array([f.path for f in files], pa.string()),
+            "partition_values": pa.array([list(f.partition_values.items()) for f in files], STR_MAP),
+            "deletion_vector": pa.array([f.deletion_vector for f in files], DV_TYPE),
+        }
+    )
+    extra = (_CHANGE_TYPE_FIELD,) if is_cdc else ()
+    df = build_dataframe(spark, snapshot, table, with_file=True, extra_fields=extra)
+    uris = [spark_file_uri(snapshot.absolute_path(f.path)) for f in files]
+    file_map = pa.table(
+        {
+            FILE_COL: pa.array(uris, pa.string()),
+            _VERSION: pa.array([f.version for f in files], pa.int64()),
+            _TS: pa.array([f.timestamp for f in files], pa.int64()),
+            _TYPE: pa.array([f.change_type for f in files], pa.string()),
+        }
+    )
+    df = df.join(F.broadcast(_arrow_df(spark, file_map)), FILE_COL, "inner")
+    if files[0].only_rows is not None:
+        selected = pa.table(
+            {
+                FILE_COL: pa.concat_arrays([pa.array([u] * len(f.only_rows), pa.string()) for u, f in zip(uris, files)]),
+                ROW_COL: pa.concat_arrays([pa.array(f.only_rows, pa.int64()) for f in files]),
+            }
+        )
+        df = df.join(F.broadcast(_arrow_df(spark, selected)), [FILE_COL, ROW_COL], "inner")
+    columns = [F.col(quote_identifier(f.name)) for f in snapshot.schema.fields]
+    change_type = F.col(CHANGE_TYPE) if is_cdc else F.col(_TYPE)
+    columns += [
+        change_type.alias(CHANGE_TYPE),
+        F.col(_VERSION).alias(COMMIT_VERSION),
+        F.timestamp_millis(F.col(_TS)).alias(COMMIT_TIMESTAMP),
+    ]
+    return df.select(*columns)
