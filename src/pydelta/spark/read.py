@@ -98,7 +98,7 @@ def build_dataframe(
     if has_dv:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
     if partition_cols:
-        df = df.join(F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), FILE_COL, "inner")
+        df = _join_on_file(df, F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), "inner")
     if mode == "none" and not partition_cols and not has_dv and not with_file:
         return df  # already the logical columns, in order: no projection needed
     columns = []
@@ -171,7 +171,25 @@ def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: l
     total = sum(len(r) for r in rows)
     if total <= 2_000_000:
         deleted_df = F.broadcast(deleted_df)
-    return df.join(deleted_df, [FILE_COL, ROW_COL], "left_anti")
+    return _join_on_file(df, deleted_df, "left_anti", with_row=True)
+
+
+def _join_on_file(df: Any, small: Any, how: str, with_row: bool = False) -> Any:
+    """`df` joined with a small per-file (or per-row) frame keyed by FILE_COL (and ROW_COL).
+
+    An explicit condition, not a USING join: the Project a USING join adds hides the scan's
+    metadata columns, and `_metadata.file_path` / `row_index` must stay selectable on Delta reads.
+    """
+    from pyspark.sql import functions as F
+
+    keys = [FILE_COL, ROW_COL] if with_row else [FILE_COL]
+    renamed = small.select(*[F.col(c).alias(f"__r{c}" if c in keys else c) for c in small.columns])
+    condition = None
+    for k in keys:
+        part = df[k] == renamed[f"__r{k}"]
+        condition = part if condition is None else condition & part
+    out = df.join(renamed, condition, how)
+    return out.drop(*[f"__r{k}" for k in keys]) if how != "left_anti" else out
 
 
 # ---- a DataFrame that prunes files when filtered ------------------------------------

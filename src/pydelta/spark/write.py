@@ -375,6 +375,9 @@ def write_dataframe(
     if opts.mode == "Overwrite" and snapshot is not None:
         metrics["numRemovedFiles"] = len(removes)
         metrics["numRemovedBytes"] = sum(r.get("size") or 0 for r in removes)
+    if operation is not None and operation.name == "STREAMING UPDATE":  # delta-spark's STREAMING_UPDATE metrics
+        metrics = {"numAddedFiles": len(adds), "numRemovedFiles": len(removes),
+                   "numOutputRows": metrics["numOutputRows"], "numOutputBytes": metrics["numOutputBytes"]}
     if operation is None:
         predicate = json.dumps([opts.replace_where]) if opts.replace_where else None
         operation = Operation.write(

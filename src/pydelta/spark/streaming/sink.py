@@ -1,0 +1,324 @@
+"""`df.writeStream.format("delta")`: delta-spark's DeltaSink, run as a foreachBatch query.
+
+PySpark keeps the stream writer's settings only in the JVM, so (as for the batch
+writer, `spark/hooks.py`) format, options, partitionBy and outputMode are recorded
+on the Python object. For "delta", `start()` / `toTable()` validate everything they
+can up front, then run the query with foreachBatch: each micro-batch goes through
+pydelta's batch write path (Spark's own Parquet writer) as one commit carrying
+`txn(appId=query id, version=batch id)` and a STREAMING UPDATE commitInfo. A batch
+that Spark replays after a crash finds its txn already committed and is skipped,
+which is how DeltaSink gets exactly-once output. Every other format is untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
+from pydelta.spark.hooks import _is_delta, _state
+from pydelta.spark.spark_errors import boundary, to_pyspark
+
+# Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.
+QUERY_ID_KEY = "sql.streaming.queryId"
+CHECKPOINT_CONF = "spark.sql.streaming.checkpointLocation"
+# Options Spark or the sink itself consume; they are not write options.
+_STREAM_OPTIONS = ("checkpointLocation", "path", "queryName")
+# Batch write options that make no sense per micro-batch (the sink sets txn itself), refused by name.
+_REFUSED = ("replaceWhere", "partitionOverwriteMode", "txnAppId", "txnVersion")
+_OUTPUT_MODES = {"append": "Append", "complete": "Complete", "update": "Update"}
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where and how every micro-batch of one query is written."""
+
+    path: str
+    output_mode: str  # "Append" or "Complete" (OutputMode.toString in delta-spark)
+    partition_by: list[str] | None
+    options: dict[str, Any]  # write options for pydelta's batch path
+
+    def batch_options(self, query_id: str, batch_id: int) -> tuple[str, dict[str, Any]]:
+        """(save mode, write options) of one micro-batch: complete mode overwrites, append appends."""
+        opts = dict(self.options)
+        if self.output_mode == "Complete":
+            mode = "overwrite"
+            opts["partitionOverwriteMode"] = "static"  # the whole table, whatever the session says
+        else:
+            mode = "append"
+            # delta-spark: a stream may overwrite the schema in complete mode only.
+            opts = {k: v for k, v in opts.items() if k.lower() != "overwriteschema"}
+        opts["txnAppId"], opts["txnVersion"] = query_id, batch_id
+        return mode, opts
+
+
+def _get(options: dict[str, Any], key: str) -> Any:
+    return next((v for k, v in options.items() if k.lower() == key.lower()), None)
+
+
+def output_mode(value: str | None) -> str:
+    mode = _OUTPUT_MODES.get((value or "append").lower())
+    if mode is None:
+        raise DeltaIllegalArgumentError(f"Unknown output mode {value}. Accepted output modes are 'append', 'complete', 'update'")
+    if mode == "Update":
+        raise DeltaAnalysisError("[DELTA_UNSUPPORTED_OUTPUT_MODE] Data source delta does not support Update output mode")
+    return mode
+
+
+def _has_null_type(dtype: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, NullType, StructType
+
+    if isinstance(dtype, NullType):
+        return True
+    if isinstance(dtype, StructType):
+        return any(_has_null_type(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return _has_null_type(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return _has_null_type(dtype.keyType) or _has_null_type(dtype.valueType)
+    return False
+
+
+def make_spec(df: Any, path: str, mode: str | None, partition_by: list[str] | None, options: dict[str, Any]) -> SinkSpec:
+    """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
+    from pydelta.log.storage import to_local_path
+    from pydelta.protocol.schema import parse_schema
+    from pydelta.spark.write import _plan_metadata, try_load
+    from pydelta.spark.write_options import parse_write_options, session_conf
+
+    spark = df.sparkSession
+    out_mode = output_mode(mode)
+    if _get(options, "checkpointLocation") is None and not spark.conf.get(CHECKPOINT_CONF, None):
+        raise DeltaAnalysisError(
+            'checkpointLocation must be specified either through option("checkpointLocation", ...) '
+            f'or SparkSession.conf.set("{CHECKPOINT_CONF}", ...)')
+    for key in _REFUSED:
+        if _get(options, key) is not None:
+            raise DeltaUnsupportedOptionError(
+                f"The option {key} is not supported by a Delta streaming sink (each micro-batch commits with "
+                "txnAppId = the query id and txnVersion = the batch id)", option=key)
+    if _has_null_type(df.schema):
+        raise DeltaAnalysisError("Delta doesn't accept NullTypes in the schema for streaming writes.")
+    write_opts = {k: v for k, v in options.items() if k.lower() not in {s.lower() for s in _STREAM_OPTIONS}}
+    spec = SinkSpec(to_local_path(path), out_mode, list(partition_by) if partition_by else None, write_opts)
+    # Parse the options and check the schema against the table as it is now: a typo or an
+    # incompatible stream fails here rather than in the first batch.
+    save_mode, batch_opts = spec.batch_options("validation", 0)
+    conf = session_conf(spark)
+    parsed = parse_write_options(save_mode, spec.partition_by, batch_opts, conf)
+    snapshot = try_load(spec.path)
+    if snapshot is not None:
+        _plan_metadata(snapshot, parse_schema(df.schema.json()), parsed, spark)
+    return spec
+
+
+def write_batch(spec: SinkSpec, df: Any, batch_id: int, query_id: str) -> int | None:
+    """Commit one micro-batch; None when this (query id, batch id) already committed (a replay)."""
+    from pydelta.spark.write import write_dataframe
+    from pydelta.txn.commit_info import Operation
+
+    mode, opts = spec.batch_options(query_id, batch_id)
+    return write_dataframe(df, spec.path, mode, spec.partition_by, opts,
+                           operation=Operation.streaming_update(spec.output_mode, query_id, batch_id))
+
+
+def _stream_error(error: DeltaError) -> BaseException:
+    """`error` as its pydelta/pyspark class that is also a StreamingQueryException (what delta-spark users catch)."""
+    from pyspark.errors import StreamingQueryException
+
+    converted = to_pyspark(error)
+    base = type(converted)
+    if isinstance(converted, StreamingQueryException):
+        return converted
+    try:
+        cls = type(base.__name__, (base, StreamingQueryException), {"__module__": base.__module__})
+    except TypeError:
+        return converted
+    new = cls.__new__(cls)
+    new.__dict__.update(converted.__dict__)
+    new.args = converted.args
+    return new
+
+
+@functools.cache
+def _query_class() -> type:
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    class DeltaStreamingQuery(StreamingQuery):
+        """A StreamingQuery whose failure re-raises the pydelta error that stopped it."""
+
+        def __init__(self, jsq: Any, failure: dict[str, BaseException]) -> None:
+            super().__init__(jsq)
+            self._pydelta_failure = failure
+
+        def _reraise(self, e: BaseException) -> None:
+            error = self._pydelta_failure.get("error")
+            if isinstance(error, DeltaError):
+                raise _stream_error(error) from e
+            raise e
+
+        def awaitTermination(self, timeout: int | None = None) -> bool | None:  # noqa: N802
+            try:
+                return super().awaitTermination(timeout)
+            except StreamingQueryException as e:
+                self._reraise(e)
+                raise
+
+        def processAllAvailable(self) -> None:  # noqa: N802
+            try:
+                super().processAllAvailable()
+            except StreamingQueryException as e:
+                self._reraise(e)
+                raise
+
+    DeltaStreamingQuery.__qualname__ = "DeltaStreamingQuery"
+    return DeltaStreamingQuery
+
+
+def start_query(writer: Any, spec: SinkSpec) -> Any:
+    """Run the writer's query with a foreachBatch function writing each batch to `spec.path`."""
+    spark = writer._spark
+    failure: dict[str, BaseException] = {}
+
+    def write(batch_df: Any, batch_id: int) -> None:
+        # Spark sets this on the thread that calls us; it is <checkpointLocation>/metadata's "id".
+        query_id = spark.sparkContext.getLocalProperty(QUERY_ID_KEY)
+        if not query_id:
+            raise DeltaIllegalArgumentError("the streaming query id is unknown; cannot commit exactly once")
+        try:
+            write_batch(spec, batch_df, int(batch_id), query_id)
+        except BaseException as e:
+            failure["error"] = e
+            raise
+
+    _ORIGINAL["foreachBatch"](writer, write)
+    return _query_class()(writer._jwrite.start(), failure)
+
+
+def _table_location(writer: Any, name: str, options: dict[str, Any]) -> tuple[str, bool]:
+    """(location of the Delta table `name`, whether the name is new and must be registered)."""
+    from pydelta.errors import TableAlreadyExistsError
+    from pydelta.spark.catalog import default_location, delta_location, lookup
+
+    spark = writer._spark
+    entry = lookup(spark, name)
+    if entry is not None and (entry.provider or "").lower() != "delta":
+        raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
+    existing = delta_location(spark, name, entry)
+    if existing is not None:
+        return existing, entry is None
+    return _get(options, "path") or default_location(spark, name), True
+
+
+# ---- hooks on DataStreamWriter -------------------------------------------------------------
+
+
+def _record(name: str) -> Callable[..., Any]:
+    original = _ORIGINAL[name]
+
+    if name == "format":
+        def format(self, source: str):  # noqa: A001
+            _state(self)["format"] = source
+            return self if _is_delta(source) else original(self, source)
+        return format
+    if name == "option":
+        def option(self, key: str, value: Any):
+            _state(self)["options"][key] = value
+            return original(self, key, value)
+        return option
+    if name == "options":
+        def options(self, **opts: Any):
+            _state(self)["options"].update(opts)
+            return original(self, **opts)
+        return options
+    if name == "outputMode":
+        def outputMode(self, outputMode: str):  # noqa: N802, N803
+            _state(self)["mode"] = outputMode
+            return original(self, outputMode)
+        return outputMode
+    if name == "partitionBy":
+        # Kept on the Python side until start(): Spark's foreachBatch refuses partitioning.
+        def partitionBy(self, *cols: Any):  # noqa: N802
+            if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+                cols = tuple(cols[0])
+            _state(self)["partition_by"] = list(cols)
+            return self
+        return partitionBy
+    # foreach / foreachBatch replace the sink, as in Spark (a later start() is not Delta's).
+    def sink(self, f: Any):
+        _state(self)["format"] = name
+        return original(self, f)
+    return sink
+
+
+def _flush_partition_by(writer: Any) -> None:
+    cols = _state(writer)["partition_by"]
+    if cols is not None:
+        _ORIGINAL["partitionBy"](writer, *cols)
+
+
+def _settings(writer: Any, format: str | None, outputMode: str | None, partitionBy: Any,  # noqa: A002, N803
+              queryName: str | None, options: dict[str, Any]) -> bool:
+    """Apply start()/toTable() keyword settings as PySpark does; True when the sink is Delta."""
+    writer.options(**options)
+    if outputMode is not None:
+        writer.outputMode(outputMode)
+    if partitionBy is not None:
+        writer.partitionBy(*([partitionBy] if isinstance(partitionBy, str) else partitionBy))
+    if format is not None:
+        writer.format(format)
+    if queryName is not None:
+        writer.queryName(queryName)
+    if _is_delta(_state(writer)["format"]):
+        return True
+    _flush_partition_by(writer)
+    return False
+
+
+def _start(original: Callable[..., Any]) -> Callable[..., Any]:
+    def start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N803
+        if not _settings(self, format, outputMode, partitionBy, queryName, options):
+            return original(self, path)
+        st = _state(self)
+        path = path or _get(st["options"], "path")
+        if path is None:
+            raise DeltaIllegalArgumentError("'path' is not specified")
+        return start_query(self, make_spec(self._df, path, st["mode"], st["partition_by"], st["options"]))
+
+    return start
+
+
+def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def toTable(self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N802, N803
+        if not _settings(self, format, outputMode, partitionBy, queryName, options):
+            return original(self, tableName)
+        from pydelta.spark.catalog import register_table
+
+        st = _state(self)
+        location, register = _table_location(self, tableName, st["options"])
+        spec = make_spec(self._df, location, st["mode"], st["partition_by"], st["options"])
+        if register:  # as Spark's toTable: a new name enters the catalog before the query starts
+            register_table(self._spark, tableName, location, self._df.schema)
+        return start_query(self, spec)
+
+    return toTable
+
+
+def install() -> None:
+    """Hook DataStreamWriter once per process."""
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    if getattr(DataStreamWriter, "_pydelta_hooked", False):
+        return
+    for name in ("format", "option", "options", "outputMode", "partitionBy", "foreach", "foreachBatch"):
+        _ORIGINAL[name] = getattr(DataStreamWriter, name)
+        setattr(DataStreamWriter, name, _record(name))
+    _ORIGINAL["start"], _ORIGINAL["toTable"] = DataStreamWriter.start, DataStreamWriter.toTable
+    # Non-Delta sinks reach the originals with no keyword settings: those already went through the hooks.
+    DataStreamWriter.start = boundary(_start(_ORIGINAL["start"]))
+    DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"]))
+    DataStreamWriter._pydelta_hooked = True
