@@ -50,6 +50,23 @@ def _check_mapping(mapping: Any, argname: str) -> None:
             )
 
 
+def _check_clone_args(target: Any, is_shallow: Any, replace: Any, properties: Any) -> None:
+    """delta-spark's _verify_clone_types."""
+    for value, name, kind, label in ((target, "target", str, "a string"), (is_shallow, "isShallow", bool, "a boolean"),
+                                     (replace, "replace", bool, "a boolean")):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} needs to be {label} but got '{type(value)}'.")
+    if properties is not None:
+        if not isinstance(properties, dict):
+            raise ValueError(f"properties needs to be a dict but got '{type(properties)}'.")
+        for key, value in properties.items():
+            if not isinstance(key, str):
+                raise ValueError(f"All property keys including {key} needs to be a string but got '{type(key)}'.")
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"All property values including {value} needs to be a string but got '{type(value)}'.")
+
+
 def _raise_type_error(msg: str, objs: Any) -> None:
     """delta-spark's DeltaTableBuilder._raise_type_error."""
     for obj in objs:
@@ -224,6 +241,45 @@ class DeltaTable:
         from pydelta.spark.maintenance.manifest import generate
 
         generate(self, mode)
+
+    # ---- clones (pydelta.txn.clone) -----------------------------------------------------
+    def clone(self, target: str, isShallow: bool = False, replace: bool = False,
+              properties: dict[str, str] | None = None) -> "DeltaTable":
+        """Clone the latest version to `target` (a path or a catalog name)."""
+        _check_clone_args(target, isShallow, replace, properties)
+        return self._clone(self.snapshot(), target, isShallow, replace, properties)
+
+    def cloneAtVersion(self, version: int, target: str, isShallow: bool = False, replace: bool = False,
+                       properties: dict[str, str] | None = None) -> "DeltaTable":
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ValueError(f"version needs to be an int but got '{type(version)}'.")
+        _check_clone_args(target, isShallow, replace, properties)
+        return self._clone(load_snapshot(self._path, version=version), target, isShallow, replace, properties)
+
+    def cloneAtTimestamp(self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
+                         properties: dict[str, str] | None = None) -> "DeltaTable":
+        if not isinstance(timestamp, str):
+            raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
+        _check_clone_args(target, isShallow, replace, properties)
+        from pydelta.spark.maintenance.restore import _parse_timestamp
+
+        ms = int(_parse_timestamp(self._spark, timestamp).timestamp() * 1000)
+        return self._clone(load_snapshot(self._path, timestamp=ms), target, isShallow, replace, properties)
+
+    def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
+               properties: dict[str, str] | None) -> "DeltaTable":
+        from pydelta.spark.catalog import default_location, delta_table_location, register_table
+        from pydelta.spark.write import engine_info
+        from pydelta.txn.clone import clone_table
+
+        is_path = "/" in target or target.startswith("file:")
+        location = target if is_path else (delta_table_location(self._spark, target)
+                                           or default_location(self._spark, target))
+        clone_table(source, location, shallow=shallow, replace_existing=replace, properties=properties,
+                    engine_info=engine_info(self._spark))
+        if not is_path and delta_table_location(self._spark, target) is None:
+            register_table(self._spark, target, location, self._spark.read.format("delta").load(location).schema)
+        return DeltaTable(self._spark, location)
 
     @classmethod
     def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> "DeltaTable":

@@ -204,6 +204,10 @@ class Operation:
         return cls("UPGRADE PROTOCOL", {"newProtocol": _json(body)})
 
     @classmethod
+    def clone(cls, source: str, source_version: int) -> "Operation":
+        return cls("CLONE", {"source": source, "sourceVersion": source_version})
+
+    @classmethod
     def truncate(cls) -> "Operation":
         return cls("TRUNCATE", {})
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydelta.errors import DeltaIllegalArgumentError, MissingDataFileError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
+from pydelta.txn.clone import add_action_from_file_row as _add_action
 from pydelta.txn.commit_info import Operation
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
@@ -33,29 +34,6 @@ def _dv_uid(dv: dict | None) -> str:
     if dv.get("offset") is not None:
         uid += f"@{dv['offset']}"
     return uid
-
-
-def _add_action(row: dict[str, Any]) -> dict[str, Any]:
-    """A Snapshot.files() row back to the add action it came from, with dataChange=true."""
-    pv = row.get("partition_values")
-    out: dict[str, Any] = {
-        "path": row["path"],
-        "partitionValues": dict(pv) if pv is not None else {},
-        "size": row["size"],
-        "modificationTime": row.get("modification_time") or 0,
-        "dataChange": True,
-    }
-    if row.get("stats") is not None:
-        out["stats"] = row["stats"]
-    if row.get("tags"):
-        out["tags"] = dict(row["tags"])
-    if row.get("deletion_vector"):
-        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
-    for src, dst in (("base_row_id", "baseRowId"), ("default_row_commit_version", "defaultRowCommitVersion"),
-                     ("clustering_provider", "clusteringProvider")):
-        if row.get(src) is not None:
-            out[dst] = row[src]
-    return out
 
 
 def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
