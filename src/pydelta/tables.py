@@ -431,7 +431,9 @@ class DeltaTableBuilder:
         if snapshot is not None and self._kind == "createIfNotExists":
             return DeltaTable.forPath(self._spark, path)
         if snapshot is None and self._kind == "replace":
-            raise DeltaAnalysisError(f"Table {self._name or path} cannot be replaced as it does not exist; use createOrReplace")
+            raise DeltaAnalysisError(
+                f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {self._name or path} cannot be replaced as it does not "
+                "exist. Use CREATE OR REPLACE TABLE to create the table.")
         schema = parse_schema(SparkStructType(self._columns).json())
         # create and replace both make a new table: the session's table defaults apply (delta-spark).
         properties = with_table_defaults(self._properties, session_conf(self._spark))

@@ -76,3 +76,38 @@ def test_sql_errors_are_pyspark(spark, tmp_path):
     with pytest.raises(AnalysisException) as info:
         spark.sql(f"CREATE TABLE delta.`{path}` (id long) USING delta")
     assert isinstance(info.value, E.DeltaError) and info.value.getCondition() is not None
+
+
+def test_builder_details_and_errors(spark, tmp_path):
+    location = str(tmp_path / "built")
+    table = (DeltaTable.create(spark).tableName("parity_built").location(location).comment("table comment")
+             .addColumn("id", "INT", nullable=False, comment="the id")
+             .addColumn("v", "STRING", comment="a value")
+             .addColumn("g", "INT", generatedAlwaysAs="id * 2")
+             .partitionedBy("v").property("k", "x").execute())
+    try:
+        fields = {f.name: f for f in table.toDF().schema.fields}
+        assert fields["id"].metadata["comment"] == "the id" and not fields["id"].nullable
+        assert fields["g"].metadata["delta.generationExpression"] == "id * 2"
+        detail = table.detail().first()
+        assert detail.description == "table comment" and detail.partitionColumns == ["v"]
+        assert detail.properties == {"k": "x"}
+        described = {r.col_name: r.comment for r in spark.sql("DESCRIBE TABLE parity_built").collect()}
+        assert described["id"] == "the id" and described["v"] == "a value"
+        extended = {r.col_name: r.data_type for r in spark.sql("DESCRIBE TABLE EXTENDED parity_built").collect()}
+        assert extended["Comment"] == "table comment"
+        props = {r.key: r.value for r in spark.sql("SHOW TBLPROPERTIES parity_built").collect()}
+        assert props["k"] == "x"
+        with pytest.raises(AnalysisException) as exists:
+            DeltaTable.create(spark).tableName("parity_built").addColumn("id", "INT").execute()
+        assert isinstance(exists.value, E.TableAlreadyExistsError)
+    finally:
+        spark.sql("DROP TABLE IF EXISTS parity_built")
+    with pytest.raises(AnalysisException) as missing:
+        DeltaTable.replace(spark).tableName("parity_never_made").addColumn("id", "INT").execute()
+    assert missing.value.getCondition() == "DELTA_CANNOT_REPLACE_MISSING_TABLE"
+    bad = str(tmp_path / "bad")
+    with pytest.raises(AnalysisException) as part:
+        DeltaTable.create(spark).location(bad).addColumn("id", "INT").partitionedBy("zz").execute()
+    assert part.value.getCondition() == "DELTA_PARTITION_COLUMN_NOT_FOUND"
+    assert not DeltaTable.isDeltaTable(spark, bad)

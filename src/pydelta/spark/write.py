@@ -63,7 +63,9 @@ def _resolve_partition_columns(schema: StructType, partition_by: list[str]) -> l
     for name in partition_by:
         match = [f.name for f in schema.fields if f.name.lower() == name.lower()]
         if not match:
-            raise InvalidTableError(f"partition column {name!r} is not in the schema {schema.field_names}")
+            raise DeltaAnalysisError(
+                f"[DELTA_PARTITION_COLUMN_NOT_FOUND] Partition column `{name}` not found in schema "
+                f"[{', '.join(schema.field_names)}]")
         out.append(match[0])
     if out and len(out) == len(schema.fields):
         raise InvalidTableError("cannot use all columns as partition columns")
