@@ -435,3 +435,29 @@ def test_merge_loses_to_concurrent_update_of_its_files(spark, table_path):
         prepared.commit()
     assert_rows(spark, table_path, [{**r, "s": "concurrent"} if r["id"] == 4 else r for r in rows],
                 check_deltalake=False)
+
+
+@pytest.mark.parametrize("threshold", ["0", "1"])  # 0: search touched files (unique keys); 1: one pass
+def test_merge_with_unique_source_keys_fast_paths(spark, tmp_path, threshold):
+    path = str(tmp_path / "u")
+    spark.range(0, 400, numPartitions=4).selectExpr("id", "id * 2 AS v").write.format("delta").save(path)
+    source = spark.createDataFrame([(5, -1), (150, -1), (1000, 7), (None, 9)], "id long, v long")
+    spark.conf.set("spark.pydelta.merge.onePassSourceRowsPerFile", threshold)
+    try:
+        table = pydelta.DeltaTable.forPath(spark, path)
+        (table.alias("t").merge(source.alias("s"), "t.id = s.id")
+         .whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsertAll().execute())
+        got = {r.id: r.v for r in spark.read.format("delta").load(path).collect()}
+        expected = {i: i * 2 for i in range(400)} | {5: -1, 150: -1, 1000: 7, None: 9}
+        assert got == expected
+        m = table.history(1).first().operationMetrics
+        assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numSourceRows"]) == ("2", "2", "4")
+        files_before = pydelta.load_snapshot(path, version=0).num_files
+        rewritten = int(m["numTargetFilesRemoved"])
+        assert rewritten == (files_before if threshold == "1" else 2)
+        # duplicate keys in the source still fail as delta-spark does, whatever the path
+        dup = spark.createDataFrame([(7, 1), (7, 2)], "id long, v long")
+        with pytest.raises(DeltaError, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+            table.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute()
+    finally:
+        spark.conf.unset("spark.pydelta.merge.onePassSourceRowsPerFile")

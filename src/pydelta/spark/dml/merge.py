@@ -300,6 +300,57 @@ def _join_node(plan: Any) -> Any:
     return plan
 
 
+def _source_join_keys(merge_cond: Any, join: Any) -> list[str] | None:
+    """Names of source columns compared for equality with target expressions in the merge condition.
+
+    When the source is unique on these keys, a target row matches at most one source row,
+    so finding touched files needs no per-row counting. None when there are no such keys.
+    """
+    if join is None:
+        return None
+    source_attrs, target_attrs = join.left().outputSet(), join.right().outputSet()
+    keys: list[str] = []
+    for conj in conjuncts(merge_cond.expr):
+        if _name(conj) not in ("EqualTo", "EqualNullSafe"):
+            continue
+        left, right = _children(conj)
+        for src, tgt in ((left, right), (right, left)):
+            if (_name(src) == "AttributeReference" and source_attrs.contains(src)
+                    and tgt.references().nonEmpty() and tgt.references().subsetOf(target_attrs)):
+                keys.append(str(src.name()))
+    return keys or None
+
+
+def _unique_on(source: Any, keys: list[str]) -> bool:
+    """Whether no two source rows share a (non-null) key: one small aggregation over the source."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(quote_identifier(k)) for k in keys]
+    not_null = and_all_columns([c.isNotNull() for c in cols])
+    dup = source.where(not_null).groupBy(*cols).count().where(F.col("count") > 1).limit(1)
+    return not dup.take(1)
+
+
+ONE_PASS_CONF = "spark.pydelta.merge.onePassSourceRowsPerFile"
+
+
+def _one_pass(spark: Any, source_rows: int | None, candidate_files: int) -> bool:
+    """Whether to rewrite all candidate files without first finding the touched ones.
+
+    With this many (unique-keyed) source rows per candidate file, practically every file
+    holds a match, and the search (a second join over the target) would only cost time.
+    """
+    threshold = int(spark.conf.get(ONE_PASS_CONF, "1000"))
+    return threshold > 0 and source_rows is not None and source_rows >= threshold * candidate_files
+
+
+def and_all_columns(columns: list[Any]) -> Any:
+    out = columns[0]
+    for c in columns[1:]:
+        out = out & c
+    return out
+
+
 def _target_only_predicate(expr: Any, target_attrs: Any) -> Predicate | None:
     """The target-only conjuncts of `expr`, translated for data skipping (None when there are none)."""
     parts = []
@@ -475,6 +526,7 @@ def prepare_merge(
     overcount = 0
     need_dedupe = False
     persisted = False
+    unique = False
     counts: dict[str, int] = {}
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
@@ -488,6 +540,16 @@ def prepare_merge(
                 persisted = True
             metrics_timing["materializeSourceTimeMs"] = elapsed_ms(t0)
             t0 = time.monotonic()
+            keys = None if by_source else _source_join_keys(merge_cond, join)
+            unique = keys is not None and _unique_on(source, keys)
+            if unique:
+                num_source_rows = source.count()
+        if not insert_only and candidates.num_rows and unique and _one_pass(spark, num_source_rows, candidates.num_rows):
+            # So many source rows per candidate file that nearly every file is touched: skip the
+            # search and rewrite the candidates in one pass (unique keys: no multiple matches).
+            touched = candidates
+            metrics_timing["scanTimeMs"] = elapsed_ms(t0)
+        elif not insert_only and candidates.num_rows:
             obs = observation()
             src = source.observe(obs, F.count(F.lit(1)).alias("n")).withColumn(SOURCE_PRESENT, F.lit(True))
             # Rows carry a small file number (not the long file URI) through the join and shuffles.
@@ -499,22 +561,29 @@ def prepare_merge(
             is_match = F.col(SOURCE_PRESENT).isNotNull()
             m_act = (is_match & any_hit(r_matched)).cast("int")
             u_act = (~is_match & any_hit(r_by_source)).cast("int")
-            if by_source:
-                joined = joined.filter(is_match | (u_act == 1))
-            per_row = joined.groupBy(F.col(FILE_IDX), F.col(ROW_COL)).agg(
-                F.count(F.col(SOURCE_PRESENT)).alias("n"), F.sum(m_act).alias("a"), F.max(u_act).alias("u")
-            )
-            n, a, u = F.col("n"), F.col("a"), F.col("u")
-            per_file = per_row.groupBy(FILE_IDX).agg(
-                F.sum(F.when((a > 0) | (u > 0), 1).otherwise(0)).alias("acted"),
-                F.sum(F.when(n > 0, 1).otherwise(0)).alias("matched"),
-                F.sum(F.when((n > 1) & (a > 0), 1).otherwise(0)).alias("conflicts"),
-                F.sum(F.when((n > 1) & (a == 0), 1).otherwise(0)).alias("dups"),
-                F.sum(F.when(n > 1, n - 1).otherwise(0)).alias("over"),
-            )
+            if unique:
+                # At most one source row per target row: per-file flags straight from the join.
+                per_file = joined.groupBy(FILE_IDX).agg(
+                    F.sum(m_act).alias("acted"), F.count(F.lit(1)).alias("matched"),
+                    F.lit(0).alias("conflicts"), F.lit(0).alias("dups"), F.lit(0).alias("over"),
+                )
+            else:
+                if by_source:
+                    joined = joined.filter(is_match | (u_act == 1))
+                per_row = joined.groupBy(F.col(FILE_IDX), F.col(ROW_COL)).agg(
+                    F.count(F.col(SOURCE_PRESENT)).alias("n"), F.sum(m_act).alias("a"), F.max(u_act).alias("u")
+                )
+                n, a, u = F.col("n"), F.col("a"), F.col("u")
+                per_file = per_row.groupBy(FILE_IDX).agg(
+                    F.sum(F.when((a > 0) | (u > 0), 1).otherwise(0)).alias("acted"),
+                    F.sum(F.when(n > 0, 1).otherwise(0)).alias("matched"),
+                    F.sum(F.when((n > 1) & (a > 0), 1).otherwise(0)).alias("conflicts"),
+                    F.sum(F.when((n > 1) & (a == 0), 1).otherwise(0)).alias("dups"),
+                    F.sum(F.when(n > 1, n - 1).otherwise(0)).alias("over"),
+                )
             stats = per_file.collect()
             seen = observed(obs)
-            num_source_rows = int(seen["n"]) if seen is not None else None
+            num_source_rows = int(seen["n"]) if seen is not None else num_source_rows
             metrics_timing["scanTimeMs"] = elapsed_ms(t0)
             if sum(int(r["conflicts"]) for r in stats) and not only_unconditional_delete:
                 raise MultipleSourceRowMatchingTargetRowInMergeError()
