@@ -7,7 +7,7 @@ import sys
 
 BENCHMARKS = ["benchmarks.bench_commit", "benchmarks.bench_snapshot", "benchmarks.bench_json_commits",
               "benchmarks.bench_spark_io", "benchmarks.bench_dml",
-              "benchmarks.bench_sql"]
+              "benchmarks.bench_sql", "benchmarks.bench_commit_owners", "benchmarks.bench_streaming"]
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

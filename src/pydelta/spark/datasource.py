@@ -2,9 +2,12 @@
 
 Spark refuses to create a catalog table whose provider it cannot find. pydelta has
 no JVM data source, so it registers this Python one under the name "delta". It is
-only the catalog's anchor: pydelta serves every read and write of a Delta table
-itself (through its hooks), and a scan that reaches this source raises a clear
-error instead of returning anything wrong.
+the catalog's anchor for batch work: pydelta serves every batch read and write of a
+Delta table itself (through its hooks), and a batch scan that reaches this source
+raises a clear error instead of returning anything wrong.
+
+Streaming reads are different: `spark.readStream.format("delta")` has no pydelta hook,
+so this source serves them (`streamReader`, implemented in pydelta.spark.streaming.source).
 """
 
 from __future__ import annotations
@@ -24,13 +27,30 @@ class DeltaCatalogSource(DataSource):
         return "delta"
 
     def schema(self) -> Any:
+        """The table's schema now (a stream's schema is fixed at query start), plus the change-feed columns."""
         path = self.options.get("path")
         if path:
             from pydelta.log.snapshot import load_snapshot
             from pydelta.spark.read import spark_schema
 
-            return spark_schema(load_snapshot(path).schema)
+            schema = spark_schema(load_snapshot(path).schema)
+            if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
+                from pydelta.spark.streaming.source import StreamOptions
+
+                StreamOptions.parse(self.options)
+            if _change_feed(self.options):
+                from pyspark.sql.types import LongType, StringType, TimestampType
+
+                schema = (schema.add("_change_type", StringType()).add("_commit_version", LongType())
+                          .add("_commit_timestamp", TimestampType()))
+            return schema
         raise DeltaNotImplementedError("a Delta table needs a path (or a catalog entry with a location)")
+
+    def streamReader(self, schema: Any) -> Any:
+        """`spark.readStream.format("delta")`: delta-spark's streaming source (see streaming/source.py)."""
+        from pydelta.spark.streaming.source import DeltaStreamReader
+
+        return DeltaStreamReader(self.options, schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
         raise DeltaNotImplementedError(
@@ -39,6 +59,18 @@ class DeltaCatalogSource(DataSource):
         )
 
 
+def _change_feed(options: Any) -> bool:
+    lowered = {str(k).lower(): str(v).strip().lower() for k, v in options.items()}
+    return lowered.get("readchangefeed") == "true" or lowered.get("readchangedata") == "true"
+
+
+_REGISTERED: set[int] = set()
+
+
 def register(spark: Any) -> None:
-    """Register the "delta" anchor source on `spark` (idempotent per session)."""
+    """Register the "delta" source on `spark` (once per session: also serves readStream)."""
+    key = id(spark._jsparkSession)
+    if key in _REGISTERED:
+        return
     spark.dataSource.register(DeltaCatalogSource)
+    _REGISTERED.add(key)

@@ -62,6 +62,9 @@ def enable(spark: Any) -> Any:
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
+    from pydelta.spark import datasource
+
+    datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
     return spark
 
 
