@@ -18,6 +18,7 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import to_uri_path
 from pydelta.protocol.schema import (
+    DecimalType,
     StructType,
     column_mapping_mode,
     physical_name,
@@ -41,13 +42,16 @@ def spark_schema(schema: StructType) -> Any:
     return SparkStructType.fromJson(json.loads(schema.to_json()))
 
 
-def _read_parquet(spark: Any, read_schema: Any, paths: list[str]) -> Any:
+def _read_parquet(spark: Any, read_schema: Any, paths: list[str], base_path: str | None = None) -> Any:
     jvm_conf = spark.conf
     key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
     previous = jvm_conf.get(key)
     jvm_conf.set(key, str(max(32, len(paths) + 1)))  # list our known files in the driver
     try:
-        return spark.read.schema(read_schema).option("__globPaths__", "false").parquet(*paths)
+        reader = spark.read.schema(read_schema).option("__globPaths__", "false")
+        if base_path is not None:
+            reader = reader.option("basePath", spark_file_uri(base_path))
+        return reader.parquet(*paths)
     except Exception as e:  # AnalysisException for a missing file
         text = str(e)
         if "PATH_NOT_FOUND" in text or "does not exist" in text:
@@ -89,22 +93,32 @@ def build_dataframe(
     paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
     dvs = files.column("deletion_vector")
     has_dv = dvs.null_count < files.num_rows
-    df = _read_parquet(spark, read_schema, paths)
-    if partition_cols or has_dv or with_file:
+    hive = bool(partition_cols) and mode == "none" and not extra_fields and _hive_layout(snapshot, files, paths)
+    if hive:
+        # Partition values from the directories (they equal the log's): Spark then prunes
+        # partitions wherever the scan sits in a plan, dynamic partition pruning included.
+        for name in partition_cols:
+            read_schema = read_schema.add(logical[name])
+        df = _read_parquet(spark, read_schema, paths, base_path=snapshot.table_root)
+    else:
+        df = _read_parquet(spark, read_schema, paths)
+    if (partition_cols and not hive) or has_dv or with_file:
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]
         if has_dv or with_file:
             extra.append(F.col("_metadata.row_index").alias(ROW_COL))
         df = df.select("*", *extra)
     if has_dv:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
-    if partition_cols:
+    if partition_cols and not hive:
         df = _join_on_file(df, F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), "inner")
     if mode == "none" and not partition_cols and not has_dv and not with_file:
         return df  # already the logical columns, in order: no projection needed
     columns = []
     for field in schema.fields:
         spark_type = logical[field.name].dataType
-        if field.name in partition_cols:
+        if field.name in partition_cols and hive:
+            columns.append(F.col(quote_identifier(field.name)))
+        elif field.name in partition_cols:
             # Like delta-spark: zone-less timestamp partition values are in the session time zone.
             part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
             columns.append(part.cast(spark_type).alias(field.name))
@@ -118,6 +132,42 @@ def build_dataframe(
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
     return df.select(*columns)
+
+
+# Partition column types Spark's file sources parse from directory names exactly as a cast of the string.
+_HIVE_TYPES = ("string", "long", "integer", "short", "byte", "boolean", "date", "timestamp", "timestamp_ntz",
+               "float", "double")
+
+
+def _hive_layout(snapshot: Snapshot, files: pa.Table, paths: list[str]) -> bool:
+    """Whether every file lies in `col=value/...` directories holding exactly its logged partition values.
+
+    Then Spark can take the values from the paths (and prune on them); otherwise (column
+    mapping's random prefixes, files moved by hand, odd types) the values come from the log.
+    """
+    from pydelta.protocol.partition_values import HIVE_DEFAULT_PARTITION, unescape_path_name
+
+    cols = snapshot.partition_columns
+    types = {f.name: f.type for f in snapshot.schema.fields}
+    for c in cols:
+        if not (isinstance(types[c], DecimalType) or getattr(types[c], "name", None) in _HIVE_TYPES):
+            return False
+    prefix = snapshot.table_root.rstrip("/") + "/"
+    for path, values in zip(paths, files.column("partition_values").to_pylist()):
+        if not path.startswith(prefix):
+            return False
+        dirs = path[len(prefix):].split("/")[:-1]
+        if len(dirs) != len(cols):
+            return False
+        logged = dict(values or [])
+        for seg, col in zip(dirs, cols):
+            key, sep, raw = seg.partition("=")
+            if not sep or unescape_path_name(key) != col:
+                return False
+            value = None if raw == HIVE_DEFAULT_PARTITION else unescape_path_name(raw)
+            if value != (logged.get(col) or None):
+                return False
+    return True
 
 
 def _is_primitive(spark_type: Any) -> bool:
