@@ -128,3 +128,38 @@ class DeltaUnsupportedOptionError(DeltaNotImplementedError):
 
 class DeltaParseError(DeltaAnalysisError):
     """A Delta SQL statement pydelta cannot parse (delta-spark: ParseException)."""
+
+
+# ---- managed commits (commit owners) and catalog-managed tables -------------
+
+
+class CommitOwnerError(DeltaError):
+    """A managed-commit table's commit owner refused, failed, or is misconfigured."""
+
+
+class InvalidManagedCommitStateError(CommitOwnerError, DeltaProtocolError):
+    """The table names a commit owner without the managedCommit feature, or the reverse."""
+
+
+class UnknownCommitOwnerError(CommitOwnerError):
+    """`delta.managedCommit.commitOwner` names an owner no client is registered for."""
+
+
+class CommitOwnerUnavailableError(CommitOwnerError):
+    """The commit owner could not be reached; nothing was committed."""
+
+
+class CommitOwnerConflictError(CommitOwnerError):
+    """The owner already ratified the attempted version (another writer won it)."""
+
+    def __init__(self, message: str, latest_version: int) -> None:
+        super().__init__(message)
+        self.latest_version = latest_version
+
+
+class CommitOwnerMismatchError(CommitOwnerError):
+    """A commit would change the table's commit owner without first converting to the file system."""
+
+
+class CatalogManagedTableError(UnsupportedFeatureError):
+    """Writing a catalogManaged table needs the catalog's committer, which pydelta does not have."""

@@ -616,6 +616,24 @@ def _check_parts(parts: int | None, snapshot: Snapshot, v2: bool) -> int | None:
     return parts
 
 
+def _ensure_backfilled(snapshot: Snapshot) -> None:
+    """Managed commits: a checkpoint may only cover `_delta_log/<v>.json`; ask the owner to backfill first."""
+    target = os.path.join(snapshot.table_root, "_delta_log", f"{snapshot.version:020d}.json")
+    if not snapshot.unbackfilled_commits or snapshot.storage.exists(target):
+        return
+    from pydelta.errors import CommitOwnerError
+    from pydelta.txn.commit_owners.registry import owner_of
+
+    owner = owner_of(snapshot.metadata, snapshot.protocol)
+    if owner is not None:
+        owner.backfill_to_version(snapshot.storage, snapshot.table_root, snapshot.metadata.id, snapshot.version)
+    if not snapshot.storage.exists(target):
+        raise CommitOwnerError(
+            f"cannot checkpoint version {snapshot.version} of {snapshot.table_root}: it is not backfilled "
+            "(managed commits allow checkpoints only of versions in _delta_log/)"
+        )
+
+
 def write_checkpoint(
     snapshot: Snapshot, *, parts: int | None = None, v2: bool | None = None, now_ms: int | None = None
 ) -> None:
@@ -628,6 +646,7 @@ def write_checkpoint(
     nothing is done.
     """
     snapshot.protocol.check_readable()
+    _ensure_backfilled(snapshot)
     use_v2 = _use_v2(snapshot, v2)
     parts = _check_parts(parts, snapshot, use_v2)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)

@@ -11,7 +11,11 @@ The rule keeps the table reconstructable at every version it still lists:
  4. Deleted: commits, checkpoints (any kind, incomplete multi-part sets included) and `.crc`
     files of versions before the cutoff checkpoint, and log compactions starting at or
     before it. The checkpoint and its own commit are kept (commitInfo lives only there).
- 5. Sidecars in `_delta_log/_sidecars` that no remaining checkpoint references and that
+ 5. Managed commits (seed 001): un-backfilled commit files in `_delta_log/_commits` with a
+    version <= the cutoff checkpoint are deleted too (ratified ones are backfilled by then,
+    the rest are failed attempts). Only backfilled commits count for steps 2-4, and the
+    checkpoint's own backfilled commit is always kept (>= 1 backfilled commit preserved).
+ 6. Sidecars in `_delta_log/_sidecars` that no remaining checkpoint references and that
     are older than `cutoff` (so in-progress checkpoints are safe) are deleted, as are
     leftover temp files of crashed writers older than `cutoff`.
 """
@@ -44,6 +48,7 @@ _COMPACTION = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 # `Storage.list_from` lists names >= a start name; every log file name (digits, '.', '_')
 # sorts after a space, and a trailing "/" would be normalized away.
 _LIST_ALL = " "
+_UNBACKFILLED = re.compile(r"^(\d{20})\.[0-9a-fA-F-]{36}\.json$")
 _TEMP = re.compile(r"^\..+\.[0-9a-fA-F-]{32,36}\.tmp$")
 
 
@@ -147,6 +152,16 @@ def _unreferenced_sidecars(storage: Storage, log_dir: str, remaining: list[FileI
     return [f for f in sidecars if f.name not in refs]
 
 
+def _expired_unbackfilled(storage: Storage, log_dir: str, checkpoint_version: int) -> list[FileInfo]:
+    """`_delta_log/_commits/<v>.<uuid>.json` files with v <= the cutoff checkpoint, oldest first."""
+    out = []
+    for f in storage.list_from(os.path.join(log_dir, "_commits", _LIST_ALL)):
+        m = _UNBACKFILLED.match(f.name)
+        if m and int(m.group(1)) <= checkpoint_version:
+            out.append(f)
+    return out
+
+
 def cleanup_expired_logs(snapshot: Snapshot, *, now_ms: int | None = None) -> list[str]:
     """Delete log files older than the log retention that no kept version needs; return their paths.
 
@@ -169,6 +184,9 @@ def cleanup_expired_logs(snapshot: Snapshot, *, now_ms: int | None = None) -> li
     deleted = [f.path for f in doomed]
     for f in doomed:
         storage.delete(f.path)
+    for f in _expired_unbackfilled(storage, log_dir, checkpoint):
+        storage.delete(f.path)
+        deleted.append(f.path)
     gone = set(deleted)
     remaining = [f for f in log.files if f.path not in gone]
     for f in _unreferenced_sidecars(storage, log_dir, remaining, cutoff):

@@ -37,7 +37,13 @@ def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
     """Newest first, at most `limit` entries, for versions whose commit file still exists."""
     storage: Storage = snapshot.storage
     commits = list_log(storage, snapshot.table_root).commits
-    stamps = {c.version: c.timestamp for c in commit_timestamps(storage, snapshot.table_root, ict_enablement_version(snapshot.metadata))}
+    extra = dict(snapshot.unbackfilled_commits)  # managed commits the owner ratified, not backfilled yet
+    for version, info in extra.items():
+        commits.setdefault(version, info)
+    stamps = {
+        c.version: c.timestamp
+        for c in commit_timestamps(storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), extra)
+    }
     versions = sorted((v for v in commits if v <= snapshot.version), reverse=True)
     if limit is not None:
         versions = versions[:limit]

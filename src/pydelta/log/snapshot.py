@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError
+from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, VersionNotFoundError
 from pydelta.log.arrow_actions import struct_to_table
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
 from pydelta.log.segment import LogSegment, build_segment, list_log
-from pydelta.log.storage import Storage, storage_for, to_local_path
+from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
 from pydelta.log.timestamps import commit_timestamps, to_millis, version_at
 from pydelta.protocol.actions import Metadata, Protocol
 
@@ -162,26 +162,51 @@ class Snapshot:
 
     # ---- evolution ------------------------------------------------------------------
     def update(self) -> "Snapshot":
-        """The latest snapshot, reading only commits newer than this one."""
+        """The latest snapshot, reading only commits newer than this one (and the owner's, if managed)."""
         listing = list_log(self.storage, self.table_root, self.version + 1)
         versions = sorted(v for v in listing.commits if v > self.version)
         if not versions:
-            return self
+            return self.with_owner_commits()
         if versions != list(range(self.version + 1, versions[-1] + 1)):
             newer = build_segment(self.storage, self.table_root)
-            return Snapshot(self.table_root, self.storage, newer, replay_segment(self.storage, self.table_root, newer))
-        new_commits = [(v, listing.commits[v]) for v in versions]
+            fresh = Snapshot(self.table_root, self.storage, newer, replay_segment(self.storage, self.table_root, newer))
+            return fresh.with_owner_commits()
+        return self.applying([(v, listing.commits[v]) for v in versions]).with_owner_commits()
+
+    def applying(self, new_commits: list[tuple[int, FileInfo]]) -> "Snapshot":
+        """This snapshot moved forward by `new_commits` (ascending, contiguous after this version)."""
+        if not new_commits:
+            return self
+        last = new_commits[-1][0]
         state = apply_commits(
             self._state,
-            read_commits(self.storage, LogSegment(self.segment.log_dir, versions[-1], None, new_commits)),
+            read_commits(self.storage, LogSegment(self.segment.log_dir, last, None, new_commits)),
             self.table_root,
-            versions[-1],
+            last,
         )
         segment = LogSegment(
-            self.segment.log_dir, versions[-1], self.segment.checkpoint, self.segment.commits + new_commits,
+            self.segment.log_dir, last, self.segment.checkpoint, self.segment.commits + new_commits,
             self.segment.compactions,
         )
         return Snapshot(self.table_root, self.storage, segment, state)
+
+    def with_owner_commits(self, end: int | None = None) -> "Snapshot":
+        """Managed commits: this snapshot plus the owner's ratified, un-backfilled commits (up to `end`).
+
+        A file-system table (no `delta.managedCommit.commitOwner`) is returned unchanged.
+        """
+        if "delta.managedCommit.commitOwner" not in self.metadata.configuration and (
+            "managedCommit" not in (self.protocol.writer_features or frozenset())
+        ):
+            return self
+        from pydelta.txn.commit_owners.reader import owner_commits
+
+        return self.applying(owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end))
+
+    @property
+    def unbackfilled_commits(self) -> list[tuple[int, FileInfo]]:
+        """Commits of this snapshot read from `_delta_log/_commits/` (managed commits not yet backfilled)."""
+        return [(v, f) for v, f in self.segment.commits if os.path.basename(os.path.dirname(f.path)) == "_commits"]
 
     def __repr__(self) -> str:
         return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"
@@ -191,6 +216,15 @@ def _normalize_root(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise DeltaIllegalArgumentError(f"invalid table path {path!r}")
     return to_local_path(path).rstrip("/") or "/"
+
+
+def _owner_version(storage: Storage, root: str, version: int) -> Snapshot | None:
+    """`version` of a managed-commit table known only to its owner, or None."""
+    latest = build_segment(storage, root)
+    if latest.version >= version:
+        return None
+    snapshot = Snapshot(root, storage, latest, replay_segment(storage, root, latest)).with_owner_commits(end=version)
+    return snapshot if snapshot.version == version else None
 
 
 def load_snapshot(
@@ -207,13 +241,24 @@ def load_snapshot(
         raise DeltaTableNotFoundError(f"{path} is not a Delta table (no _delta_log directory)")
     if timestamp is not None:
         latest = load_snapshot(root, check_protocol=check_protocol)
-        stamps = commit_timestamps(storage, root, ict_enablement_version(latest.metadata))
+        stamps = commit_timestamps(
+            storage, root, ict_enablement_version(latest.metadata), extra_commits=dict(latest.unbackfilled_commits)
+        )
         version = version_at(stamps, to_millis(timestamp), root)
         if version == latest.version:
             return latest
-    segment = build_segment(storage, root, version)
-    state = replay_segment(storage, root, segment)
-    snapshot = Snapshot(root, storage, segment, state)
+    try:
+        segment = build_segment(storage, root, version)
+    except VersionNotFoundError:
+        if version is None:
+            raise
+        snapshot = _owner_version(storage, root, version)  # ratified by a commit owner, not backfilled?
+        if snapshot is None:
+            raise
+    else:
+        snapshot = Snapshot(root, storage, segment, replay_segment(storage, root, segment))
+        if version is None:
+            snapshot = snapshot.with_owner_commits()
     if check_protocol:
         snapshot.protocol.check_readable()
     return snapshot

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from pydelta.errors import DeltaIllegalArgumentError, VersionNotFoundError
 from pydelta.log.segment import list_log
-from pydelta.log.storage import Storage
+from pydelta.log.storage import FileInfo, Storage
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,19 @@ def _first_commit_info(data: bytes) -> dict | None:
     return None
 
 
-def commit_timestamps(storage: Storage, table_root: str, ict_enablement_version: int | None) -> list[CommitTimestamp]:
-    """Timestamps of all commits still in the log, ascending by version."""
+def commit_timestamps(
+    storage: Storage,
+    table_root: str,
+    ict_enablement_version: int | None,
+    extra_commits: dict[int, FileInfo] | None = None,
+) -> list[CommitTimestamp]:
+    """Timestamps of all commits still in the log, ascending by version.
+
+    `extra_commits` are commits not in the listing (a managed table's un-backfilled ones).
+    """
     commits = list_log(storage, table_root).commits
+    for version, info in (extra_commits or {}).items():
+        commits.setdefault(version, info)
     out: list[CommitTimestamp] = []
     previous = None
     for version in sorted(commits):

@@ -47,8 +47,13 @@ READER_WRITER_FEATURES = frozenset(
         "variantType-preview",
         "variantShredding-preview",
         "catalogOwned-preview",
+        "catalogManaged",
     }
 )
+
+# Catalog-managed tables (the successor of managed commits): readable up to their
+# published version, writable only through the catalog's committer (which pydelta lacks).
+CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
 
 # What pydelta's reader implements.
 SUPPORTED_READER_FEATURES = frozenset(
@@ -62,6 +67,8 @@ SUPPORTED_READER_FEATURES = frozenset(
         "vacuumProtocolCheck",
         "variantType",
         "variantType-preview",
+        "catalogManaged",
+        "catalogOwned-preview",
     }
 )
 
@@ -81,6 +88,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "vacuumProtocolCheck",
         "domainMetadata",
         "checkpointProtection",
+        "managedCommit",
     }
 )
 

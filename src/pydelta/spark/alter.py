@@ -157,6 +157,7 @@ _FREE = (
     "redirectReaderWriter-preview", "redirectWriterOnly-preview", "autoOptimize.autoCompact", "parquet.format.version",
     "dataSkippingStatsColumns", "universalFormat.enabledFormats", "coordinatedCommits.commitCoordinator-preview",
     "coordinatedCommits.commitCoordinatorConf-preview", "coordinatedCommits.tableConf-preview",
+    "managedCommit.commitOwner", "managedCommit.commitOwnerConf",  # seed 001; txn validates them
 )
 _OTHERS = (
     _Config("minReaderVersion", _int_check(lambda n: 1 <= n <= 3), "needs to be one of 1, 2, 3."),

@@ -78,6 +78,7 @@ FEATURES: dict[str, FeatureSpec] = {
         _writer("icebergCompatV1", auto=True, requires=("columnMapping",), fail=False),
         _writer("icebergCompatV2", auto=True, requires=("columnMapping",), fail=False),
         _writer("icebergCompatV3", auto=True, requires=("columnMapping",), fail=False),
+        _writer("managedCommit", auto=True, requires=("inCommitTimestamp",), fail=True),
         _writer("coordinatedCommits-preview", auto=True, requires=("inCommitTimestamp", "vacuumProtocolCheck")),
         _writer("redirectWriterOnly-preview", auto=True),
         _rw("deletionVectors", auto=True, fail=False),
@@ -269,6 +270,8 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("variantType")
     if _is_true(conf, "delta.enableInCommitTimestamps"):
         out.add("inCommitTimestamp")
+    if conf.get("delta.managedCommit.commitOwner") is not None:
+        out.add("managedCommit")  # seed 001: the owner property needs the managedCommit writer feature
     if _is_true(conf, "delta.enableRowTracking"):
         out.add("rowTracking")
     for v in ("V1", "V2", "V3"):

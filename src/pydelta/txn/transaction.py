@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from pydelta.errors import (
+    CatalogManagedTableError,
+    CommitOwnerConflictError,
+    CommitOwnerMismatchError,
     ConcurrentWriteException,
     DeltaAnalysisError,
     DeltaIllegalArgumentError,
@@ -22,10 +25,14 @@ from pydelta.errors import (
     InvalidTableError,
 )
 from pydelta.log.segment import LogSegment, list_log, log_dir_of
-from pydelta.log.storage import FileAlreadyExistsError, Storage, storage_for, to_local_path
+from pydelta.log.storage import FileAlreadyExistsError, FileInfo, Storage, storage_for, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
+from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
+from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.txn.commit_owners.base import FEATURE as MANAGED_COMMIT
+from pydelta.txn.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
 from pydelta.txn.commit_info import (
     Operation,
     build_commit_info,
@@ -89,6 +96,9 @@ class _Prepared:
     enables_ict: bool
     conflict_info: CurrentTransaction
     attempts: int = field(default=0)
+    route: str = "fs"  # fs | managed | to_managed | to_fs (managed commits, seed 001)
+    read_owner: OwnerSpec | None = None
+    new_owner: OwnerSpec | None = None
 
 
 class OptimisticTransaction:
@@ -140,7 +150,9 @@ class OptimisticTransaction:
         self._post_snapshot: "Snapshot | None" = None
         if snapshot is not None:
             # Refuse early, before the caller writes any data file.
+            _refuse_catalog_managed(snapshot.protocol)
             snapshot.protocol.check_writable()
+            owner_spec(snapshot.metadata, snapshot.protocol)  # invalid managed-commit states
 
     # ---- state ------------------------------------------------------------------------
     @property
@@ -169,10 +181,15 @@ class OptimisticTransaction:
         if self._new_metadata is not None:
             raise DeltaIllegalArgumentError("Cannot change the metadata more than once in a transaction.")
         _validate_metadata(metadata)
+        metadata = _with_managed_commit_requirements(metadata)
         current = self._new_protocol or self._read_protocol()
+        if current is not None and COMMIT_OWNER_KEY not in metadata.configuration:
+            current = _without_managed_commit(current)  # converting to the file system drops the feature
         stored, protocol = pu.metadata_and_protocol(metadata, current, legacy_preferred=self.legacy_protocols)
+        _refuse_catalog_managed(protocol)
         protocol.check_writable()
         pu.check_upgrade(current, protocol)
+        owner_spec(stored, protocol)  # the owner property and the feature go together
         self._new_metadata = stored
         if protocol != self._read_protocol():
             self._new_protocol = protocol
@@ -184,6 +201,7 @@ class OptimisticTransaction:
         pu.check_upgrade(current, protocol)
         if self._new_metadata is not None:
             protocol = pu.required_protocol(self._new_metadata, protocol, legacy_preferred=self.legacy_protocols)
+        _refuse_catalog_managed(protocol)
         protocol.check_writable()
         self._new_protocol = protocol if protocol != self._read_protocol() else None
 
@@ -302,6 +320,9 @@ class OptimisticTransaction:
         metadata, protocol = self.metadata, self.protocol
         assert metadata is not None and protocol is not None
         protocol.check_writable()
+        read_owner = owner_spec(self.snapshot.metadata, self.snapshot.protocol) if self.snapshot is not None else None
+        new_owner = owner_spec(metadata, protocol)
+        route = _route(read_owner, new_owner, self.snapshot.metadata if self.snapshot is not None else None, metadata)
         removed = self._validate_file_actions(file_actions, metadata, protocol)
         self._validate_domains(protocol)
 
@@ -348,7 +369,8 @@ class OptimisticTransaction:
             domains=set(self._domains),
         )
         return _Prepared(
-            commit_info, self._new_protocol, self._new_metadata, other, ict, enables_ict, conflict_info
+            commit_info, self._new_protocol, self._new_metadata, other, ict, enables_ict, conflict_info,
+            route=route, read_owner=read_owner, new_owner=new_owner,
         )
 
     def _validate_file_actions(
@@ -460,8 +482,8 @@ class OptimisticTransaction:
             prepared.attempts = attempt
             payload, info = self._payload(prepared, attempt_version)
             try:
-                self.storage.put_if_absent(self._commit_path(attempt_version), payload)
-            except FileAlreadyExistsError:
+                self._write_attempt(prepared, attempt_version, payload)
+            except (FileAlreadyExistsError, CommitOwnerConflictError):
                 if attempt == self.max_commit_attempts:
                     break
                 rebased = self._rebase(prepared, attempt_version)
@@ -482,13 +504,77 @@ class OptimisticTransaction:
             f"version: {attempt_version}. Total time spent attempting this commit: {self._clock() - started} ms"
         )
 
+    def _write_attempt(self, prepared: _Prepared, version: int, payload: bytes) -> None:
+        """Publish one attempt; FileAlreadyExistsError / CommitOwnerConflictError when `version` is taken.
+
+        fs: put-if-absent of `<v>.json`. to_managed (creation or conversion): the new owner
+        accepts the table, then the put-if-absent of `<v>.json` is the commit point (RFC:
+        ownership changes are file-system commits). managed: the owner ratifies
+        `_commits/<v>.<uuid>.json`, then this client backfills everything up to v.
+        to_fs: all is backfilled, the owner ratifies the commit as its last one (it
+        refuses any later commit), and it is backfilled at once.
+        """
+        if prepared.route in ("fs", "to_managed"):
+            self._backfill_read_snapshot()
+        if prepared.route == "fs":
+            self.storage.put_if_absent(self._commit_path(version), payload)
+            return
+        md = self._metadata_for(prepared, version) or self.metadata
+        assert md is not None
+        if prepared.route == "to_managed":
+            assert prepared.new_owner is not None
+            owner = commit_owner(prepared.new_owner.name, prepared.new_owner.conf)
+            owner.register_table(md.id, self.table_root, version)
+            self.storage.put_if_absent(self._commit_path(version), payload)
+            return
+        assert prepared.read_owner is not None
+        owner = commit_owner(prepared.read_owner.name, prepared.read_owner.conf)
+        table_id = self.snapshot.metadata.id if self.snapshot is not None else md.id
+        stamp = prepared.ict if prepared.ict is not None else self._clock()
+        if prepared.route == "to_fs":
+            owner.backfill_to_version(self.storage, self.table_root, table_id, version - 1)
+        ours = owner.commit(
+            self.storage, self.table_root, table_id, version, payload, stamp, release=prepared.route == "to_fs"
+        )
+        try:
+            owner.backfill_to_version(self.storage, self.table_root, table_id, version, just_ratified=ours)
+        except Exception as e:  # noqa: BLE001 - ratified is committed; the next reader or writer backfills
+            logger.warning("version %d of %s is committed but its backfill failed: %s", version, self.table_root, e)
+
+    def _backfill_read_snapshot(self) -> None:
+        """Before a file-system commit: copy ratified commits the read snapshot got from an owner.
+
+        Only after a conversion to the file system whose own backfill failed can the read
+        snapshot hold such commits; `<v+1>.json` must never appear before `<v>.json`.
+        """
+        if self.snapshot is None:
+            return
+        for version, info in self.snapshot.unbackfilled_commits:
+            target = self._commit_path(version)
+            if not self.storage.exists(target):
+                try:
+                    self.storage.put_if_absent(target, self.storage.read(info.path))
+                except FileAlreadyExistsError:
+                    pass
+
+    def _commits_from(self, version: int) -> dict[int, FileInfo]:
+        """Commit files from `version` on: the listing plus, for a managed read, the owner's commits."""
+        listing = list_log(self.storage, self.table_root, version).commits
+        if self.snapshot is not None and owner_spec(self.snapshot.metadata, self.snapshot.protocol) is not None:
+            from pydelta.txn.commit_owners.reader import owner_commits
+
+            md, proto = self.snapshot.metadata, self.snapshot.protocol
+            for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1):
+                listing.setdefault(v, info)
+        return listing
+
     def _rebase(self, prepared: _Prepared, attempt_version: int) -> tuple[bool, int] | None:
         """Check the winners from `attempt_version` on (raising on a real conflict).
 
         Returns (False, next version to try), (True, v) when the commit at v is our own,
         or None when the winner is not visible yet.
         """
-        listing = list_log(self.storage, self.table_root, attempt_version).commits
+        listing = self._commits_from(attempt_version)
         version = attempt_version
         found = False
         while version in listing:
@@ -520,6 +606,8 @@ class OptimisticTransaction:
 
         if self.snapshot is not None:
             try:
+                if owner_spec(self.snapshot.metadata, self.snapshot.protocol) is not None:
+                    return _advance(self.snapshot, version)  # backfilled by us: no owner round trip
                 latest = self.snapshot.update()
                 if latest.version == version:
                     return latest
@@ -580,6 +668,65 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
     return getattr(mod, name, None)
 
 
+def _refuse_catalog_managed(protocol: Protocol) -> None:
+    """catalogManaged tables accept commits only through their catalog's committer."""
+    found = CATALOG_MANAGED_FEATURES & (
+        (protocol.writer_features or frozenset()) | (protocol.reader_features or frozenset())
+    )
+    if found:
+        names = ", ".join(sorted(found))
+        raise CatalogManagedTableError(
+            f"cannot write to a table with the {names} table feature: its commits must go through the catalog "
+            "that owns it (ratified in _delta_log/_staged_commits/, then published), and pydelta has no catalog "
+            "committer; the table is read-only here (readable up to its published version)",
+            found,
+        )
+
+
+def _with_managed_commit_requirements(metadata: Metadata) -> Metadata:
+    """Enabling managed commits enables in-commit timestamps (seed 001's writer requirement)."""
+    conf = metadata.configuration
+    if COMMIT_OWNER_KEY not in conf:
+        if COMMIT_OWNER_CONF_KEY in conf:
+            raise InvalidTableError(f"{COMMIT_OWNER_CONF_KEY} is set without {COMMIT_OWNER_KEY}")
+        return metadata
+    from pydelta.txn.commit_owners.base import parse_owner_conf
+
+    parse_owner_conf(conf.get(COMMIT_OWNER_CONF_KEY))
+    raw = conf.get(ICT_ENABLED)
+    if raw is not None and str(raw).strip().lower() != "true":
+        raise InvalidTableError(
+            f"managed commits ({COMMIT_OWNER_KEY}) require in-commit timestamps, but {ICT_ENABLED}={raw!r}"
+        )
+    if raw is None:
+        return replace(metadata, configuration={**conf, ICT_ENABLED: "true"})
+    return metadata
+
+
+def _without_managed_commit(protocol: Protocol) -> Protocol:
+    """`protocol` minus the managedCommit writer feature (the one feature a commit may drop)."""
+    features = protocol.writer_features
+    if not features or MANAGED_COMMIT not in features:
+        return protocol
+    return replace(protocol, writer_features=frozenset(features - {MANAGED_COMMIT}))
+
+
+def _route(read: OwnerSpec | None, new: OwnerSpec | None, read_md: Metadata | None, new_md: Metadata) -> str:
+    """How a commit is published: fs, managed, to_managed or to_fs; refuses an owner switch."""
+    if read is None:
+        return "fs" if new is None else "to_managed"
+    if new is None:
+        return "to_fs"
+    if not read.same_as(new):
+        raise CommitOwnerMismatchError(
+            f"this commit would move the table from commit owner {read.name!r} ({read.conf}) to {new.name!r} "
+            f"({new.conf}); convert it to a file-system table first (unset {COMMIT_OWNER_KEY}), then set the new owner"
+        )
+    if read_md is not None and read_md.id != new_md.id:
+        raise CommitOwnerMismatchError("a managed commit cannot change the table id; convert to the file system first")
+    return "managed"
+
+
 def _check_duplicate(kind: str, key: str, path: str, same: dict[str, str], other: dict[str, str]) -> None:
     """delta-spark's DELTA_DUPLICATE_ACTIONS_FOUND: one path (+DV) at most once per commit."""
     conflict = same.get(key) if key in same else other.get(key)
@@ -632,6 +779,13 @@ def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
 
     commits = list_log(snapshot.storage, snapshot.table_root, snapshot.version + 1).commits
     wanted = list(range(snapshot.version + 1, version + 1))
+    if any(v not in commits for v in wanted) and owner_spec(snapshot.metadata, snapshot.protocol) is not None:
+        from pydelta.txn.commit_owners.reader import owner_commits
+
+        for v, info in owner_commits(
+            snapshot.storage, snapshot.table_root, snapshot.metadata, snapshot.protocol, snapshot.version, version
+        ):
+            commits.setdefault(v, info)
     missing = [v for v in wanted if v not in commits]
     if missing:
         raise FileNotFoundError(f"commits {missing} are not in the log")

@@ -1,0 +1,102 @@
+"""Helpers for the managed-commit tests (no tests here): owner confs, tables, worker processes.
+
+Run as ``python -m tests.txn.test_commit_owner_support <command> ...`` (cwd = project root)
+for the multi-process and kill -9 tests. `append-stream` prints one JSON line per
+acknowledged commit, flushed, so a parent that kills it knows what was acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pydelta
+from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.txn.transaction import Operation, OptimisticTransaction
+
+from .writers import write_data_file
+
+ROOT = Path(__file__).resolve().parents[2]
+PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres")
+OWNERS = ("sqlite", "postgres")
+
+
+def postgres_unreachable_reason() -> str | None:
+    """None when the test PostgreSQL answers, else a loud reason to skip."""
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as e:  # noqa: BLE001
+        return f"!!! PostgreSQL at '{PG_DSN}' is UNREACHABLE - postgres commit-owner tests NOT RUN: {e}"
+    return None
+
+
+def owner_conf(owner: str, tmp_path: Path) -> dict[str, str]:
+    """Table properties turning managed commits on with `owner` (sqlite: a db file in tmp_path)."""
+    if owner == "postgres":
+        reason = postgres_unreachable_reason()
+        if reason:
+            pytest.skip(reason)
+        conf = {"dsn": PG_DSN}
+    else:
+        conf = {"path": str(tmp_path / "owner.sqlite3")}
+    return {COMMIT_OWNER_KEY: owner, COMMIT_OWNER_CONF_KEY: json.dumps(conf, sort_keys=True)}
+
+
+def committed_versions(root: str) -> list[int]:
+    log = Path(root) / "_delta_log"
+    return sorted(int(p.name[:20]) for p in log.iterdir() if p.name.endswith(".json") and p.name[:20].isdigit() and len(p.name) == 25)
+
+
+def spawn(*args: str, **popen: Any):
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.txn.test_commit_owner_support", *args],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen,
+    )
+
+
+def cmd_append_stream(root: str, worker: int, count: int, ready_file: str | None = None) -> None:
+    """`count` blind appends (2 rows each); prints {"version", "ids", "path"} after each acknowledged commit.
+
+    `ready_file` is created once the worker is about to commit (imports and first load done),
+    so a parent can kill it at a random point of the commit loop rather than during start-up.
+    """
+    snapshot = pydelta.load_snapshot(root)
+    if ready_file:
+        Path(ready_file).touch()
+    for i in range(count):
+        ids = [worker * 1_000_000 + i * 10 + k for k in range(2)]
+        rows = [{"id": x, "part": f"w{worker % 2}", "value": f"w{worker}-{i}"} for x in ids]
+        add = write_data_file(root, rows)
+        txn = OptimisticTransaction(root, snapshot, engine_info=f"pydelta-test/worker-{worker}", post_commit_hooks=False)
+        version = txn.commit([add], Operation.write("Append", []), operation_metrics={"numFiles": 1, "numOutputRows": 2})
+        print(json.dumps({"worker": worker, "version": version, "ids": ids, "path": add["add"]["path"]}), flush=True)
+        snapshot = txn.post_commit_snapshot()
+
+
+def main(argv: list[str]) -> int:
+    command, args = argv[0], argv[1:]
+    if command == "append-stream":
+        cmd_append_stream(args[0], int(args[1]), int(args[2]), args[3] if len(args) > 3 else None)
+    else:
+        raise SystemExit(f"unknown command {command}")
+    return 0
+
+
+def new_table_id() -> str:
+    return str(uuid.uuid4())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

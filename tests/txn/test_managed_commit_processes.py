@@ -1,0 +1,119 @@
+"""Managed commits under real concurrency: 8 processes x 25 commits per owner, and kill -9 at random points."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import pydelta
+from pydelta.txn.commit_owners import owner_of
+
+from .test_commit_owner_support import OWNERS, committed_versions, owner_conf, spawn
+from .writers import create_table, deltalake_rows, rows_of, wait_for
+
+pytestmark = pytest.mark.slow
+
+WORKERS = 8
+COMMITS = 25
+TRIALS = 30
+
+
+def _acks(text: str) -> list[dict]:
+    """Acknowledged commits printed by a worker (a line cut by kill -9 is not an acknowledgement)."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _check_owner_record_matches_log(root: str) -> list[int]:
+    snap = pydelta.load_snapshot(root)
+    owner = owner_of(snap.metadata, snap.protocol)
+    ratified = owner.ratified_commits(snap.metadata.id)
+    log = Path(root) / "_delta_log"
+    for c in ratified:
+        assert (log / f"{c.version:020d}.json").read_bytes() == (log / "_commits" / c.file_name).read_bytes()
+    assert owner.get_commits(snap.metadata.id, 0).commits == []
+    return [c.version for c in ratified]
+
+
+def _deltalake_files(root: str) -> set[str]:
+    import deltalake
+
+    return {os.path.basename(u) for u in deltalake.DeltaTable(root).file_uris()}
+
+
+def _pydelta_files(root: str) -> set[str]:
+    return {os.path.basename(p) for p in pydelta.load_snapshot(root).files().column("path").to_pylist()}
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_eight_processes_commit_through_the_owner_exactly_once(owner: str, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    create_table(root, configuration=owner_conf(owner, tmp_path))
+    procs = [spawn("append-stream", root, str(w), str(COMMITS)) for w in range(WORKERS)]
+    acks = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        acks += _acks(out)
+    total = WORKERS * COMMITS
+    assert sorted(a["version"] for a in acks) == list(range(1, total + 1)), "every version exactly once"
+    assert committed_versions(root) == list(range(total + 1))
+    assert _check_owner_record_matches_log(root) == list(range(1, total + 1))
+    expected_ids = sorted(i for a in acks for i in a["ids"])
+    assert sorted(r[0] for r in rows_of(root)) == expected_ids, "no commit lost"
+    version, rows = deltalake_rows(root)
+    assert version == total
+    assert sorted(r[0] for r in rows) == expected_ids
+    assert _deltalake_files(root) == _pydelta_files(root) == {os.path.basename(a["path"]) for a in acks}
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_kill_9_at_random_points_never_loses_an_acknowledged_commit(owner: str, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    create_table(root, configuration=owner_conf(owner, tmp_path))
+    rng = random.Random(1234 + len(owner))
+    acked: list[dict] = []
+    repaired = 0  # trials where a reader found ratified commits nobody had backfilled
+    for trial in range(TRIALS):
+        ready = [str(tmp_path / f"ready-{trial}-{w}") for w in range(2)]
+        procs = [spawn("append-stream", root, str(trial * 10 + w), "1000", ready[w]) for w in range(2)]
+        for r in ready:
+            assert wait_for(r, 120), f"trial {trial}: a worker did not start"
+        time.sleep(rng.uniform(0.0, 0.4))  # a random point of the commit loop
+        victims = procs if rng.random() < 0.5 else [rng.choice(procs)]
+        for p in victims:
+            p.send_signal(signal.SIGKILL)
+        for p in procs:
+            if p not in victims:
+                time.sleep(rng.uniform(0.0, 0.2))
+                p.send_signal(signal.SIGKILL)
+        for p in procs:
+            out, _ = p.communicate(timeout=60)
+            acked += _acks(out)
+        snap = pydelta.load_snapshot(root)  # always readable (and the reader backfills)
+        repaired += bool(snap.unbackfilled_commits)
+        present = {r[0] for r in rows_of(root)}
+        missing = [a for a in acked if not set(a["ids"]) <= present]
+        assert not missing, f"trial {trial}: acknowledged commits lost: {missing[:3]}"
+        assert committed_versions(root) == list(range(snap.version + 1)), f"trial {trial}: log not contiguous"
+    assert acked, "the workers never got to commit"
+    print(f"{owner}: {len(acked)} acknowledged commits, {repaired}/{TRIALS} trials left un-backfilled commits")
+    versions = sorted(a["version"] for a in acked)
+    assert len(versions) == len(set(versions))
+    final = pydelta.load_snapshot(root)
+    _check_owner_record_matches_log(root)
+    version, rows = deltalake_rows(root)
+    assert version == final.version
+    assert sorted(r[0] for r in rows) == sorted(r[0] for r in rows_of(root))
+    assert _deltalake_files(root) == _pydelta_files(root)
