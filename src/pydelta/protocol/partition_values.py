@@ -42,6 +42,7 @@ __all__ = [
     "escape_path_name",
     "unescape_path_name",
     "to_uri_path",
+    "file_uri",
     "from_uri_path",
     "java_double_to_string",
     "java_float_to_string",
@@ -531,6 +532,11 @@ def to_uri_path(path: str) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+def file_uri(local_path: str) -> str:
+    """The `file:` URI of an absolute local path, as Spark reports it (`_metadata.file_path`)."""
+    return "file:" + to_uri_path(local_path)
 
 
 def from_uri_path(path: str) -> str:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from pydelta.errors import MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
-from pydelta.protocol.partition_values import to_uri_path
+from pydelta.protocol.partition_values import file_uri
 from pydelta.protocol.schema import (
     DecimalType,
     StructType,
@@ -33,7 +33,7 @@ _PART_PREFIX = "__pydelta_part_"
 
 def spark_file_uri(path: str) -> str:
     """The `_metadata.file_path` Spark reports for a local absolute `path` (java.net.URI quoting)."""
-    return "file:" + to_uri_path(path)
+    return file_uri(path)
 
 
 def spark_schema(schema: StructType) -> Any:

@@ -22,7 +22,7 @@ from pydelta.errors import DeltaIllegalArgumentError, TableAlreadyExistsError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import to_local_path
-from pydelta.protocol.partition_values import to_uri_path
+from pydelta.protocol.partition_values import file_uri, to_uri_path
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
@@ -54,10 +54,6 @@ def add_action_from_file_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _absolute_uri(local_path: str) -> str:
-    return "file:" + to_uri_path(local_path)
-
-
 def _is_absolute(path: str) -> bool:
     return path.startswith(("file:", "/")) or "://" in path
 
@@ -68,12 +64,12 @@ def _shallow(add: dict[str, Any], source_root: str) -> dict[str, Any]:
 
     out = dict(add)
     if not _is_absolute(add["path"]):
-        out["path"] = _absolute_uri(canonical_path(add["path"], source_root))
+        out["path"] = file_uri(canonical_path(add["path"], source_root))
     dv = add.get("deletionVector")
     if dv and dv.get("storageType") == "u":
         descriptor = DeletionVectorDescriptor.from_dict(dv)
         local = descriptor.absolute_path(source_root)
-        out["deletionVector"] = {**dv, "storageType": "p", "pathOrInlineDv": _absolute_uri(local)}
+        out["deletionVector"] = {**dv, "storageType": "p", "pathOrInlineDv": file_uri(local)}
     return out
 
 
@@ -171,7 +167,7 @@ def clone_table(
             "removedFilesSize": sum(int(r["size"] or 0) for r in removes),
             "copiedFilesSize": 0 if shallow else source_size,
         }
-        name = source_name or f"delta.`{_absolute_uri(source.table_root)}`"
+        name = source_name or f"delta.`{file_uri(source.table_root)}`"
         actions = [{"remove": r} for r in removes] + [{"add": a} for a in adds]
         txn.commit(actions, Operation.clone(name, source.version), operation_metrics=metrics)
     except BaseException:
