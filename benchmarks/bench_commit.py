@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -41,12 +40,9 @@ def main() -> None:
     med = statistics.median(latencies) * 1000
     p95 = sorted(latencies)[int(len(latencies) * 0.95) - 1] * 1000
     row = {"benchmark": "metadata_only_commit", "median_ms": round(med, 2), "p95_ms": round(p95, 2), "goal_ms": 20}
-    from benchmarks.common import OUT
+    from benchmarks.common import record
 
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "results.jsonl"), "a") as f:
-        f.write(json.dumps(row) + "\n")
-    print(json.dumps(row))
+    record(row)
 
 
 if __name__ == "__main__":

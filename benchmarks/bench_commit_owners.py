@@ -121,12 +121,10 @@ def main() -> None:
     for r in rows:
         print(f"{r['benchmark'][13:]:<10}{r['median_ms']:>10}{r['p95_ms']:>9}{r['commits_per_s']:>11}"
               f"{r['concurrent_commits_per_s']:>13}{r['latency_ratio_vs_fs']:>11}{r['throughput_ratio_vs_fs']:>8}")
-    from benchmarks.common import OUT
+    from benchmarks.common import record
 
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "results.jsonl"), "a") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
+    for r in rows:
+        record(r)
 
 
 if __name__ == "__main__":

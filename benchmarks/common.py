@@ -9,6 +9,7 @@ import time
 from typing import Callable
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench-output")
+RESULTS = os.path.join(OUT, "results.jsonl")
 
 
 def timed(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
@@ -31,8 +32,31 @@ def report(name: str, ours: float, reference: float, reference_name: str, **extr
         "ratio": round(ours / reference, 3) if reference else None,
         **extra,
     }
+    return record(row)
+
+
+def record(row: dict) -> dict:
+    """Append one result row to bench-output/results.jsonl and print it."""
     os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "results.jsonl"), "a") as f:
+    with open(RESULTS, "a") as f:
         f.write(json.dumps(row) + "\n")
-    print(json.dumps(row))
+    print(json.dumps(row), flush=True)
     return row
+
+
+def print_table(rows: list[dict]) -> None:
+    """The rows as one aligned text table: benchmark, pydelta, reference, ratio, the rest."""
+    lines = [("benchmark", "pydelta", "reference", "ratio", "details")]
+    for row in rows:
+        ref = next((k for k in row if k.endswith("_s") and k != "pydelta_s"), None)
+        rest = {k: v for k, v in row.items() if k not in ("benchmark", "pydelta_s", "ratio", ref)}
+        lines.append((
+            str(row.get("benchmark", "?")),
+            f"{row['pydelta_s']} s" if "pydelta_s" in row else "-",
+            f"{ref[:-2]} {row[ref]} s" if ref else "-",
+            str(row.get("ratio", "-")),
+            ", ".join(f"{k}={v}" for k, v in rest.items()),
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(4)]
+    for line in lines:
+        print("  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths)) + "  " + line[4])

@@ -14,11 +14,16 @@ __all__ = ["DeltaError", "DeltaTable", "configure_spark", "enable", "load_snapsh
 __version__ = "0.1.0"
 
 
-def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None):
-    """Load the table state at `path` (latest, or at `version` / `timestamp`) without Spark."""
+def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,
+                  storage_options: dict[str, str] | None = None):
+    """Load the table state at `path` (latest, or at `version` / `timestamp`) without Spark.
+
+    `path` may be an object-store URI (`s3://bucket/table`, `gs://`, `abfss://`...);
+    `storage_options` then carries its credentials/endpoint (else the environment's).
+    """
     from pydelta.log.snapshot import load_snapshot as _load
 
-    return _load(path, version=version, timestamp=timestamp)
+    return _load(path, version=version, timestamp=timestamp, storage_options=storage_options)
 
 
 def enable(spark: Any) -> Any:

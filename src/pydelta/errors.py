@@ -75,6 +75,10 @@ class DeltaAnalysisError(DeltaError):
     """Mirrors delta-spark's AnalysisException for table-level misuse."""
 
 
+class DeltaTableFeatureError(DeltaError):
+    """A table feature cannot be dropped or changed as asked (delta-spark's DeltaTableFeatureException)."""
+
+
 class TableAlreadyExistsError(DeltaAnalysisError):
     """Creating a table at a location that already holds one."""
 

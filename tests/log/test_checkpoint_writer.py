@@ -948,3 +948,32 @@ def test_300k_files_checkpoint_in_a_few_seconds(tmp_path: Path) -> None:
     assert hint["numOfAddFiles"] == 300_000 and hint["parts"] == 4
     loaded = load_snapshot(str(tmp_path))
     assert loaded.num_files == 300_000
+
+
+@pytest.mark.parametrize("struct_stats", [False, True])
+def test_checkpoint_read_in_slices_and_written_chunk_by_chunk(tmp_path: Path, monkeypatch, struct_stats: bool) -> None:
+    """A checkpoint is read a few rows at a time (a chunked state) and the next checkpoint is
+    written chunk by chunk: same state for pydelta, same files and rows for deltalake."""
+    from pydelta.log import checkpoint_reader
+
+    root = tmp_path / "t"
+    t = _real_table(root, partitioned=True, struct_stats=struct_stats)
+    write_checkpoint(load_snapshot(str(root)))
+    monkeypatch.setattr(checkpoint_reader, "_BATCH_ROWS", 3)  # slices of 3 rows: many chunks
+    size = t.write_data("late.parquet", pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}))
+    t.commit([add("late.parquet", {"part": "1"}, {"numRecords": 2}, size=size)])
+    chunked = load_snapshot(str(root))
+    assert isinstance(chunked.state.adds, pa.ChunkedArray) and chunked.state.adds.num_chunks > 2
+    version, files, num_rows = _ours(root)
+    write_checkpoint(chunked)
+    monkeypatch.undo()
+    _drop_commits_through(root, version)
+    assert_same_state(chunked, load_snapshot(str(root)))
+    if struct_stats:
+        added = read_checkpoint_table(root, version).column("add")
+        assert "stats_parsed" in added.type.names and "partitionValues_parsed" in added.type.names
+    view = deltalake_view(root, scan=True)
+    assert "error" not in view, view
+    assert view["version"] == version
+    assert [to_path(u) for u in view["files"]] == files
+    assert view["rows"] == num_rows

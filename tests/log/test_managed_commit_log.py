@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import pydelta
-from pydelta.errors import CatalogManagedTableError, CommitOwnerError
+from pydelta.errors import CatalogManagedTableError, CommitOwnerError, UnsupportedFeatureError
 from pydelta.log.checkpoint_writer import write_checkpoint
 from pydelta.log.cleanup import cleanup_expired_logs
 from pydelta.log.vacuum_plan import plan_vacuum
@@ -131,3 +131,13 @@ def test_catalog_managed_tables_read_to_the_published_version_and_refuse_writes(
     txn = OptimisticTransaction(str(tmp_path / "new"), None)
     with pytest.raises(CatalogManagedTableError, match=feature):
         txn.update_metadata(make_metadata(configuration={f"delta.feature.{feature}": "supported"}))
+
+
+def test_the_unreleased_catalog_owned_spelling_is_an_unknown_reader_feature(tmp_path: Path) -> None:
+    """delta-rs's catalog-owned test logs name the feature `catalogOwned` (no `-preview`): no
+    Delta client defines that name, so it is refused by name like any unknown reader feature
+    (delta-rs refuses those logs too)."""
+    root = tmp_path / "t"
+    _catalog_table(root, "catalogOwned")
+    with pytest.raises(UnsupportedFeatureError, match="catalogOwned"):
+        pydelta.load_snapshot(str(root))

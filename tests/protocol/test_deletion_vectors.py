@@ -32,6 +32,7 @@ from pydelta.protocol.deletion_vectors import (
     read_deleted_rows,
     serialize_bitmap,
     write_deletion_vector_file,
+    write_deletion_vectors,
     z85_decode,
     z85_encode,
 )
@@ -644,3 +645,21 @@ def test_write_never_touches_existing_files(tmp_path: Path) -> None:
     assert first.path_or_inline_dv != second.path_or_inline_dv
     assert read_deleted_rows(first, str(tmp_path)).tolist() == [1]
     assert read_deleted_rows(second, str(tmp_path)).tolist() == [2]
+
+
+def test_several_deletion_vectors_share_one_file(tmp_path) -> None:
+    """One file, version byte then a <size><bitmap><crc> record per DV, each offset at its size field."""
+    sets = [[0, 5, 7], list(range(100, 5000, 3)), [2**33 + 1]]
+    descriptors = write_deletion_vectors(str(tmp_path), sets)
+    assert len({d.path_or_inline_dv for d in descriptors}) == 1
+    files = list(tmp_path.glob("deletion_vector_*.bin"))
+    assert len(files) == 1
+    data = files[0].read_bytes()
+    assert data[0] == 1 and descriptors[0].offset == 1
+    for d, rows in zip(descriptors, sets):
+        size = int.from_bytes(data[d.offset:d.offset + 4], "big")
+        assert size == d.size_in_bytes and d.cardinality == len(rows)
+        bitmap = data[d.offset + 4:d.offset + 4 + size]
+        assert int.from_bytes(data[d.offset + 4 + size:d.offset + 8 + size], "big") == zlib.crc32(bitmap)
+        assert read_deleted_rows(d, str(tmp_path)).tolist() == rows
+    assert descriptors[-1].offset + 8 + descriptors[-1].size_in_bytes == len(data)

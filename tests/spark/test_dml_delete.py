@@ -337,7 +337,31 @@ def _golden_expected(golden: Path, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "dv-with-columnmapping"])
-def test_delete_on_table_with_deletion_vectors(spark, golden, tmp_path, name):
+def test_delete_on_table_with_deletion_vectors_grows_the_vectors(spark, golden, tmp_path, name):
+    """delta-spark's DV tables (delta.enableDeletionVectors) get DV deletes: no file rewritten."""
+    src = golden / "delta-spark" / name / "delta"
+    path = str(tmp_path / name)
+    shutil.copytree(src, path)
+    expected = _golden_expected(golden, name)
+    snap = pydelta.load_snapshot(path)
+    assert snap.metadata.configuration.get("delta.enableDeletionVectors") == "true"
+
+    delta_table(spark, path).delete("col1 % 3 = 0")
+
+    want = [r for r in expected if r["col1"] % 3 != 0]
+    assert_rows(spark, path, want)
+    after = pydelta.load_snapshot(path)
+    before_paths = set(snap.files().column("path").to_pylist())
+    after_rows = after.files().to_pylist()
+    assert {r["path"] for r in after_rows} <= before_paths  # nothing new written
+    m = commit_info(path)["operationMetrics"]
+    assert m["numAddedFiles"] == "0" and m["numDeletedRows"] == str(len(expected) - len(want))
+    touched = int(m["numDeletionVectorsAdded"]) + int(m["numDeletionVectorsUpdated"])
+    assert touched > 0 and sum(1 for r in after_rows if r["deletion_vector"]) >= touched
+
+
+@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "dv-with-columnmapping"])
+def test_copy_on_write_delete_on_table_with_deletion_vectors(spark, golden, tmp_path, name):
     src = golden / "delta-spark" / name / "delta"
     path = str(tmp_path / name)
     shutil.copytree(src, path)
@@ -347,7 +371,11 @@ def test_delete_on_table_with_deletion_vectors(spark, golden, tmp_path, name):
     with_dv = {r["path"] for r in snap.files().to_pylist() if r["deletion_vector"]}
     assert with_dv
 
-    delta_table(spark, path).delete("col1 % 3 = 0")
+    spark.conf.set("spark.databricks.delta.delete.deletionVectors.persistent", "false")
+    try:
+        delta_table(spark, path).delete("col1 % 3 = 0")
+    finally:
+        spark.conf.unset("spark.databricks.delta.delete.deletionVectors.persistent")
 
     want = [r for r in expected if r["col1"] % 3 != 0]
     assert_rows(spark, path, want)

@@ -123,7 +123,7 @@ def test_add_feature_support(spark, table_path):
     with pytest.raises(DeltaAnalysisError, match="not recognized"):
         table.addFeatureSupport("fancyNewThing")
     with pytest.raises(UnsupportedFeatureError):  # a real feature pydelta cannot write yet
-        table.addFeatureSupport("rowTracking")
+        table.addFeatureSupport("catalogManaged")
     assert latest_version(table_path) == 2
     expected = [(i, i * 10) for i in range(6)]
     assert spark_rows(table.toDF(), ["id", "v"]) == expected

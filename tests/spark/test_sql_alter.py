@@ -151,8 +151,8 @@ def test_set_tblproperties_refusals_leave_the_table_unchanged(spark, people):
              errors.DeltaIllegalArgumentError, "needs to be greater than or equal to delta.deletedFileRetentionDuration")
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'id')",
              errors.DeltaAnalysisError, "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE")
-    _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
-             errors.DeltaError, "rowTracking")  # a writer feature pydelta cannot write
+    _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true')",
+             errors.DeltaError, "icebergCompatV2")  # a writer feature pydelta cannot write
 
     spark.conf.set("spark.databricks.delta.allowArbitraryProperties.enabled", "true")
     try:
@@ -255,8 +255,8 @@ def test_add_columns_refusals_leave_the_table_unchanged(spark, people):
              "Couldn't find column nope")
     _refused(spark, people, f"ALTER TABLE {t} ADD COLUMNS (`a b` INT)", errors.DeltaAnalysisError,
              "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES")
-    _refused(spark, people, f"ALTER TABLE {t} ADD COLUMNS (x INT DEFAULT 5)", errors.DeltaNotImplementedError,
-             "DEFAULT")
+    _refused(spark, people, f"ALTER TABLE {t} ADD COLUMNS (x INT DEFAULT 5)", errors.DeltaAnalysisError,
+             "WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED")
     _refused(spark, people, f"ALTER TABLE {t} ADD COLUMNS (x VARCHAR(3))", errors.DeltaNotImplementedError,
              "VARCHAR")
     _refused(spark, people, f"ALTER TABLE {t} ADD COLUMNS (ts TIMESTAMP_NTZ)", errors.DeltaAnalysisError,
@@ -404,17 +404,18 @@ def test_alter_column_refusals_leave_the_table_unchanged(spark, people):
     _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN name SET NOT NULL", errors.DeltaAnalysisError,
              rf"^\[DELTA_NEW_NOT_NULL_VIOLATION\] 1 rows in delta.`{people}` violate the new NOT NULL constraint "
              "on name$")
-    _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN id TYPE INT", errors.DeltaNotImplementedError,
-             "type widening")
+    _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN id TYPE INT", errors.DeltaAnalysisError,
+             "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP.*from BIGINT to INT")
     _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN nope COMMENT 'x'", errors.DeltaAnalysisError,
              "Couldn't find column nope")
     _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN id AFTER nope", errors.DeltaAnalysisError,
              "Couldn't find column nope")
-    _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN id SET DEFAULT 1", errors.DeltaNotImplementedError,
-             "DEFAULT")
-    _refused(spark, people, f"ALTER TABLE {t} RENAME COLUMN name TO full_name", errors.DeltaNotImplementedError,
-             "RENAME COLUMN")
-    _refused(spark, people, f"ALTER TABLE {t} DROP COLUMN name", errors.DeltaNotImplementedError, "DROP COLUMN")
+    _refused(spark, people, f"ALTER TABLE {t} ALTER COLUMN id SET DEFAULT 1", errors.DeltaAnalysisError,
+             "WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED")
+    _refused(spark, people, f"ALTER TABLE {t} RENAME COLUMN name TO full_name", errors.DeltaAnalysisError,
+             r"DELTA_UNSUPPORTED_RENAME_COLUMN.*Column Mapping")  # needs column mapping, as in delta-spark
+    _refused(spark, people, f"ALTER TABLE {t} DROP COLUMN name", errors.DeltaAnalysisError,
+             r"DELTA_UNSUPPORTED_DROP_COLUMN.*Column Mapping")
     _refused(spark, people, f"ALTER TABLE {t} REPLACE COLUMNS (id BIGINT)", errors.DeltaNotImplementedError,
              "REPLACE COLUMNS")
     spark.sql(f"ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT")  # the same type is no change

@@ -7,8 +7,8 @@ after the commit returns, before Spark records the batch as done. A fresh child 
 restarts from the same checkpoint: Spark re-runs the unfinished batch, and the sink must
 write it once (case a) or skip it (case b) thanks to txn(appId=query id, version=batch id).
 
-The source is a directory of JSON files (the Delta streaming source was not available
-when this test was written).
+The first test's source is a directory of JSON files; the second streams Delta table A
+into Delta table B while another process keeps appending to A.
 """
 
 from __future__ import annotations
@@ -65,13 +65,16 @@ spark.stop()
 '''
 
 
-def run_child(tmp: Path, src: Path, table: Path, ckpt: Path, crash: str) -> str:
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(ROOT) + os.pathsep
+            + os.environ.get("PYTHONPATH", ""), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def run_child(tmp: Path, src: Path, table: Path, ckpt: Path, crash: str, *, child: str = CHILD) -> str:
     script = tmp / "child.py"
-    script.write_text(CHILD)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    script.write_text(child)
     proc = subprocess.run([sys.executable, str(script), str(src), str(table), str(ckpt), crash],
-                          cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=tmp, env=_env(), capture_output=True, text=True, timeout=300)
     out = proc.stdout
     jvm = [int(line.split()[1]) for line in out.splitlines() if line.startswith("JVM ")]
     if crash == "none":
@@ -137,3 +140,54 @@ def test_killed_around_commit_restarts_exactly_once(tmp_path: Path) -> None:
     import pydelta
 
     assert pydelta.load_snapshot(str(table)).transactions == {query_id: 2}
+
+
+# The same child, reading Delta table A instead of JSON files (one file per micro-batch, so
+# the kills land between batches of a stream that has more to do).
+DELTA_CHILD = CHILD.replace(
+    """q = (spark.readStream.schema("id LONG, batch STRING").json(src)""",
+    """q = (spark.readStream.format("delta").option("maxFilesPerTrigger", "1").load(src)""")
+
+APPENDER = r'''
+import sys, time
+from tests.txn.writers import append
+
+table, start, commits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for c in range(commits):
+    append(table, [{"id": start + c * 5 + i, "part": str(c % 2), "value": "a"} for i in range(5)])
+    time.sleep(2.0)  # spread over the first restarts of the stream
+print("APPENDED", flush=True)
+'''
+
+
+def test_delta_to_delta_with_concurrent_appends_killed_around_commit(tmp_path: Path) -> None:
+    """Stream A -> B; a second process appends to A throughout; kill -9 before and after a
+    sink commit, restart: B holds every row of A exactly once."""
+    import deltalake
+
+    import pydelta
+    from tests.txn.writers import append, create_table
+
+    src, table, ckpt = tmp_path / "a", tmp_path / "b", tmp_path / "ckpt"
+    create_table(str(src))
+    append(str(src), [{"id": i, "part": "x", "value": "a"} for i in range(5)])
+    script = tmp_path / "appender.py"
+    script.write_text(APPENDER)
+    appender = subprocess.Popen([sys.executable, str(script), str(src), "100", "12"], cwd=ROOT, env=_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run_child(tmp_path, src, table, ckpt, "before", child=DELTA_CHILD)
+        run_child(tmp_path, src, table, ckpt, "after", child=DELTA_CHILD)
+        run_child(tmp_path, src, table, ckpt, "before", child=DELTA_CHILD)
+    finally:
+        out, err = appender.communicate(timeout=120)
+    assert appender.returncode == 0 and "APPENDED" in out, err[-2000:]
+    run_child(tmp_path, src, table, ckpt, "none", child=DELTA_CHILD)  # drains A to its end
+
+    source_ids = sorted(deltalake.DeltaTable(str(src)).to_pyarrow_table().column("id").to_pylist())
+    assert source_ids == list(range(5)) + list(range(100, 160))
+    sink_ids = sorted(deltalake.DeltaTable(str(table)).to_pyarrow_table().column("id").to_pylist())
+    assert sink_ids == source_ids  # each row of A once: nothing lost, nothing doubled
+    query_id = json.loads((ckpt / "metadata").read_text())["id"]
+    versions = pydelta.load_snapshot(str(table)).transactions[query_id]
+    assert versions == pydelta.load_snapshot(str(table)).version  # one commit per batch, txn = batch id

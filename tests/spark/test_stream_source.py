@@ -230,11 +230,11 @@ def test_schema_change_fails_with_version(spark, tmp_path):
     assert _rows(rows) == [(5, 1, "x", 1.5), (6, 1, "x", 1.5)]
 
 
-def test_schema_tracking_and_unknown_options_are_refused(spark, tmp_path):
+def test_unknown_options_are_refused(spark, tmp_path):
     path = str(tmp_path / "t")
     _append(spark, path, 0, 3, mode="overwrite")
-    message = _failure(spark, path, str(tmp_path / "ck1"), {"schemaTrackingLocation": str(tmp_path / "ck1" / "s")})
-    assert "schemaTrackingLocation" in message and "not implemented" in message
+    message = _failure(spark, path, str(tmp_path / "ck1"), {"endingVersion": "3"})
+    assert "endingVersion" in message
     message = _failure(spark, path, str(tmp_path / "ck2"), {"maxFilesPerTriger": "3"})
     assert "maxfilespertriger" in message.lower()
     message = _failure(spark, path, str(tmp_path / "ck3"), {"maxFilesPerTrigger": "0"})
@@ -317,21 +317,23 @@ def test_change_feed_needs_cdf_enabled(spark, tmp_path):
     assert "DELTA_MISSING_CHANGE_DATA" in message
 
 
-def test_stream_from_catalog_table_needs_its_location(spark, tmp_path):
-    """Spark hands a Python data source only the user's options for readStream.table(name): no location."""
-    from pydelta.spark.catalog import delta_table_location
-
+def test_stream_from_a_catalog_table_by_name(spark, tmp_path):
+    """readStream.table(name) resolves a Delta table's location (Spark passes Python sources none)."""
     spark.range(0, 4).write.format("delta").saveAsTable("stream_src_tbl")
     try:
-        with pytest.raises(Exception, match="readStream.table"):
-            query = (spark.readStream.table("stream_src_tbl").writeStream.format("noop")
-                     .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-            query.awaitTermination(300)
-        location = delta_table_location(spark, "stream_src_tbl")
-        rows, _ = _stream(spark, location, str(tmp_path / "ck2"))
-        assert [r[0] for r in _rows(rows)] == [0, 1, 2, 3]
+        batches: list[tuple] = []
+        query = (spark.readStream.option("maxFilesPerTrigger", "1").table("stream_src_tbl").writeStream
+                 .foreachBatch(lambda df, _: batches.extend(tuple(r) for r in df.collect()))
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert sorted(r[0] for r in batches) == [0, 1, 2, 3]
+        assert len(query.recentProgress) >= 2  # maxFilesPerTrigger reached the source
+        spark.range(0, 2).write.format("parquet").saveAsTable("stream_src_parquet")  # not Delta: Spark's own path
+        df = spark.readStream.table("stream_src_parquet")
+        assert df.isStreaming
     finally:
         spark.sql("DROP TABLE IF EXISTS stream_src_tbl")
+        spark.sql("DROP TABLE IF EXISTS stream_src_parquet")
 
 
 # ---- offset planning driven directly (the driver-side methods, no query) -------------------
@@ -399,3 +401,50 @@ def test_golden_change_feed_stream_matches_deltalake(spark, golden, tmp_path):
     data = deltalake.DeltaTable(path).load_cdf(starting_version=0).read_all()
     witness = sorted(zip(*[data.column(c).to_pylist() for c in columns]))
     assert ours and ours == witness
+
+
+def _stream_failing(spark, path: str, checkpoint: str, options: dict[str, str]) -> tuple[list, str]:
+    """Run a query that must fail: (the batches it completed, its error message)."""
+    batches: list[tuple[int, list[tuple]]] = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, sorted(tuple(r) for r in df.collect())))
+
+    reader = spark.readStream.format("delta")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    with pytest.raises(Exception) as info:
+        query = (reader.load(path).writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(300)
+        finally:
+            query.stop()
+    return batches, str(info.value)
+
+
+def test_schema_tracking_streams_across_rename_and_drop(spark, tmp_path):
+    """schemaTrackingLocation: a rename stops the stream once (DELTA_STREAMING_METADATA_EVOLUTION),
+    the restart needs consent (allowSourceColumnRename), then reads on with the new names; rows
+    before and after the change each arrive once."""
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    tracking = {"schemaTrackingLocation": str(tmp_path / "ck" / "_schema")}
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b')")
+    first, _ = _stream(spark, path, ck, tracking)
+    assert _rows(first) == [(1, "a"), (2, "b")]
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (3, 'c')")
+    spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN v TO label")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (4, 'd')")
+    batches, message = _stream_failing(spark, path, ck, tracking)
+    assert _rows(batches) == [(3, "c")]  # the batch ends before the rename
+    assert "DELTA_STREAMING_METADATA_EVOLUTION" in message
+    _, message = _stream_failing(spark, path, ck, tracking)
+    assert "DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION" in message
+    assert "allowSourceColumnRename" in message
+    batches, query = _stream(spark, path, ck, {**tracking, "allowSourceColumnRename": "always"})
+    assert query.exception() is None
+    assert _rows(batches) == [(4, "d")]
+    reader = spark.readStream.format("delta").option("schemaTrackingLocation", tracking["schemaTrackingLocation"])
+    assert reader.load(path).columns == ["id", "label"]

@@ -124,6 +124,23 @@ def test_readers_merge_unbackfilled_commits_and_fs_readers_see_a_stale_table(man
     assert old.update().version == 2
 
 
+def test_change_feed_reaches_unbackfilled_commits(owner: str, tmp_path: Path, no_backfill) -> None:
+    from pydelta.log.changes import ChangeRange, plan_changes, resolve_range
+
+    conf = {**owner_conf(owner, tmp_path), "delta.enableChangeDataFeed": "true"}
+    root = str(tmp_path / "t")
+    create_table(root, configuration=conf)
+    append(root, _row(1))
+    append(root, _row(2))
+    assert committed_versions(root) == [0]  # versions 1 and 2 are known to the owner only
+    snap = pydelta.load_snapshot(root)
+    planned = plan_changes(snap, ChangeRange(1, 2))
+    assert [(f.version, f.change_type) for f in planned] == [(1, "insert"), (2, "insert")]
+    # the timestamps of un-backfilled commits resolve timestamp options too
+    stamps = {h.version: h.timestamp for h in history(snap)}
+    assert resolve_range(snap, {"startingTimestamp": stamps[2]}) == ChangeRange(2, 2)
+
+
 def test_the_next_reader_backfills_what_a_dead_writer_left(managed, monkeypatch) -> None:
     root, _ = managed
     with monkeypatch.context() as m:

@@ -27,7 +27,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, Versio
 from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
-from pydelta.log.timestamps import to_millis
+from pydelta.log.timestamps import commit_timestamp, to_millis
 from pydelta.protocol.actions import Metadata
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
@@ -64,9 +64,17 @@ def is_cdf_enabled(metadata: Metadata) -> bool:
     return str(metadata.configuration.get(CDF_PROPERTY, "false")).lower() == "true"
 
 
-def read_versions(storage: Storage, table_root: str, start: int, end: int) -> Iterator[VersionActions]:
-    """Commits start..end (inclusive, clamped to what exists), in order; a gap is an error."""
+def read_versions(
+    storage: Storage, table_root: str, start: int, end: int, extra_commits: dict[int, FileInfo] | None = None
+) -> Iterator[VersionActions]:
+    """Commits start..end (inclusive, clamped to what exists), in order; a gap is an error.
+
+    `extra_commits` are commits not in the listing (a managed table's un-backfilled ones,
+    `Snapshot.unbackfilled_commits`), so the feed reaches the owner's latest version.
+    """
     commits = list_log(storage, table_root, start).commits
+    for version, info in (extra_commits or {}).items():
+        commits.setdefault(version, info)
     previous_ts: int | None = None
     for version in range(start, end + 1):
         info: FileInfo | None = commits.get(version)
@@ -78,12 +86,7 @@ def read_versions(storage: Storage, table_root: str, start: int, end: int) -> It
                 "(removed by log cleanup?): cannot read its changes"
             )
         actions = parse_actions(storage.read(info.path), version, info.path)
-        ts = actions.in_commit_timestamp
-        if ts is None:
-            ts = info.modification_time
-            if previous_ts is not None and ts <= previous_ts:
-                ts = previous_ts + 1  # delta-spark's monotonization of file times
-        previous_ts = ts
+        ts = previous_ts = commit_timestamp(info, actions.in_commit_timestamp, previous_ts)
         yield VersionActions(version, ts, actions)
 
 
@@ -244,7 +247,8 @@ def resolve_range(snapshot: Any, options: dict[str, Any], allow_out_of_range: bo
     def timestamps() -> list[tuple[int, int]]:
         nonlocal stamps
         if stamps is None:
-            got = commit_timestamps(snapshot.storage, snapshot.table_root, ict_enablement_version(snapshot.metadata))
+            got = commit_timestamps(snapshot.storage, snapshot.table_root, ict_enablement_version(snapshot.metadata),
+                                    extra_commits=dict(snapshot.unbackfilled_commits))
             stamps = [(c.version, c.timestamp) for c in got]
         return stamps
 
@@ -302,7 +306,8 @@ def plan_changes(snapshot: Any, change_range: ChangeRange) -> list[ChangeFile]:
     if not is_cdf_enabled(start_metadata):
         raise _missing_change_data(start, start, end)
     out: list[ChangeFile] = []
-    for va in read_versions(snapshot.storage, snapshot.table_root, start, end):
+    extra = dict(snapshot.unbackfilled_commits)
+    for va in read_versions(snapshot.storage, snapshot.table_root, start, end, extra):
         m = va.actions.metadata
         if m is not None and not is_cdf_enabled(m):
             raise _missing_change_data(va.version, start, end)

@@ -11,7 +11,7 @@ import json
 import os
 from datetime import date, datetime, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -35,8 +35,9 @@ class CheckpointContents:
     metadata: Metadata | None = None
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
-    adds: pa.StructArray = field(default_factory=lambda: pa.array([], type=ADD_TYPE))
-    removes: pa.StructArray = field(default_factory=lambda: pa.array([], type=REMOVE_TYPE))
+    # one StructArray, or a ChunkedArray of them for checkpoints read in several slices
+    adds: pa.StructArray | pa.ChunkedArray = field(default_factory=lambda: pa.array([], type=ADD_TYPE))
+    removes: pa.StructArray | pa.ChunkedArray = field(default_factory=lambda: pa.array([], type=REMOVE_TYPE))
 
 
 def _non_null(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -47,17 +48,36 @@ def _non_null(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.filter(column.is_valid())
 
 
-def _read_parquet(storage: Storage, path: str) -> pa.Table:
+# Rows decoded at a time: a 1M-file checkpoint is read in slices, so the reader's peak
+# memory is the result plus one slice, not the whole decoded file on top of the result.
+_BATCH_ROWS = 65_536
+
+
+def _open_parquet(storage: Storage, path: str) -> pq.ParquetFile:
     try:
         source = path if isinstance(storage, LocalStorage) else io.BytesIO(storage.read(path))
-        pf = pq.ParquetFile(source)
+        return pq.ParquetFile(source)
     except FileNotFoundError:
         raise MissingDataFileError(f"checkpoint file {path} is missing") from None
     except (pa.ArrowException, OSError) as e:
         raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
+
+
+def _read_parquet(storage: Storage, path: str) -> pa.Table:
+    """The action columns of a checkpoint file, whole."""
+    return pa.concat_tables(_parquet_batches(storage, path))
+
+
+def _parquet_batches(storage: Storage, path: str) -> Iterator[pa.Table]:
+    """The action columns of a checkpoint file, `_BATCH_ROWS` rows at a time."""
+    pf = _open_parquet(storage, path)
+    present = [c for c in _TOP_LEVEL if c in pf.schema_arrow.names]
     try:
-        present = [c for c in _TOP_LEVEL if c in pf.schema_arrow.names]
-        return pf.read(columns=present)
+        if pf.metadata.num_rows == 0:
+            yield pf.read(columns=present)
+            return
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=present):
+            yield pa.Table.from_batches([batch])
     except (pa.ArrowException, OSError) as e:
         raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
 
@@ -112,17 +132,26 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
             if actions.removes:
                 removes.append(rows_to_struct(actions.removes, REMOVE_TYPE))
             continue
-        table = _read_parquet(storage, f.path)
-        _small_actions(table, out, sidecars)
-        _collect_files(table, adds, removes)
+        for table in _parquet_batches(storage, f.path):
+            _small_actions(table, out, sidecars)
+            _collect_files(table, adds, removes)
     for sidecar in sidecars:
         path = os.path.join(log_dir, "_sidecars", sidecar["path"]) if "/" not in sidecar["path"] else sidecar["path"]
         if not storage.exists(path):
             raise MissingDataFileError(f"sidecar file {path} of checkpoint {checkpoint.version} is missing")
-        _collect_files(_read_parquet(storage, path), adds, removes)
-    out.adds = concat(adds, ADD_TYPE)
-    out.removes = concat(removes, REMOVE_TYPE)
+        for table in _parquet_batches(storage, path):
+            _collect_files(table, adds, removes)
+    out.adds = _chunked(adds, ADD_TYPE)
+    out.removes = _chunked(removes, REMOVE_TYPE)
     return out
+
+
+def _chunked(arrays: list[pa.Array], target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """The slices as one chunked array (one array when there is one): no copy into one buffer."""
+    arrays = [a for a in arrays if len(a)]
+    if len(arrays) <= 1:
+        return concat(arrays, target)
+    return pa.chunked_array(arrays, type=target)
 
 
 def _collect_files(table: pa.Table, adds: list[pa.Array], removes: list[pa.Array]) -> None:

@@ -357,9 +357,24 @@ def _stats_parsed(snapshot: Snapshot, stats: pa.Array) -> pa.StructArray:
     return parse_stats(stats, pa.schema(fields))
 
 
-def _checkpoint_adds(snapshot: Snapshot, options: _Options) -> pa.StructArray:
-    """The live files as checkpoint `add` rows (dataChange false, as delta-spark writes them)."""
-    adds = _combined(snapshot.state.adds)
+def _checkpoint_adds(snapshot: Snapshot, options: _Options) -> pa.Array | pa.ChunkedArray:
+    """The live files as checkpoint `add` rows (dataChange false, as delta-spark writes them).
+
+    Built one chunk of the snapshot's state at a time (a checkpoint read in slices, or a
+    state grown by updates, is chunked), so the writer never copies the whole state into
+    one buffer. A parsed column is kept only if every chunk could produce it.
+    """
+    state = snapshot.state.adds
+    chunks = [c for c in state.chunks if len(c)] if isinstance(state, pa.ChunkedArray) else [state]
+    per_chunk = [_checkpoint_add_columns(snapshot, options, c) for c in chunks or [pa.array([], state.type)]]
+    names = [n for n in per_chunk[0] if all(n in columns for columns in per_chunk)]
+    arrays = [pa.StructArray.from_arrays([columns[n] for n in names],
+                                         fields=[pa.field(n, columns[n].type) for n in names])
+              for columns in per_chunk]
+    return arrays[0] if len(arrays) == 1 else pa.chunked_array(arrays)
+
+
+def _checkpoint_add_columns(snapshot: Snapshot, options: _Options, adds: pa.StructArray) -> dict[str, pa.Array]:
     columns = {name: _combined(pc.struct_field(adds, name)) for name in _ADD_BASE_FIELDS}
     columns["partitionValues"] = _non_null_maps(columns["partitionValues"])
     columns["dataChange"] = pa.array(np.zeros(len(adds), dtype=bool))
@@ -368,8 +383,7 @@ def _checkpoint_adds(snapshot: Snapshot, options: _Options) -> pa.StructArray:
         columns["stats"] = stats
     if options.stats_struct:
         columns.update(_struct_columns(snapshot, columns["partitionValues"], stats))
-    fields = [pa.field(name, array.type) for name, array in columns.items()]
-    return pa.StructArray.from_arrays(list(columns.values()), fields=fields)
+    return columns
 
 
 def _struct_columns(snapshot: Snapshot, partition_values: pa.Array, stats: pa.Array) -> dict[str, pa.Array]:
@@ -488,7 +502,7 @@ class _Job:
     log_dir: str
     version: int
     non_file: list[tuple[str, pa.Array]]
-    adds: pa.StructArray
+    adds: pa.StructArray | pa.ChunkedArray
     removes: pa.StructArray
 
     def path(self, suffix: str) -> str:
@@ -508,8 +522,9 @@ def _write_classic(job: _Job, v2_spec: bool) -> _Written | None:
     return _Written(job.version, table.num_rows, None, len(data), len(job.adds))
 
 
-def _slices(array: pa.StructArray, parts: int) -> list[pa.Array]:
+def _slices(array: pa.StructArray | pa.ChunkedArray, parts: int) -> list[pa.Array]:
     """`array` split by Spark's hash partitioning of its `path`, one slice per part."""
+    array = _combined(array)
     part = spark_partition_ids(pc.struct_field(array, "path"), parts)
     order = np.argsort(part, kind="stable")
     bounds = np.searchsorted(part[order], np.arange(parts + 1))

@@ -75,10 +75,11 @@ def _list_log(storage: Storage, log_dir: str) -> _LogFiles:
     return _LogFiles(files, versioned, compactions, temps)
 
 
-def _cutoff_ms(snapshot: Snapshot, now_ms: int) -> int:
-    retention = interval_property_ms(snapshot.metadata.configuration, LOG_RETENTION_KEY, DEFAULT_LOG_RETENTION)
-    cutoff = now_ms - retention
-    return cutoff - cutoff % _DAY_MS
+def _cutoff_ms(snapshot: Snapshot, now_ms: int, retention_ms: int | None, granularity_ms: int) -> int:
+    if retention_ms is None:
+        retention_ms = interval_property_ms(snapshot.metadata.configuration, LOG_RETENTION_KEY, DEFAULT_LOG_RETENTION)
+    cutoff = now_ms - retention_ms
+    return cutoff - cutoff % granularity_ms
 
 
 def _cutoff_commit(commits: dict[int, FileInfo], max_version: int, cutoff: int) -> int | None:
@@ -108,7 +109,8 @@ def _expired(log: _LogFiles, checkpoint_version: int, cutoff: int) -> list[FileI
     """Log files the cutoff checkpoint makes unnecessary, oldest version first."""
     out = [(v, f) for v, f in log.versioned if v < checkpoint_version]
     out += [(v, f) for v, f in log.compactions if v <= checkpoint_version]
-    out.sort(key=lambda vf: (vf[0], vf[1].name))
+    # Per version, the commit goes before its checkpoint (checkpoint protection, requirement d).
+    out.sort(key=lambda vf: (vf[0], ".checkpoint." in vf[1].name, vf[1].name))
     return [f for _, f in out] + [f for f in log.temps if f.modification_time < cutoff]
 
 
@@ -162,18 +164,22 @@ def _expired_unbackfilled(storage: Storage, log_dir: str, checkpoint_version: in
     return out
 
 
-def cleanup_expired_logs(snapshot: Snapshot, *, now_ms: int | None = None) -> list[str]:
+def cleanup_expired_logs(
+    snapshot: Snapshot, *, now_ms: int | None = None, retention_ms: int | None = None, granularity_ms: int = _DAY_MS
+) -> list[str]:
     """Delete log files older than the log retention that no kept version needs; return their paths.
 
     Nothing happens when `delta.enableExpiredLogCleanup` is "false" or no checkpoint is old
     enough to stand in for the deleted commits. Files are deleted oldest first, so an
     interrupted cleanup leaves a log that still starts at a usable checkpoint.
+    `retention_ms` / `granularity_ms` replace `delta.logRetentionDuration` and the daily
+    cutoff (DROP FEATURE ... TRUNCATE HISTORY uses its own retention, by the minute).
     """
     conf = snapshot.metadata.configuration
     if conf.get(ENABLE_CLEANUP_KEY, "true").strip().lower() == "false":
         return []
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    cutoff = _cutoff_ms(snapshot, now)
+    cutoff = _cutoff_ms(snapshot, now, retention_ms, granularity_ms)
     storage = snapshot.storage
     log_dir = os.path.join(snapshot.table_root, "_delta_log")
     log = _list_log(storage, log_dir)

@@ -1,8 +1,9 @@
 """Storage for a table directory.
 
-The log core only talks to `Storage`, so an object store (S3 with
-conditional puts, ...) can be added by implementing the same five methods.
-Paths given to a Storage are absolute file-system paths or `file:` URIs.
+The log core only talks to `Storage`: the local file system here, object stores
+(S3, GCS, Azure) in `pydelta.log.object_store`, chosen by `storage_for` from the
+path's URI scheme. Paths given to a Storage are absolute file-system paths,
+`file:` URIs, or object-store URIs (`s3://bucket/key`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Iterator, Mapping, Protocol
 from urllib.parse import unquote, urlparse
 
 from pydelta.errors import DeltaError
@@ -49,9 +50,25 @@ class Storage(Protocol):
 
     def exists(self, path: str) -> bool: ...
 
+    def is_directory(self, path: str) -> bool:
+        """Whether anything is stored under `path` (a table's `_delta_log`)."""
+
+
+OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "azure", "memory"})
+
+
+def is_remote_uri(path: str) -> bool:
+    """An object-store URI (`s3://bucket/key`, ...), as opposed to a local path or `file:` URI."""
+    return urlparse(path).scheme.lower() in OBJECT_STORE_SCHEMES
+
 
 def to_local_path(path_or_uri: str) -> str:
-    """Turn `file:/x`, `file:///x` or a plain path into an absolute local path."""
+    """Turn `file:/x`, `file:///x` or a plain path into an absolute local path.
+
+    Object-store URIs are already absolute: they come back unchanged.
+    """
+    if is_remote_uri(path_or_uri):
+        return path_or_uri
     if path_or_uri.startswith("file:"):
         return os.path.abspath(unquote(urlparse(path_or_uri).path))
     return os.path.abspath(path_or_uri)
@@ -114,17 +131,31 @@ class LocalStorage:
     def exists(self, path: str) -> bool:
         return os.path.exists(to_local_path(path))
 
+    def is_directory(self, path: str) -> bool:
+        return os.path.isdir(to_local_path(path))
+
     def file_info(self, path: str) -> FileInfo:
         p = to_local_path(path)
         st = os.stat(p)
         return FileInfo(p, st.st_size, int(st.st_mtime * 1000))
 
 
-def storage_for(path: str) -> LocalStorage:
-    """The storage serving `path`. Only local paths for now."""
-    scheme = urlparse(path).scheme
+def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
+    """The storage serving `path`: the local file system, or an object store by URI scheme.
+
+    `options` are the object store's settings (credentials, endpoint, region, ...) as
+    obstore names them (`aws_endpoint`, `aws_access_key_id`, ...); without them the usual
+    environment variables (AWS_*, GOOGLE_*, AZURE_*) are used.
+    """
+    scheme = urlparse(path).scheme.lower()
+    if scheme in OBJECT_STORE_SCHEMES:
+        from pydelta.log.object_store import object_store_storage
+
+        return object_store_storage(path, options)
     if scheme not in ("", "file") and len(scheme) > 1:
         from pydelta.errors import DeltaIllegalArgumentError
 
-        raise DeltaIllegalArgumentError(f"storage scheme '{scheme}' is not supported yet (only local paths)")
+        raise DeltaIllegalArgumentError(
+            f"storage scheme '{scheme}' is not supported (local paths, file:, and "
+            f"{', '.join(sorted(OBJECT_STORE_SCHEMES - {'memory'}))})")
     return LocalStorage()

@@ -50,16 +50,27 @@ def commit_timestamps(
     previous = None
     for version in sorted(commits):
         info = commits[version]
-        ts = info.modification_time
+        ict = None
         if ict_enablement_version is not None and version >= ict_enablement_version:
             ci = _first_commit_info(storage.read(info.path))
             if ci is not None and ci.get("inCommitTimestamp") is not None:
-                ts = int(ci["inCommitTimestamp"])
-        elif previous is not None and ts <= previous:
-            ts = previous + 1  # delta-spark's monotonization of file times
+                ict = int(ci["inCommitTimestamp"])
+        ts = commit_timestamp(info, ict, previous)
         out.append(CommitTimestamp(version, ts))
         previous = ts
     return out
+
+
+def commit_timestamp(info: FileInfo, in_commit_timestamp: int | None, previous: int | None) -> int:
+    """One commit's timestamp: its in-commit timestamp, else its file time made monotonic.
+
+    delta-spark bumps a file time that is not after the previous commit's timestamp to
+    previous + 1, so versions keep a strict order in time.
+    """
+    if in_commit_timestamp is not None:
+        return in_commit_timestamp
+    ts = info.modification_time
+    return previous + 1 if previous is not None and ts <= previous else ts
 
 
 def to_millis(timestamp: object) -> int:

@@ -23,7 +23,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pyarrow.compute as pc
 
@@ -31,6 +31,7 @@ from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.checkpoint_writer import interval_property_ms
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot
+from pydelta.log.storage import is_remote_uri
 
 __all__ = [
     "TOMBSTONE_RETENTION_KEY",
@@ -74,6 +75,7 @@ class VacuumPlan:
     dirs: list[str] = field(default_factory=list)  # empty directories, deepest first
     num_dirs: int = 1  # directories listed, plus the table root (delta-spark's dirCounts)
     num_listed: int = 0  # files and directories listed
+    storage: Any = None  # the object store of a remote table (None: the local file system)
 
     @property
     def paths(self) -> list[str]:
@@ -165,6 +167,23 @@ def list_table(table_root: str, partition_columns: Sequence[str]) -> tuple[list[
     return files, dirs
 
 
+def list_remote_table(storage: Any, table_root: str, partition_columns: Sequence[str]) -> list[VacuumFile]:
+    """Every non-hidden object under an object-store table root (stores have no directories)."""
+    files = []
+    prefix = table_root.rstrip("/") + "/"
+    for info in storage.list_recursive(table_root):
+        parts = info.path[len(prefix):].split("/")
+        if any(is_hidden(part, partition_columns) for part in parts):
+            continue
+        files.append(VacuumFile(info.path, info.size, info.modification_time))
+    return files
+
+
+def _norm(path: str) -> str:
+    """A path compared as VACUUM lists it: normalized locally, an object-store URI as it is."""
+    return path if is_remote_uri(path) else os.path.normpath(path)
+
+
 # ---- what the table still needs ------------------------------------------------------------------
 
 
@@ -179,8 +198,8 @@ def _dv_paths(dvs: Iterable[dict | None], table_root: str) -> set[str]:
             path = DeletionVectorDescriptor.from_dict(dv).absolute_path(table_root)
         except Exception:
             continue
-        if path is not None and not path.startswith(("s3:", "s3a:", "abfss:", "gs:", "hdfs:")):
-            out.add(os.path.normpath(path))
+        if path is not None and not path.startswith("hdfs:"):
+            out.add(_norm(path))
     return out
 
 
@@ -189,13 +208,13 @@ def valid_paths(snapshot: Snapshot, delete_before_ms: int) -> set[str]:
     root = snapshot.table_root
     out: set[str] = set()
     files = snapshot.files()
-    out.update(os.path.normpath(canonical_path(p, root)) for p in files.column("path").to_pylist())
+    out.update(_norm(canonical_path(p, root)) for p in files.column("path").to_pylist())
     out |= _dv_paths(files.column("deletion_vector").to_pylist(), root)
     tombstones = snapshot.tombstones()
     if tombstones.num_rows:
         deleted_at = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
         keep = tombstones.filter(pc.greater_equal(deleted_at, delete_before_ms))
-        out.update(os.path.normpath(canonical_path(p, root)) for p in keep.column("path").to_pylist())
+        out.update(_norm(canonical_path(p, root)) for p in keep.column("path").to_pylist())
         out |= _dv_paths(keep.column("deletionVector").to_pylist(), root)
     return out
 
@@ -225,16 +244,20 @@ def plan_vacuum(
     check_retention(specified, configured, check_enabled)
     delete_before = now - (specified if specified is not None else configured)
 
-    root = os.path.normpath(snapshot.table_root)
+    remote = is_remote_uri(snapshot.table_root)
+    root = _norm(snapshot.table_root)
     partition_dirs = _partition_dir_names(snapshot)
-    listed_files, listed_dirs = list_table(root, partition_dirs)
+    if remote:
+        listed_files, listed_dirs = list_remote_table(snapshot.storage, root, partition_dirs), []
+    else:
+        listed_files, listed_dirs = list_table(root, partition_dirs)
     valid = valid_paths(snapshot, delete_before)
 
-    files = [f for f in listed_files if f.modification_time < delete_before and os.path.normpath(f.path) not in valid]
+    files = [f for f in listed_files if f.modification_time < delete_before and _norm(f.path) not in valid]
     # A directory goes only when nothing at all was listed under it and no needed file lives there.
     occupied: set[str] = set()
     for f in listed_files:
-        occupied.update(_ancestors(os.path.normpath(f.path), root))
+        occupied.update(_ancestors(_norm(f.path), root))
     for p in valid:
         occupied.update(_ancestors(p, root))
     empty_dirs = [d for d in listed_dirs if os.path.normpath(d) not in occupied]
@@ -249,6 +272,7 @@ def plan_vacuum(
         dirs=empty_dirs,
         num_dirs=len(listed_dirs) + 1,
         num_listed=len(listed_files) + len(listed_dirs),
+        storage=snapshot.storage if remote else None,
     )
 
 
@@ -269,6 +293,11 @@ def _partition_dir_names(snapshot: Snapshot) -> list[str]:
 def execute_plan(plan: VacuumPlan) -> int:
     """Delete what `plan` lists; returns how many files and directories were deleted."""
     deleted = 0
+    if plan.storage is not None:  # an object store: delete the objects (there are no directories)
+        for f in plan.files:
+            plan.storage.delete(f.path)
+            deleted += 1
+        return deleted
     for f in plan.files:
         try:
             os.unlink(f.path)

@@ -47,6 +47,7 @@ __all__ = [
     "read_deleted_rows",
     "serialize_bitmap",
     "write_deletion_vector_file",
+    "write_deletion_vectors",
     "z85_decode",
     "z85_encode",
 ]
@@ -514,32 +515,44 @@ def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str) -> 
 
 
 def write_deletion_vector_file(table_root: str, row_indexes: Any, prefix: str = "") -> DeletionVectorDescriptor:
-    """Write ``row_indexes`` to a new single-DV file and return its 'u' descriptor.
+    """Write ``row_indexes`` to a new single-DV file and return its 'u' descriptor."""
+    return write_deletion_vectors(table_root, [row_indexes], prefix)[0]
 
-    The file is ``<table_root>[/<prefix>]/deletion_vector_<uuid4>.bin``; ``prefix`` is the
-    optional (random, alphanumeric) directory writers use to spread files over object-store
-    partitions. The file is created exclusively, so an existing file is never overwritten.
+
+def write_deletion_vectors(table_root: str, row_index_sets: list[Any], prefix: str = "") -> list[DeletionVectorDescriptor]:
+    """Write one DV file holding a bitmap per entry of ``row_index_sets``; their 'u' descriptors, in order.
+
+    The file is ``<table_root>[/<prefix>]/deletion_vector_<uuid4>.bin``: the version byte,
+    then one ``<size><bitmap><CRC-32>`` record per DV, each descriptor's ``offset`` at its
+    record's size field (as delta-spark packs the DVs of one command into one file).
+    ``prefix`` is the optional (random, alphanumeric) directory writers use to spread files
+    over object-store partitions. The file is created exclusively, never overwritten.
     """
     if prefix and not (prefix.isascii() and prefix.isalnum()):
         raise DeltaIllegalArgumentError(f"deletion vector prefix must be ASCII alphanumeric, got {prefix!r}")
     if _is_remote_uri(table_root):
         raise DeltaIllegalArgumentError(f"writing deletion vectors to remote storage is not supported: {table_root}")
-    rows = _row_index_array(row_indexes)
-    bitmap = _serialize_rows(rows)
     file_id = uuid.uuid4()
+    chunks = [struct.pack(">B", DV_FILE_FORMAT_VERSION)]
+    position = 1
+    descriptors = []
+    for row_indexes in row_index_sets:
+        rows = _row_index_array(row_indexes)
+        bitmap = _serialize_rows(rows)
+        chunks.append(struct.pack(">I", len(bitmap)) + bitmap + struct.pack(">I", zlib.crc32(bitmap)))
+        descriptors.append(DeletionVectorDescriptor(
+            storage_type="u",
+            path_or_inline_dv=prefix + z85_encode(file_id.bytes),
+            size_in_bytes=len(bitmap),
+            cardinality=int(rows.size),
+            offset=position,
+        ))
+        position += len(chunks[-1])
     directory = os.path.join(_local_path(table_root), prefix) if prefix else _local_path(table_root)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"deletion_vector_{file_id}.bin")
-    record = struct.pack(">BI", DV_FILE_FORMAT_VERSION, len(bitmap)) + bitmap + struct.pack(">I", zlib.crc32(bitmap))
-    with open(path, "xb") as f:
-        f.write(record)
-    return DeletionVectorDescriptor(
-        storage_type="u",
-        path_or_inline_dv=prefix + z85_encode(file_id.bytes),
-        size_in_bytes=len(bitmap),
-        cardinality=int(rows.size),
-        offset=1,
-    )
+    with open(os.path.join(directory, f"deletion_vector_{file_id}.bin"), "xb") as f:
+        f.write(b"".join(chunks))
+    return descriptors
 
 
 def inline_descriptor(row_indexes: Any) -> DeletionVectorDescriptor:

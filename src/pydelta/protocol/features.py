@@ -89,6 +89,12 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "domainMetadata",
         "checkpointProtection",
         "managedCommit",
+        "typeWidening",
+        "typeWidening-preview",
+        "identityColumns",
+        "allowColumnDefaults",
+        "rowTracking",
+        "clustering",
     }
 )
 

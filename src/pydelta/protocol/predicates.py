@@ -100,3 +100,21 @@ def columns_of(p: Predicate) -> set[tuple[str, ...]]:
     if isinstance(p, (Cmp, IsNull, IsNotNull, In)):
         return {p.col.path}
     return set()
+
+
+def rename_columns(p: Predicate, names: dict[tuple[str, ...], tuple[str, ...]]) -> Predicate:
+    """`p` with every column path looked up in `names`; a leaf on a path not there becomes Unknown."""
+    if isinstance(p, (And, Or)):
+        return type(p)(rename_columns(p.left, names), rename_columns(p.right, names))
+    if isinstance(p, Not):
+        return Not(rename_columns(p.child, names))
+    if isinstance(p, (Cmp, IsNull, IsNotNull, In)):
+        path = names.get(p.col.path)
+        if path is None:
+            return Unknown(f"column {'.'.join(p.col.path)}")
+        if isinstance(p, Cmp):
+            return Cmp(p.op, Col(path), p.lit)
+        if isinstance(p, In):
+            return In(Col(path), p.values)
+        return type(p)(Col(path))
+    return p

@@ -23,6 +23,7 @@ from pydelta.protocol.schema import (
     StructField,
     StructType,
 )
+from pydelta.protocol.type_widening import allowed_by_schema_evolution, record_evolution
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 _INT_RANK = {"byte": 0, "short": 1, "integer": 2, "long": 3}
@@ -64,13 +65,17 @@ def _lookup(fields: tuple[StructField, ...], name: str) -> StructField | None:
     return None
 
 
-def merge_schema(table: StructType, incoming: StructType, *, allow_new_columns: bool, path: str = "") -> StructType:
+def merge_schema(
+    table: StructType, incoming: StructType, *, allow_new_columns: bool, path: str = "", widen_types: bool = False
+) -> StructType:
     """The table schema after writing `incoming` (unchanged unless new columns are allowed).
 
+    `widen_types` (schema evolution on a table with type widening enabled): a column whose
+    data has a wider type takes that type, recorded in `delta.typeChanges`.
     Raises SchemaMismatchError naming every incompatible column.
     """
     problems: list[str] = []
-    merged = _merge_struct(table, incoming, allow_new_columns, path, problems)
+    merged = _merge_struct(table, incoming, allow_new_columns, path, problems, widen_types)
     seen: dict[str, str] = {}
     for f in incoming.fields:
         key = f.name.lower()
@@ -88,7 +93,7 @@ def merge_schema(table: StructType, incoming: StructType, *, allow_new_columns: 
 
 
 def _merge_struct(
-    table: StructType, incoming: StructType, allow_new: bool, path: str, problems: list[str]
+    table: StructType, incoming: StructType, allow_new: bool, path: str, problems: list[str], widen: bool = False
 ) -> StructType:
     out = list(table.fields)
     for f in incoming.fields:
@@ -99,27 +104,34 @@ def _merge_struct(
             else:
                 problems.append(f"column {path}{f.name!r} is not in the table schema")
             continue
-        merged_type = _merge_type(existing.type, f.type, allow_new, f"{path}{existing.name}.", problems)
+        merged_type = _merge_type(existing.type, f.type, allow_new, f"{path}{existing.name}.", problems, widen)
         if merged_type is not existing.type:
-            out[out.index(existing)] = StructField(existing.name, merged_type, existing.nullable, dict(existing.metadata))
+            out[out.index(existing)] = (
+                record_evolution(existing, merged_type) if widen
+                else StructField(existing.name, merged_type, existing.nullable, dict(existing.metadata))
+            )
     return StructType(tuple(out))
 
 
-def _merge_type(table_type: DataType, data_type: DataType, allow_new: bool, path: str, problems: list[str]) -> DataType:
+def _merge_type(
+    table_type: DataType, data_type: DataType, allow_new: bool, path: str, problems: list[str], widen: bool = False
+) -> DataType:
     if isinstance(table_type, StructType) and isinstance(data_type, StructType):
-        merged = _merge_struct(table_type, data_type, allow_new, path, problems)
+        merged = _merge_struct(table_type, data_type, allow_new, path, problems, widen)
         return table_type if merged == table_type else merged
     if isinstance(table_type, ArrayType) and isinstance(data_type, ArrayType):
-        elem = _merge_type(table_type.element_type, data_type.element_type, allow_new, path, problems)
+        elem = _merge_type(table_type.element_type, data_type.element_type, allow_new, path, problems, widen)
         return table_type if elem is table_type.element_type else ArrayType(elem, table_type.contains_null)
     if isinstance(table_type, MapType) and isinstance(data_type, MapType):
-        k = _merge_type(table_type.key_type, data_type.key_type, allow_new, path, problems)
-        v = _merge_type(table_type.value_type, data_type.value_type, allow_new, path, problems)
+        k = _merge_type(table_type.key_type, data_type.key_type, allow_new, path, problems, widen)
+        v = _merge_type(table_type.value_type, data_type.value_type, allow_new, path, problems, widen)
         if k is table_type.key_type and v is table_type.value_type:
             return table_type
         return MapType(k, v, table_type.value_contains_null)
     if can_upcast(data_type, table_type):
         return table_type
+    if widen and allowed_by_schema_evolution(table_type, data_type):
+        return data_type
     problems.append(
         f"column {path.rstrip('.')!r} has type {_type_name(table_type)} in the table but "
         f"{_type_name(data_type)} in the data"

@@ -16,7 +16,7 @@ DeltaCatalog.alterTable, DeltaConfigs.validateConfigurations, DeltaOperations):
 * ADD CONSTRAINT checks the existing rows with one Spark job; DROP CONSTRAINT.
 * ALTER/CHANGE COLUMN: COMMENT, DROP NOT NULL, SET NOT NULL (after checking that no
   existing row is null; delta-spark itself refuses SET NOT NULL), FIRST/AFTER, DROP
-  DEFAULT. A type change needs type widening, which pydelta cannot write yet.
+  DEFAULT. A type change is a widening (delta.enableTypeWidening), recorded in delta.typeChanges.
 
 Every check runs before the commit, so a refused statement leaves the table unchanged.
 """
@@ -35,14 +35,18 @@ from pydelta.protocol.schema import (
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
     ArrayType,
     DataType,
+    DecimalType,
     MapType,
+    PrimitiveType,
     StructField,
     StructType,
     column_mapping_mode,
     quote_path,
     walk_fields,
 )
+from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
+from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
 CONSTRAINT_PREFIX = "delta.constraints."
@@ -92,6 +96,7 @@ class ColumnChange:
     drop_comment: bool = False
     drop_default: bool = False
     position: Position | None = None
+    default: str | None = None  # SET DEFAULT <sql>
 
 
 # ---- table properties (delta-spark's DeltaConfigs) -----------------------------------------
@@ -257,6 +262,11 @@ def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *
     """ALTER TABLE ... SET TBLPROPERTIES; returns the committed version."""
     validated = validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
     snapshot = load_snapshot(path)
+    if (str(validated.get(row_tracking.ENABLE_KEY, "")).strip().lower() == "true"
+            and not row_tracking.enabled(snapshot.metadata) and snapshot.num_files):
+        from pydelta.spark.write import engine_info
+
+        snapshot = row_tracking.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
     metadata = snapshot.metadata
     added: dict[str, str] = {}
     for key, value in validated.items():
@@ -452,6 +462,7 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
     metadata = snapshot.metadata
     case_sensitive = _case_sensitive(spark)
     schema: DataType = metadata.schema
+    widening = type_widening.enabled(metadata.configuration)
     seen: set[tuple[str, ...]] = set()
     not_null_checks: list[list[str]] = []
     logged: list[tuple[list[str], StructField, Position | None]] = []
@@ -466,9 +477,22 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
         seen.add(tuple(full))
         _, parent_type = _resolve(schema, parent, case_sensitive)  # type: ignore[arg-type]
         if not isinstance(parent_type, StructType):
+            if widening and change.data_type is not None and _only_type(change):
+                schema, entry = _widen_inside_collection(schema, full, change.data_type, case_sensitive)
+                logged.append(entry)
+                continue
             _refuse_collection_change(change, full)
         old = parent_type.field(name)  # type: ignore[union-attr]
-        new = _changed_field(old, change, full)
+        if change.default is not None:
+            from pydelta.spark.column_defaults import checked_default
+
+            checked_default(spark, change.default, _type_sql(old.type), quote_path(full), "ALTER TABLE")
+        if change.data_type is not None and not parent and _without_metadata(change.data_type) != _without_metadata(
+                old.type):
+            from pydelta.spark.alter_mapping import check_not_referenced
+
+            check_not_referenced(metadata, full)
+        new = _changed_field(old, change, full, widening)
         if old.nullable and not new.nullable:
             if _inside_collection(schema, parent):
                 raise DeltaAnalysisError(f"[DELTA_NESTED_NOT_NULL_CONSTRAINT] {quote_path(full)} is inside an array "
@@ -484,11 +508,14 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
     return _commit(spark, snapshot, new_md, _change_operation(logged), read_all=bool(not_null_checks))
 
 
-def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str]) -> StructField:
+def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str], widening: bool) -> StructField:
     if change.data_type is not None and _without_metadata(change.data_type) != _without_metadata(old.type):
-        raise DeltaNotImplementedError(
-            f"ALTER TABLE ... ALTER COLUMN {quote_path(full)} TYPE {_type_sql(change.data_type)}: changing the type "
-            f"from {_type_sql(old.type)} needs type widening, which pydelta cannot write yet")
+        if not widening or not isinstance(change.data_type, (PrimitiveType, DecimalType)):
+            raise DeltaAnalysisError(
+                f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN is not supported for "
+                f"changing column {quote_path(full)} from {_type_sql(old.type)} to {_type_sql(change.data_type)}"
+                + ("" if widening else " (a widening type change needs delta.enableTypeWidening = true)"))
+        old = type_widening.widen_field(old, (), change.data_type)
     metadata = dict(old.metadata)
     if change.comment is not None:
         metadata["comment"] = change.comment
@@ -496,8 +523,26 @@ def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str]) 
         metadata.pop("comment", None)
     if change.drop_default:
         metadata.pop(CURRENT_DEFAULT_KEY, None)
+    if change.default is not None:
+        metadata[CURRENT_DEFAULT_KEY] = change.default
     nullable = old.nullable if change.nullable is None else change.nullable
     return StructField(old.name, old.type, nullable, metadata)
+
+
+def _only_type(change: ColumnChange) -> bool:
+    return (change.comment is None and not change.drop_comment and change.nullable is None
+            and change.position is None and not change.drop_default and change.default is None)
+
+
+def _widen_inside_collection(schema: StructType, full: Sequence[str], new_type: DataType,
+                             case_sensitive: bool) -> tuple[StructType, tuple]:
+    """ALTER COLUMN c.element / c.key / c.value TYPE t: recorded on the nearest struct field with its fieldPath."""
+    k = max(i for i in range(len(full)) if isinstance(_resolve(schema, full[:i], case_sensitive)[1], StructType))
+    holder_parent, holder = list(full[:k]), full[k]
+    _, struct = _resolve(schema, holder_parent, case_sensitive)
+    widened = type_widening.widen_field(struct.field(holder), full[k + 1:], new_type)  # type: ignore[union-attr]
+    schema = _replace_at(schema, holder_parent, lambda s: _move(s, holder, widened, None))  # type: ignore[assignment]
+    return schema, (holder_parent, widened, None)
 
 
 def _refuse_collection_change(change: ColumnChange, full: Sequence[str]) -> None:
@@ -506,9 +551,9 @@ def _refuse_collection_change(change: ColumnChange, full: Sequence[str]) -> None
         raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COMMENT_MAP_ARRAY] Can't add a comment to {quote_path(full)}. "
                                  "Adding a comment to a map key/value or array element is not supported.")
     if change.data_type is not None:
-        raise DeltaNotImplementedError(f"ALTER TABLE ... ALTER COLUMN {quote_path(full)} TYPE: changing the type of "
-                                       "a map key/value or array element needs type widening, which pydelta cannot "
-                                       "write yet")
+        raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN is not "
+                                 f"supported for changing the type of {quote_path(full)} (a map key/value or array "
+                                 "element) unless it is a widening on a table with delta.enableTypeWidening = true")
     raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN is not "
                              f"supported for changing column {quote_path(full)} (a map key/value or array element)")
 

@@ -34,17 +34,20 @@ from pydelta.protocol.schema import (
 STAGING_DIR = "_pydelta_staging"
 
 
-def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequence[str] = ()) -> Any:
+def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequence[str] = (),
+                       hidden: Sequence[str] = ()) -> Any:
     """`df` (columns = the table's logical schema) with physical column names and field ids.
 
     Columns named in `passthrough` are not table columns (CDC's `_change_type`): like
-    delta-spark, they keep their name and get no field id under column mapping.
+    delta-spark, they keep their name and get no field id under column mapping. `hidden`
+    columns of `df` follow the table's, as they are.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
 
+    extra = [F.col(quote_identifier(h)) for h in hidden]
     if mode == "none":
-        return df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+        return df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields], *extra)
     mapped = StructType(tuple(f for f in schema.fields if f.name not in passthrough))
     physical = iter(SparkStructType.fromJson(json.loads(to_physical_schema(mapped, mode).to_json())).fields)
     columns = []
@@ -57,7 +60,7 @@ def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequ
         if spark_field.dataType.typeName() in ("struct", "array", "map"):
             col = col.cast(spark_field.dataType)  # renames nested fields by position
         columns.append(col.alias(spark_field.name, metadata=spark_field.metadata))
-    return df.select(*columns)
+    return df.select(*columns, *extra)
 
 
 def _table_conf_int(metadata: Metadata, key: str, default: int) -> int:
@@ -88,17 +91,20 @@ def write_data_files(
     compression: str | None = None,
     session_time_zone: str = "UTC",
     passthrough: Sequence[str] = (),
+    hidden: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Write `df` (logical table columns, in table order) as data files; return their add actions.
 
     `passthrough`: columns that are not table columns, see `physical_dataframe`.
+    `hidden`: columns of `df` after the table's written as they are and without statistics
+    (row tracking's materialized row ID / row commit version columns).
     """
     schema = metadata.schema
     mode = column_mapping_mode(metadata.configuration)
     partition_cols = list(metadata.partition_columns)
     fields = {f.name: f for f in schema.fields}
     phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
-    pdf = physical_dataframe(df, schema, mode, passthrough)
+    pdf = physical_dataframe(df, schema, mode, passthrough, hidden)
 
     staging = os.path.join(table_root, STAGING_DIR, uuid.uuid4().hex)
     conf = df.sparkSession.conf

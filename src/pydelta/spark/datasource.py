@@ -33,11 +33,18 @@ class DeltaCatalogSource(DataSource):
             from pydelta.log.snapshot import load_snapshot
             from pydelta.spark.read import spark_schema
 
-            schema = spark_schema(load_snapshot(path).schema)
+            snapshot = load_snapshot(path)
+            schema = spark_schema(snapshot.schema)
             if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
                 from pydelta.spark.streaming.source import StreamOptions
 
-                StreamOptions.parse(self.options)
+                opts = StreamOptions.parse(self.options)
+                if opts.schema_tracking is not None:  # a stream reads with the schema its tracking log says
+                    from pydelta.spark.streaming.schema_tracking import SchemaTrackingLog
+
+                    tracked = SchemaTrackingLog(opts.schema_tracking, snapshot.metadata.id, opts.tracking_id).latest()
+                    if tracked is not None:
+                        schema = spark_schema(tracked.schema)
             if _change_feed(self.options):
                 from pyspark.sql.types import LongType, StringType, TimestampType
 

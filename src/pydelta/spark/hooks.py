@@ -117,6 +117,7 @@ def install() -> None:
     SparkSession.table = boundary(_session_table(SparkSession.table))
     DataFrameReader._pydelta_hooked = True
 
-    from pydelta.spark import write_hooks
+    from pydelta.spark import plan_pruning, write_hooks
 
     write_hooks.install(DataFrameWriter)
+    plan_pruning.install()

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from pydelta.protocol.predicates import And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown, FLIPPED
+from pydelta.spark.sql import jplan
 
 _CMP = {
     "EqualTo": "=",
@@ -105,6 +106,18 @@ def _translate(expr: Any) -> Predicate:
         if col is None:
             return Unknown(kind)
         return IsNull(col) if kind == "IsNull" else IsNotNull(col)
+    if kind == "StartsWith":  # LIKE 'prefix%' after Spark's optimizer
+        col, prefix = _column(_children(expr)[0]), _literal(_children(expr)[1])
+        if col is None or prefix is None or not isinstance(prefix.value, str) or not prefix.value:
+            return Unknown(kind)
+        return _prefix_range(col, prefix.value)
+    if kind == "InSet":  # an IN list longer than spark.sql.optimizer.inSetConversionThreshold
+        col = _column(expr.child())
+        dtype = expr.child().dataType().simpleString()
+        values = [_value(v, dtype) for v in jplan.seq(expr.hset().toSeq())]
+        if col is None or any(v is None for v in values):
+            return Unknown(kind)
+        return In(col, tuple(values))  # type: ignore[arg-type]
     if kind == "In":
         kids = _children(expr)
         col = _column(kids[0])
@@ -144,7 +157,11 @@ def _literal(expr: Any) -> Lit | None:
         value = expr.eval(None)
     else:
         return None
-    dtype = expr.dataType().simpleString()
+    return _value(value, expr.dataType().simpleString())
+
+
+def _value(value: Any, dtype: str) -> Lit | None:
+    """A Catalyst internal value of type `dtype` as a pydelta literal (None: not a type we prune on)."""
     if value is None:
         return Lit(None)
     if dtype in ("tinyint", "smallint", "int", "bigint"):
@@ -164,3 +181,13 @@ def _literal(expr: Any) -> Lit | None:
     if dtype.startswith("decimal"):
         return Lit(Decimal(value.toString()))
     return None
+
+
+def _prefix_range(col: Col, prefix: str) -> Predicate:
+    """`col` starts with `prefix`: prefix <= col < (prefix with its last character incremented)."""
+    lower = Cmp(">=", col, Lit(prefix))
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return lower
+    return And(lower, Cmp("<", col, Lit(prefix[:-1] + chr(last + 1))))
+

@@ -25,10 +25,13 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
+from pydelta.spark import plan_pruning
 from pydelta.spark.predicates import filter_condition, translate
 
 FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
+ROW_ID_COL = "__pydelta_row_id"  # stable row ID (row tracking)
+ROW_VERSION_COL = "__pydelta_row_commit_version"  # stable row commit version (row tracking)
 _PART_PREFIX = "__pydelta_part_"
 
 def spark_file_uri(path: str) -> str:
@@ -64,7 +67,8 @@ def _read_parquet(spark: Any, read_schema: Any, paths: list[str], base_path: str
 
 
 def build_dataframe(
-    spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = ()
+    spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
+    row_ids: bool = False,
 ) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 
@@ -72,6 +76,9 @@ def build_dataframe(
     index in that file (ROW_COL), which DML uses to find the files it touches.
     `extra_fields` (pydelta StructFields) are columns the files hold beyond the table's
     (`_change_type` in change data files); they follow the table's columns.
+    `row_ids` (a table with row tracking): each row also carries its stable row ID and row
+    commit version (ROW_ID_COL, ROW_VERSION_COL): the materialized columns where a file has
+    them, else the file's baseRowId + row index and defaultRowCommitVersion.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
@@ -83,6 +90,8 @@ def build_dataframe(
     if files.num_rows == 0:
         if with_file:
             logical = logical.add(StructField(FILE_COL, StringType())).add(StructField(ROW_COL, LongType()))
+        if row_ids:
+            logical = logical.add(StructField(ROW_ID_COL, LongType())).add(StructField(ROW_VERSION_COL, LongType()))
         return spark.createDataFrame([], logical)
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
@@ -90,6 +99,9 @@ def build_dataframe(
     read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
     for f in extra_fields:
         read_schema = read_schema.add(spark_schema(StructType((f,)))[f.name])
+    materialized = _materialized_columns(snapshot) if row_ids else []
+    for name in materialized:
+        read_schema = read_schema.add(StructField(name, LongType()))
     paths = [snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
     dvs = files.column("deletion_vector")
     has_dv = dvs.null_count < files.num_rows
@@ -102,16 +114,24 @@ def build_dataframe(
         df = _read_parquet(spark, read_schema, paths, base_path=snapshot.table_root)
     else:
         df = _read_parquet(spark, read_schema, paths)
-    if (partition_cols and not hive) or has_dv or with_file:
+    plan_pruning.register(df, snapshot, files, read_schema, snapshot.table_root if hive else None)
+    if (partition_cols and not hive) or has_dv or with_file or row_ids:
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]
-        if has_dv or with_file:
+        if has_dv or with_file or row_ids:
             extra.append(F.col("_metadata.row_index").alias(ROW_COL))
         df = df.select("*", *extra)
     if has_dv:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
     if partition_cols and not hive:
         df = _join_on_file(df, F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), "inner")
-    if mode == "none" and not partition_cols and not has_dv and not with_file:
+    if row_ids:
+        df = _join_on_file(df, F.broadcast(_row_tracking_map(spark, files, paths)), "inner")
+        fresh_id = F.col(_BASE_ROW_ID) + F.col(ROW_COL)
+        stable_id = F.coalesce(F.col(quote_identifier(materialized[0])), fresh_id) if materialized else fresh_id
+        version = F.col(_DEFAULT_VERSION)
+        stable_version = F.coalesce(F.col(quote_identifier(materialized[1])), version) if materialized else version
+        df = df.withColumn(ROW_ID_COL, stable_id).withColumn(ROW_VERSION_COL, stable_version)
+    if mode == "none" and not partition_cols and not has_dv and not with_file and not row_ids:
         return df  # already the logical columns, in order: no projection needed
     columns = []
     for field in schema.fields:
@@ -131,7 +151,31 @@ def build_dataframe(
             columns.append(col.alias(field.name))
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
+    if row_ids:
+        columns += [F.col(ROW_ID_COL), F.col(ROW_VERSION_COL)]
     return df.select(*columns)
+
+
+_BASE_ROW_ID = "__pydelta_base_row_id"
+_DEFAULT_VERSION = "__pydelta_default_row_commit_version"
+
+
+def _materialized_columns(snapshot: Snapshot) -> list[str]:
+    """The materialized row ID and row commit version column names, or [] when not set."""
+    from pydelta.txn.row_tracking import COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY
+
+    conf = snapshot.configuration
+    names = [conf.get(ROW_ID_COLUMN_KEY), conf.get(COMMIT_VERSION_COLUMN_KEY)]
+    return [n for n in names if n] if all(names) else []
+
+
+def _row_tracking_map(spark: Any, files: pa.Table, paths: list[str]) -> Any:
+    """FILE_COL -> the file's baseRowId and defaultRowCommitVersion."""
+    return _arrow_df(spark, pa.table({
+        FILE_COL: pa.array([spark_file_uri(p) for p in paths], pa.string()),
+        _BASE_ROW_ID: files.column("base_row_id").cast(pa.int64()),
+        _DEFAULT_VERSION: files.column("default_row_commit_version").cast(pa.int64()),
+    }))
 
 
 # Partition column types Spark's file sources parse from directory names exactly as a cast of the string.

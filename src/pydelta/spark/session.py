@@ -47,13 +47,14 @@ def _install_hooks() -> None:
     from pydelta.spark import hooks
     from pydelta.spark import catalog_listing, writer_v2
     from pydelta.spark.sql import router
-    from pydelta.spark.streaming import sink
+    from pydelta.spark.streaming import sink, stream_table
 
     hooks.install()
     router.install()
     writer_v2.install()
     catalog_listing.install()
     sink.install()
+    stream_table.install()
     _installed = True
 
 

@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field as dataclass_field
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 
@@ -124,7 +124,10 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
                 f"Partition columns do not match the partition columns of the table. "
                 f"Given: {opts.partition_by}; table: {list(current.partition_columns)}"
             )
-    merged = merge_schema(current.schema, incoming, allow_new_columns=opts.merge_schema)
+    from pydelta.protocol import type_widening
+
+    widen = opts.merge_schema and type_widening.enabled(current.configuration)
+    merged = merge_schema(current.schema, incoming, allow_new_columns=opts.merge_schema, widen_types=widen)
     if merged == current.schema:
         return current
     config = dict(current.configuration)
@@ -137,8 +140,11 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
     )
 
 
-def conform(df: Any, schema: StructType) -> Any:
-    """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns."""
+def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
+    """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns.
+
+    `keep`: columns of `df` that are not table columns to carry along after them unchanged.
+    """
     from pyspark.sql import functions as F
 
     spark_types = spark_schema(schema)
@@ -155,6 +161,7 @@ def conform(df: Any, schema: StructType) -> Any:
         if df.schema[source].dataType != spark_field.dataType:
             col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col)
         columns.append(col.alias(field.name))
+    columns += [F.col(quote_identifier(k)) for k in keep]
     return df.select(*columns)
 
 
@@ -320,7 +327,10 @@ def write_dataframe(
         txn.update_metadata(metadata)
     metadata = txn.metadata  # protocol properties stripped, ICT settings, ...
     assert metadata is not None
-    new_data = conform(df, metadata.schema)
+    from pydelta.spark import identity as identity_values
+
+    generate = identity_values.columns_to_generate(df, metadata)
+    new_data = conform(identity_values.with_identity_values(df, generate), metadata.schema)
     checks = constraint_checks(metadata.schema, metadata.configuration)
     new_checks = list(checks)
     if opts.replace_where:
@@ -353,6 +363,12 @@ def write_dataframe(
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
             session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
         )
+
+    marks = identity_values.high_water_marks(spark, metadata, generate, adds, root)
+    if marks:
+        from pydelta.protocol.identity import with_high_water_marks
+
+        txn.update_metadata(with_high_water_marks(metadata, marks), replace_previous=True)
 
     if snapshot is not None and opts.mode == "Overwrite" and opts.dynamic_partition_overwrite:
         cols = list(metadata.partition_columns)

@@ -133,6 +133,11 @@ class Operation:
         )
 
     @classmethod
+    def reorg_purge(cls, predicates: Iterable[str] = (), apply_purge: bool = True) -> "Operation":
+        """REORG TABLE ... APPLY (PURGE): delta-spark's Reorg operation (an OPTIMIZE that purges DVs)."""
+        return cls("REORG", {"predicate": _json(list(predicates)), "applyPurge": apply_purge})
+
+    @classmethod
     def optimize(
         cls,
         predicates: Iterable[str] = (),

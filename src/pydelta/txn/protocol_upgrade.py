@@ -358,6 +358,22 @@ def _implicit_of_request(reader: int, writer: int) -> frozenset[str]:
     return implicit_features(legacy_protocol(min(reader, 2), writer))
 
 
+CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
+
+
+def _check_column_defaults(metadata: Metadata, features: set[str], new_table: bool) -> None:
+    """Column DEFAULT values need `allowColumnDefaults`, which delta-spark never enables silently."""
+    if "allowColumnDefaults" in features:
+        return
+    if any(CURRENT_DEFAULT_KEY in f.metadata for f in walk_fields(metadata.schema)):
+        command = "CREATE TABLE" if new_table else "ALTER TABLE"
+        raise DeltaAnalysisError(
+            f"[WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED] Failed to execute {command} command because it "
+            "assigned a column DEFAULT value, but the corresponding table feature was not enabled. Please retry the "
+            "command again after executing ALTER TABLE tableName SET TBLPROPERTIES"
+            "('delta.feature.allowColumnDefaults' = 'supported').")
+
+
 def required_features(metadata: Metadata, current: Protocol | None) -> tuple[set[str], tuple[int, int]]:
     """All features the table must support after this metadata, and the explicitly requested versions.
 
@@ -377,6 +393,7 @@ def required_features(metadata: Metadata, current: Protocol | None) -> tuple[set
     base = set(all_features(current))
     base |= _implicit_of_request(max(req_reader, 1), max(req_writer, 1)) if (req_reader or req_writer) else set()
     requested = requested_features(conf)
+    _check_column_defaults(metadata, base | requested, current is None)
     from_metadata = metadata_features(metadata, current)
     needed = _closure(base | requested | from_metadata)
     if current is not None:

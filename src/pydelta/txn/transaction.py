@@ -30,6 +30,7 @@ from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, du
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
+from pydelta.txn import row_tracking
 from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.txn.commit_owners.base import FEATURE as MANAGED_COMMIT
 from pydelta.txn.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
@@ -99,6 +100,10 @@ class _Prepared:
     route: str = "fs"  # fs | managed | to_managed | to_fs (managed commits, seed 001)
     read_owner: OwnerSpec | None = None
     new_owner: OwnerSpec | None = None
+    # Row tracking: file actions get row IDs per attempt (they depend on version and mark).
+    row_tracked_actions: list[dict[str, Any]] | None = None
+    row_id_mark: int = -1
+    live_row_ids: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
 class OptimisticTransaction:
@@ -175,17 +180,24 @@ class OptimisticTransaction:
         return self.snapshot.protocol if self.snapshot is not None else None
 
     # ---- staging ----------------------------------------------------------------------
-    def update_metadata(self, metadata: Metadata) -> None:
-        """Set the table's new metadata; the protocol follows what its features need."""
+    def update_metadata(self, metadata: Metadata, *, replace_previous: bool = False) -> None:
+        """Set the table's new metadata; the protocol follows what its features need.
+
+        `replace_previous`: a second, final version of this transaction's own metadata change
+        (a write records its identity high-water marks once its data is written).
+        """
         self._check_open()
-        if self._new_metadata is not None:
+        if self._new_metadata is not None and not replace_previous:
             raise DeltaIllegalArgumentError("Cannot change the metadata more than once in a transaction.")
+        if replace_previous:
+            self._new_metadata = None
         _validate_metadata(metadata)
         metadata = _with_managed_commit_requirements(metadata)
         current = self._new_protocol or self._read_protocol()
         if current is not None and COMMIT_OWNER_KEY not in metadata.configuration:
             current = _without_managed_commit(current)  # converting to the file system drops the feature
         stored, protocol = pu.metadata_and_protocol(metadata, current, legacy_preferred=self.legacy_protocols)
+        stored = row_tracking.with_materialized_column_names(stored, protocol)
         _refuse_catalog_managed(protocol)
         protocol.check_writable()
         pu.check_upgrade(current, protocol)
@@ -204,6 +216,20 @@ class OptimisticTransaction:
         _refuse_catalog_managed(protocol)
         protocol.check_writable()
         self._new_protocol = protocol if protocol != self._read_protocol() else None
+
+    def downgrade_protocol(self, protocol: Protocol, metadata: Metadata) -> None:
+        """DROP FEATURE: a protocol with fewer features, and the metadata that no longer needs them."""
+        self._check_open()
+        if self._new_metadata is not None or self._new_protocol is not None:
+            raise DeltaIllegalArgumentError("a protocol downgrade must be the only protocol/metadata change")
+        _validate_metadata(metadata)
+        needed, _ = pu.required_features(metadata, protocol)
+        missing = sorted(needed - set(pu.all_features(protocol)))
+        if missing:
+            raise DeltaProtocolError(f"the metadata still needs the feature(s) {', '.join(missing)}")
+        protocol.check_writable()
+        self._new_metadata = metadata
+        self._new_protocol = protocol
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record an idempotent writer's progress (a txn action); it also becomes a read dependency."""
@@ -352,7 +378,10 @@ class OptimisticTransaction:
             for t in self._txns.values()
         ]
         other += [dumps_action("domainMetadata", d.to_dict()) for d in self._domains.values()]
-        other += [dumps_action(kind, body) for a in file_actions for kind, body in a.items()]
+        tracked = row_tracking.assigns_row_ids(protocol, metadata) and any(
+            "add" in a or "remove" in a for a in file_actions)
+        if not tracked:
+            other += [dumps_action(kind, body) for a in file_actions for kind, body in a.items()]
         conflict_info = CurrentTransaction(
             table_root=self.table_root,
             read_snapshot=self.snapshot,
@@ -368,10 +397,15 @@ class OptimisticTransaction:
             removed_files=removed,
             domains=set(self._domains),
         )
-        return _Prepared(
+        prepared = _Prepared(
             commit_info, self._new_protocol, self._new_metadata, other, ict, enables_ict, conflict_info,
             route=route, read_owner=read_owner, new_owner=new_owner,
         )
+        if tracked:
+            prepared.row_tracked_actions = file_actions
+            prepared.row_id_mark = row_tracking.high_water_mark(self.snapshot.domain_metadata if self.snapshot else {})
+            prepared.live_row_ids = row_tracking.live_row_tracking(self.snapshot)
+        return prepared
 
     def _validate_file_actions(
         self, file_actions: list[dict[str, Any]], metadata: Metadata, protocol: Protocol
@@ -473,6 +507,13 @@ class OptimisticTransaction:
         if md is not None:
             lines.append(dumps_action("metaData", md.to_dict()))
         lines.extend(prepared.other_lines)
+        if prepared.row_tracked_actions is not None:
+            actions, mark = row_tracking.assign(prepared.row_tracked_actions, version, prepared.row_id_mark,
+                                                prepared.live_row_ids)
+            if mark > prepared.row_id_mark:
+                domain = DomainMetadata(row_tracking.DOMAIN, row_tracking.domain_configuration(mark), False)
+                lines.append(dumps_action("domainMetadata", domain.to_dict()))
+            lines.extend(dumps_action(kind, body) for a in actions for kind, body in a.items())
         return ("\n".join(lines) + "\n").encode("utf-8"), info
 
     def _write_with_retries(self, prepared: _Prepared) -> int:
@@ -583,6 +624,10 @@ class OptimisticTransaction:
             if version == attempt_version and winner.txn_id == self.txn_id:
                 return (True, version)
             check_conflicts(prepared.conflict_info, winner)
+            for d in winner.actions.domains:  # the winner may have assigned row IDs: go above them
+                if d.domain == row_tracking.DOMAIN and not d.removed:
+                    prepared.row_id_mark = max(prepared.row_id_mark,
+                                               row_tracking.high_water_mark({d.domain: d.configuration}))
             if prepared.ict is not None:
                 prepared.ict = max(prepared.ict, winner.timestamp + 1)
             version += 1
@@ -752,7 +797,7 @@ def _physical_partition_columns(metadata: Metadata) -> set[str]:
 
 
 def _validate_metadata(metadata: Metadata) -> None:
-    """Schema parses, partition columns exist once, checkpoint interval is sane."""
+    """Schema parses, partition columns exist once, checkpoint interval is sane, identity columns valid."""
     schema = metadata.schema  # raises InvalidTableError on a bad schema string
     names = {f.name.lower() for f in schema.fields}
     seen: set[str] = set()
@@ -770,6 +815,9 @@ def _validate_metadata(metadata: Metadata) -> None:
             ok = False
         if not ok:
             raise InvalidTableError(f"delta.checkpointInterval needs to be a positive integer, got {raw!r}")
+    from pydelta.protocol import identity
+
+    identity.validate(schema, metadata.partition_columns)
 
 
 def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":

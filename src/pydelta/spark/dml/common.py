@@ -28,6 +28,7 @@ from pydelta.errors import (
     DeltaConcurrentModificationException,
     DeltaError,
     DeltaIllegalArgumentError,
+    DeltaNotImplementedError,
 )
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
@@ -37,7 +38,7 @@ from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.predicates import filter_condition, predicate_text, translate
-from pydelta.spark.read import FILE_COL, ROW_COL, build_dataframe, spark_file_uri
+from pydelta.spark.read import FILE_COL, ROW_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write import conform, engine_info, files_matching_partitions, isolation_level
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
@@ -207,6 +208,18 @@ def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: boo
         check_not_append_only(snapshot)
 
 
+def check_row_ids_preserved(snapshot: Snapshot, operation: str, *, supported: bool = True) -> None:
+    """Rewriting rows of a table with row tracking enabled must keep their stable row IDs in the
+    materialized columns: refuse by name where that is not done (`supported` False, or a
+    table without the materialized column names)."""
+    from pydelta.txn.row_tracking import enabled
+
+    if enabled(snapshot.metadata) and not (supported and materializes_row_ids(snapshot.metadata)):
+        raise DeltaNotImplementedError(
+            f"{operation} rewrites rows of a table with row tracking enabled (delta.enableRowTracking); keeping "
+            f"their row IDs in materialized row-tracking columns is not implemented for {operation} yet")
+
+
 def cdf_enabled(metadata: Metadata) -> bool:
     """Whether writers must produce change data files (delta.enableChangeDataFeed)."""
     return str(metadata.configuration.get(CDF_KEY, "false")).strip().lower() == "true"
@@ -242,6 +255,14 @@ def select_files(snapshot: Snapshot, files: pa.Table, uris: Iterable[str]) -> pa
     return files.filter(pa.array(mask, pa.bool_()))
 
 
+def candidate_files(snapshot: Snapshot, files: pa.Table, txn: OptimisticTransaction, predicate: Predicate) -> pa.Table:
+    """The files that may hold rows matching `predicate` (by stats), recorded as read by `txn`."""
+    candidates = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
+    txn.read_predicate(predicate)
+    txn.read_files(candidates.column("path").to_pylist())
+    return candidates
+
+
 def files_with_matches(
     spark: Any, snapshot: Snapshot, files: pa.Table, txn: OptimisticTransaction, predicate: Predicate,
     condition: Any, alias: str | None,
@@ -250,9 +271,7 @@ def files_with_matches(
 
     Only file URIs and counts come back to the driver, never rows.
     """
-    candidates = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
-    txn.read_predicate(predicate)
-    txn.read_files(candidates.column("path").to_pylist())
+    candidates = candidate_files(snapshot, files, txn, predicate)
     counts: dict[str, int] = {}
     if candidates.num_rows:
         df = scan(spark, snapshot, candidates, with_file=True)
@@ -263,9 +282,10 @@ def files_with_matches(
     return candidates, counts
 
 
-def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False) -> Any:
-    """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`."""
-    return build_dataframe(spark, snapshot, files, with_file=with_file)
+def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> Any:
+    """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`, plus the
+    stable row ID / commit version (ROW_ID_COL / ROW_VERSION_COL) with `row_ids`."""
+    return build_dataframe(spark, snapshot, files, with_file=with_file, row_ids=row_ids)
 
 
 def logical_record_count(files: pa.Table) -> int | None:
@@ -313,20 +333,44 @@ def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
-def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartition: bool = False) -> list[dict[str, Any]]:
-    """Write `df` (columns by the table's logical names) as new data files, constraints checked inline."""
+def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartition: bool = False,
+               row_ids: bool = False) -> list[dict[str, Any]]:
+    """Write `df` (columns by the table's logical names) as new data files, constraints checked inline.
+
+    `row_ids`: `df` also has ROW_ID_COL / ROW_VERSION_COL (see `materializes_row_ids`), written
+    into the table's materialized row-tracking columns so rows keep their stable IDs.
+    """
     from pyspark.sql import functions as F
 
-    data = conform(df, metadata.schema)
+    hidden: list[str] = []
+    if row_ids:
+        hidden = materialized_names(metadata)
+        df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
+    data = conform(df, metadata.schema, keep=hidden)
     data = with_checks(data, constraint_checks(metadata.schema, metadata.configuration))
     if repartition and metadata.partition_columns:
         data = data.repartition(*[F.col(quote_identifier(c)) for c in metadata.partition_columns])
     with violations_as_errors():
         adds = write_data_files(
             data, root, metadata, data_change=True,
-            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), hidden=hidden,
         )
     return [{"add": a} for a in adds]
+
+
+def materialized_names(metadata: Metadata) -> list[str]:
+    """The table's materialized row ID and row commit version column names."""
+    from pydelta.txn.row_tracking import COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY
+
+    return [metadata.configuration[ROW_ID_COLUMN_KEY], metadata.configuration[COMMIT_VERSION_COLUMN_KEY]]
+
+
+def materializes_row_ids(metadata: Metadata) -> bool:
+    """Row tracking is enabled: rewritten rows must keep their stable row IDs and commit versions."""
+    from pydelta.txn.row_tracking import COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY, enabled
+
+    conf = metadata.configuration
+    return enabled(metadata) and ROW_ID_COLUMN_KEY in conf and COMMIT_VERSION_COLUMN_KEY in conf
 
 
 # ---- change data files ------------------------------------------------------------------------------
@@ -453,19 +497,33 @@ class PreparedCommit:
 
 
 def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
-    """Delete the data / change files of uncommitted `add` and `cdc` actions (best effort)."""
+    """Delete the data / change files of uncommitted `add` and `cdc` actions (best effort).
+
+    An `add` of a path the same actions remove is an existing file getting a new deletion
+    vector: the data file stays, only the new DV file goes.
+    """
     import os
 
     from pydelta.log.replay import canonical_path
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
+    actions = list(actions)
+    removed = {a["remove"]["path"] for a in actions if a.get("remove")}
     for action in actions:
         for kind in ("add", "cdc"):
             body = action.get(kind)
-            if body and body.get("path"):
-                try:
-                    os.remove(canonical_path(body["path"], table_root))
-                except OSError:
-                    pass
+            if not body or not body.get("path"):
+                continue
+            path = canonical_path(body["path"], table_root)
+            if kind == "add" and body["path"] in removed:
+                dv = body.get("deletionVector")
+                path = DeletionVectorDescriptor.from_dict(dv).absolute_path(table_root) if dv else None
+            if path is None:
+                continue
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
 
 def elapsed_ms(since: float) -> int:

@@ -9,6 +9,8 @@
    rows. Old files are removed and the new ones added in one commit.
    With delta.enableChangeDataFeed the deleted rows of rewritten files are
    also written as change data (`_change_type` = delete) under `_change_data/`.
+   With delta.enableDeletionVectors the matching rows are marked in deletion
+   vectors instead and nothing is rewritten (`deletion_vectors.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.spark.dml.common import (
+    candidate_files,
     files_with_matches,
     READ_ALL,
     PreparedCommit,
@@ -25,6 +28,8 @@ from pydelta.spark.dml.common import (
     analyze,
     cdf_enabled,
     check_dml_supported,
+    check_row_ids_preserved,
+    materializes_row_ids,
     count_dvs,
     discard_files,
     elapsed_ms,
@@ -39,6 +44,7 @@ from pydelta.spark.dml.common import (
     write_cdc,
     write_rows,
 )
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read import build_dataframe
 from pydelta.txn.commit_info import Operation
 
@@ -70,6 +76,7 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
     removed = files.slice(0, 0)
+    dv_delete: DvDelete | None = None
 
     if condition is None:
         removed = files
@@ -91,19 +98,28 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
             txn.read_files(removed.column("path").to_pylist())
             deleted_rows = logical_record_count(removed)
             scan_ms = elapsed_ms(started)
+        elif persistent_dvs(spark, txn.metadata, snapshot.protocol, "delete"):
+            # Case 3 with deletion vectors: mark the matching rows deleted, rewrite nothing.
+            candidates = candidate_files(snapshot, files, txn, predicate)
+            new_rows = matching_rows(spark, snapshot, candidates, cond.column, alias) if candidates.num_rows else {}
+            scan_ms = elapsed_ms(started)
+            dv_delete = mark_deleted(snapshot, candidates, new_rows)
+            deleted_rows = dv_delete.deleted_rows
         else:
             # Case 3: find the files with matching rows, rewrite them without those rows.
+            check_row_ids_preserved(snapshot, "DELETE (copy-on-write)")
             candidates, counts = files_with_matches(spark, snapshot, files, txn, predicate, cond.column, alias)
             scan_ms = elapsed_ms(started)
             if counts:
                 removed = select_files(snapshot, candidates, counts)
                 deleted_rows = sum(counts.values())
                 rewrite_started = time.monotonic()
-                data = build_dataframe(spark, snapshot, removed)
+                keep_ids = materializes_row_ids(txn.metadata)  # copied rows keep their row IDs
+                data = build_dataframe(spark, snapshot, removed, row_ids=keep_ids)
                 if alias:
                     data = data.alias(alias)
                 hit = F.coalesce(cond.column, F.lit(False))
-                added = write_rows(spark, data.filter(~hit), root, txn.metadata)
+                added = write_rows(spark, data.filter(~hit), root, txn.metadata, row_ids=keep_ids)
                 copied_rows = add_rows([a["add"] for a in added])
                 if cdf_enabled(txn.metadata):
                     # Whole-file deletes need no change data (readers use the removes); rewrites do.
@@ -117,20 +133,22 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
 
     if removed.num_rows:
         actions = remove_actions(removed) + added + cdc
+    if dv_delete is not None:
+        actions = dv_delete.actions
 
     metrics: dict[str, Any] = {
         "numAddedFiles": len(added),
-        "numRemovedFiles": removed.num_rows,
-        "numDeletionVectorsAdded": 0,
-        "numDeletionVectorsRemoved": count_dvs(removed),
-        "numDeletionVectorsUpdated": 0,
+        "numRemovedFiles": removed.num_rows if dv_delete is None else dv_delete.removed_files,
+        "numDeletionVectorsAdded": 0 if dv_delete is None else dv_delete.dvs_added,
+        "numDeletionVectorsRemoved": count_dvs(removed) if dv_delete is None else dv_delete.dvs_removed,
+        "numDeletionVectorsUpdated": 0 if dv_delete is None else dv_delete.dvs_updated,
         "numAddedChangeFiles": len(cdc),
         "numDeletedRows": deleted_rows or 0,
         "numCopiedRows": copied_rows,
         "executionTimeMs": elapsed_ms(started),
         "scanTimeMs": scan_ms,
         "rewriteTimeMs": rewrite_ms,
-        "numRemovedBytes": total_bytes(removed),
+        "numRemovedBytes": total_bytes(removed) if dv_delete is None else dv_delete.removed_bytes,
         "numAddedBytes": sum(a["add"]["size"] for a in added),
     }
     if metrics["numDeletedRows"] == 0 and metrics["numRemovedFiles"] != 0:

@@ -37,15 +37,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow as pa
 
-from pydelta.errors import DeltaAnalysisError, DeltaError
+from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaNotImplementedError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, quote_identifier
+from pydelta.protocol import type_widening
+from pydelta.protocol.identity import identity_columns as identity_columns_of
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.spark.dml.common import (
@@ -61,6 +63,8 @@ from pydelta.spark.dml.common import (
     cdf_enabled,
     as_column,
     check_dml_supported,
+    check_row_ids_preserved,
+    materializes_row_ids,
     column_mapping,
     conjuncts,
     count_dvs,
@@ -77,9 +81,10 @@ from pydelta.spark.dml.common import (
     write_cdc,
     write_rows,
 )
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, persistent_dvs, rows_by_file
 from pydelta.spark.dml.update import resolve_assignments, split_name, typed_values
 from pydelta.spark.predicates import _children, _name, translate
-from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
 
@@ -236,9 +241,24 @@ def _source_fields(source: Any) -> dict[str, Any]:
     return {f.name.lower(): f for f in source.schema.fields}
 
 
-def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause], alias: str | None) -> StructType:
-    """delta-spark's schema evolution for MERGE: source columns that `*` or SET/VALUES assign, appended."""
+def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause], alias: str | None,
+                    widen: bool = False) -> StructType:
+    """delta-spark's schema evolution for MERGE: source columns that `*` or SET/VALUES assign, appended.
+
+    `widen` (type widening enabled): a target column that a `*` clause fills from a source
+    column of a wider type takes that type (recorded in delta.typeChanges).
+    """
     from pyspark.sql.types import StructType as SparkStructType
+
+    if widen and any(c.star for c in clauses if c.action != "delete" and c.kind != "notMatchedBySource"):
+        source_types = {f.name.lower(): f for f in parse_schema(source.schema.json()).fields}
+        fields = []
+        for f in schema.fields:
+            sf = source_types.get(f.name.lower())
+            if sf is not None and sf.type != f.type and type_widening.allowed_by_schema_evolution(f.type, sf.type):
+                f = type_widening.record_evolution(f, sf.type)
+            fields.append(f)
+        schema = StructType(tuple(fields))
 
     existing = {f.name.lower() for f in schema.fields}
     src = _source_fields(source)
@@ -382,6 +402,58 @@ class _Resolved:
         return F.coalesce(self.cond.column, F.lit(False))
 
 
+def _check_identity_columns(schema: StructType, clauses: list[MergeClause], source: Any) -> None:
+    """MERGE into a table with identity columns: no clause may set a GENERATED ALWAYS one
+    (UPDATE: DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED, INSERT: ..._EXPLICIT_INSERT_...)."""
+    from pydelta.protocol.identity import identity_columns
+
+    source_names = {c.lower() for c in source.columns}
+    for spec in identity_columns(schema):
+        if spec.allow_explicit_insert:
+            continue
+        for c in clauses:
+            if c.action not in ("update", "insert"):
+                continue
+            keys = {split_name(k)[-1].lower() for k in (c.assignments or {})}
+            if spec.name.lower() in keys or (c.star and spec.name.lower() in source_names):
+                if c.action == "update":
+                    raise DeltaAnalysisError(f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE on IDENTITY "
+                                             f"column {spec.name} is not supported.")
+                raise DeltaAnalysisError(f"[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] Providing values "
+                                         f"for GENERATED ALWAYS AS IDENTITY column {spec.name} is not supported.")
+
+
+def _identity_inserts(schema: StructType, resolved: list["_Resolved"]) -> dict[str, list[int]]:
+    """Identity column -> codes of the INSERT clauses that leave it to be generated."""
+    from pydelta.protocol.identity import identity_columns
+
+    out: dict[str, list[int]] = {}
+    for spec in identity_columns(schema):
+        codes = [r.code for r in resolved if r.clause.action == "insert" and spec.name not in r.values]
+        if codes:
+            out[spec.name] = codes
+    return out
+
+
+def _identity_column(name: str) -> str:
+    return f"__pydelta_identity_{name}"
+
+
+def _with_identity_values(joined: Any, specs: list[Any], stable: bool) -> Any:
+    """`joined` plus a generated value per identity column (used by the inserting rows). With
+    `stable` (the change feed reads `joined` again) the rows are checkpointed first, so data
+    and change files see the same values."""
+    from pydelta.protocol.identity import IdentitySpec
+    from pydelta.spark.identity import with_identity_values
+
+    if not specs:
+        return joined
+    renamed = [IdentitySpec(_identity_column(s.name), s.start, s.step, s.allow_explicit_insert, s.high_water_mark)
+               for s in specs]
+    out = with_identity_values(joined, renamed)
+    return out.localCheckpoint(eager=True) if stable else out
+
+
 def prepare_merge(
     spark: Any,
     snapshot: Snapshot,
@@ -403,6 +475,8 @@ def prepare_merge(
     started = time.monotonic()
     _check_clauses(clauses)
     check_dml_supported(snapshot, "MERGE", removes_rows=False)
+    check_row_ids_preserved(snapshot, "MERGE")
+    keep_ids = materializes_row_ids(snapshot.metadata)  # rewritten target rows keep their row IDs
     txn = new_transaction(spark, snapshot)
     read_md = snapshot.metadata
     schema = read_md.schema
@@ -413,11 +487,13 @@ def prepare_merge(
     not_matched = [c for c in clauses if c.kind == "notMatched"]
     by_source = [c for c in clauses if c.kind == "notMatchedBySource"]
     insert_only = not matched and not by_source
+    _check_identity_columns(schema, clauses, source)
     only_unconditional_delete = len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None
 
     # ---- schema evolution ----------------------------------------------------------------------
     evolve = schema_evolution or str(spark.conf.get(AUTO_MERGE_CONF, "false")).strip().lower() == "true"
-    out_schema = _evolved_schema(schema, source, clauses, alias) if evolve else schema
+    widen = type_widening.enabled(read_md.configuration)
+    out_schema = _evolved_schema(schema, source, clauses, alias, widen) if evolve else schema
     if out_schema != schema:
         config = dict(read_md.configuration)
         if column_mapping_mode(config) != "none":
@@ -458,8 +534,8 @@ def prepare_merge(
         for f in schema.fields:
             sf = src_fields.get(f.name.lower())
             if sf is None:
-                if f.metadata.get("delta.generationExpression"):
-                    continue  # computed from the other columns
+                if f.metadata.get("delta.generationExpression") or "delta.identity.start" in f.metadata:
+                    continue  # computed from the other columns, or generated (identity)
                 cols = ", ".join(quote_identifier(n) for n in source.columns)
                 kind = "UPDATE" if clause.action == "update" else "INSERT"
                 raise DeltaAnalysisError(
@@ -487,6 +563,8 @@ def prepare_merge(
         resolved.append(_Resolved(clause, code, cond, values))
         if join is not None and clause.kind != "matched":
             _check_side(analysis_df, join, resolved[-1])
+    identity_codes = _identity_inserts(out_schema, resolved)
+    identity_specs = [s for s in identity_columns_of(out_schema) if s.name in identity_codes]
     r_matched = [r for r in resolved if r.clause.kind == "matched"]
     r_insert = [r for r in resolved if r.clause.kind == "notMatched"]
     r_by_source = [r for r in resolved if r.clause.kind == "notMatchedBySource"]
@@ -530,6 +608,7 @@ def prepare_merge(
     counts: dict[str, int] = {}
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
+    dv_merge: DvDelete | None = None
     try:
         # ---- find touched files ---------------------------------------------------------------------------
         if not insert_only and candidates.num_rows:
@@ -601,7 +680,12 @@ def prepare_merge(
             src = source.withColumn(SOURCE_PRESENT, F.lit(True))
             write_changes = cdf_enabled(metadata)
             dedupe_deletes = write_changes and overcount > 0
-            target = scan(spark, snapshot, touched, with_file=need_dedupe or dedupe_deletes).alias(t_alias)
+            # Deletion vectors: changed target rows are marked deleted in their files and only
+            # new rows are written (no copies); with duplicate matches, copy-on-write as before.
+            with_dvs = (persistent_dvs(spark, metadata, snapshot.protocol, "merge")
+                        and not need_dedupe and not dedupe_deletes and out_schema == schema)
+            target = scan(spark, snapshot, touched, with_file=need_dedupe or dedupe_deletes or with_dvs,
+                          row_ids=keep_ids).alias(t_alias)
             target = target.withColumn(TARGET_PRESENT, F.lit(True))
             joined = src.join(target, cond_col, "full_outer" if not_matched else "right_outer")
             s_in = F.col(SOURCE_PRESENT).isNotNull()
@@ -622,11 +706,20 @@ def prepare_merge(
                 joined = joined.withColumn(
                     DEDUPE_KEY, key.otherwise(F.concat(F.lit("u"), F.monotonically_increasing_id().cast("string")))
                 ).dropDuplicates([DEDUPE_KEY])
-            out, obs = _output(joined, out_schema, resolved, current)
-            added = write_rows(spark, out, root, metadata, repartition=True)
+            if with_dvs:
+                changed_target_rows = joined.filter(t_in & (act != COPY))
+                dv_rows = rows_by_file(changed_target_rows.select(F.col(FILE_COL), F.col(ROW_COL)))
+                joined = joined.filter(~t_in | (act != COPY))  # unchanged rows stay where they are
+            joined = _with_identity_values(joined, identity_specs, write_changes)
+            out, obs = _output(joined, out_schema, resolved, current,
+                               row_ids=(tgt(ROW_ID_COL), tgt(ROW_VERSION_COL)) if keep_ids else None,
+                               identity=identity_codes)
+            added = write_rows(spark, out, root, metadata, repartition=True, row_ids=keep_ids)
             if write_changes:
-                changes = _changes(joined, out_schema, resolved, current, dedupe_deletes)
+                changes = _changes(joined, out_schema, resolved, current, dedupe_deletes, identity_codes)
                 cdc = write_cdc(spark, changes, root, metadata)
+            if with_dvs:
+                dv_merge = mark_deleted(snapshot, touched, dv_rows)
             metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
             seen = observed(obs)
             counts = _counts(seen) if seen is not None else _count_actions(joined, resolved)
@@ -643,10 +736,14 @@ def prepare_merge(
             action = None
             for r in r_insert:
                 action = _when(action, r.hit(), r.code)
-            joined = src.withColumn(ACTION, action.otherwise(F.lit(DROP)))
+            joined = _with_identity_values(src.withColumn(ACTION, action.otherwise(F.lit(DROP))), identity_specs,
+                                           False)
             out, obs = _output(joined, out_schema, r_insert, lambda name: F.lit(None).cast(
-                spark_schema(out_schema)[name].dataType))
-            added = write_rows(spark, out, root, metadata, repartition=True)
+                spark_schema(out_schema)[name].dataType), identity=identity_codes)
+            if keep_ids:  # inserted rows get fresh IDs from their file's baseRowId
+                out = out.withColumn(ROW_ID_COL, F.lit(None).cast("long")).withColumn(
+                    ROW_VERSION_COL, F.lit(None).cast("long"))
+            added = write_rows(spark, out, root, metadata, repartition=True, row_ids=keep_ids)
             metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
             seen = observed(obs)
             counts = _counts(seen) if seen is not None else _count_actions(joined, r_insert)
@@ -665,6 +762,13 @@ def prepare_merge(
             except Exception:
                 pass
 
+    if identity_specs and added:  # the commit records how far the identity values went
+        from pydelta.protocol.identity import with_high_water_marks
+        from pydelta.spark.identity import high_water_marks
+
+        marks = high_water_marks(spark, txn.metadata, identity_specs, [a["add"] for a in added], root)
+        if marks:
+            txn.update_metadata(with_high_water_marks(txn.metadata, marks), replace_previous=True)
     inserted = counts.get("inserted", 0)
     m_updated = counts.get("matched_updated", 0)
     u_updated = counts.get("by_source_updated", 0)
@@ -675,6 +779,8 @@ def prepare_merge(
     deleted = m_deleted + u_deleted
 
     actions = (remove_actions(touched) if touched.num_rows else []) + added + cdc
+    if dv_merge is not None:
+        actions = dv_merge.actions + added + cdc
     metrics = {
         "numSourceRows": num_source_rows,
         "numTargetRowsInserted": inserted,
@@ -686,16 +792,16 @@ def prepare_merge(
         "numTargetRowsNotMatchedBySourceDeleted": u_deleted,
         "numTargetRowsCopied": copied,
         "numTargetBytesAdded": sum(a["add"]["size"] for a in added),
-        "numTargetBytesRemoved": total_bytes(touched),
+        "numTargetBytesRemoved": total_bytes(touched) if dv_merge is None else dv_merge.removed_bytes,
         "numOutputRows": inserted + updated + copied,
         "numTargetFilesAdded": len(added),
-        "numTargetFilesRemoved": touched.num_rows,
+        "numTargetFilesRemoved": touched.num_rows if dv_merge is None else dv_merge.removed_files,
         "numTargetChangeFilesAdded": len(cdc),
         "executionTimeMs": elapsed_ms(started),
         **metrics_timing,
-        "numTargetDeletionVectorsAdded": 0,
-        "numTargetDeletionVectorsRemoved": count_dvs(touched),
-        "numTargetDeletionVectorsUpdated": 0,
+        "numTargetDeletionVectorsAdded": 0 if dv_merge is None else dv_merge.dvs_added,
+        "numTargetDeletionVectorsRemoved": count_dvs(touched) if dv_merge is None else dv_merge.dvs_removed,
+        "numTargetDeletionVectorsUpdated": 0 if dv_merge is None else dv_merge.dvs_updated,
     }
     operation = Operation.merge(
         merge_cond.sql,
@@ -713,8 +819,14 @@ def _when(expr: Any, cond: Any, code: int) -> Any:
     return F.when(cond, F.lit(code)) if expr is None else expr.when(cond, F.lit(code))
 
 
-def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any) -> tuple[Any, Any]:
-    """The rows to write (table columns) from `joined` + ACTION, and the Observation counting actions."""
+def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any,
+            row_ids: tuple[Any, Any] | None = None, identity: Mapping[str, list[int]] | None = None
+            ) -> tuple[Any, Any]:
+    """The rows to write (table columns) from `joined` + ACTION, and the Observation counting actions.
+
+    `row_ids`: the target's stable row ID and commit version columns (row tracking): copied and
+    updated rows keep the ID, updated rows take this commit's version, inserted rows get neither.
+    """
     from pyspark.sql import functions as F
 
     act = F.col(ACTION)
@@ -722,11 +834,24 @@ def _output(joined: Any, out_schema: StructType, resolved: list[_Resolved], curr
     aggs = [F.count(F.when(act.isin(codes), 1)).alias(name) for name, codes in _kinds(resolved).items() if codes]
     aggs.append(F.count(F.when(act == COPY, 1)).alias("copied"))
     observed_df = joined.observe(obs, *aggs).filter(act >= 0)
-    return _values(observed_df, out_schema, resolved, current).drop(ACTION), obs
+    if row_ids is not None:
+        updates = [r.code for r in resolved if r.clause.action == "update"]
+        observed_df = observed_df.withColumn(ROW_ID_OUT, row_ids[0]).withColumn(
+            ROW_VERSION_OUT, F.when(act.isin(updates), F.lit(None).cast("long")).otherwise(row_ids[1]))
+    out = _values(observed_df, out_schema, resolved, current, keep=row_ids is not None, identity=identity)
+    if row_ids is not None:
+        out = out.withColumnRenamed(ROW_ID_OUT, ROW_ID_COL).withColumnRenamed(ROW_VERSION_OUT, ROW_VERSION_COL)
+    return out.drop(ACTION), obs
 
 
-def _values(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any) -> Any:
-    """Per row of `joined`, the table columns its ACTION produces (plus ACTION)."""
+ROW_ID_OUT = "__pydelta_merge_row_id"
+ROW_VERSION_OUT = "__pydelta_merge_row_version"
+
+
+def _values(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any,
+            keep: bool = False, identity: Mapping[str, list[int]] | None = None) -> Any:
+    """Per row of `joined`, the table columns its ACTION produces (plus ACTION; plus the
+    row-tracking output columns with `keep`)."""
     from pyspark.sql import functions as F
 
     act = F.col(ACTION)
@@ -739,20 +864,23 @@ def _values(joined: Any, out_schema: StructType, resolved: list[_Resolved], curr
             continue  # conform() computes it from the written columns
         value = current(f.name)
         branches = None
+        if identity and f.name in identity:  # generated for the inserts that do not give it
+            branches = F.when(act.isin(identity[f.name]), F.col(_identity_column(f.name)))
         for r in assigning:
             branches = F.when(act == r.code, r.values[f.name]) if branches is None else branches.when(
                 act == r.code, r.values[f.name])
         columns.append((branches.otherwise(value) if branches is not None else value).alias(f.name))
         if gen:
             generated_later.append((f.name, gen, [r.code for r in assigning]))
-    out = joined.select(*columns, act)
+    kept = [F.col(ROW_ID_OUT), F.col(ROW_VERSION_OUT)] if keep else []
+    out = joined.select(*columns, act, *kept)
     for name, gen, codes in generated_later:
         out = out.withColumn(name, F.when(act.isin(codes), F.col(quote_identifier(name))).otherwise(F.expr(gen)))
     return out
 
 
 def _changes(joined: Any, out_schema: StructType, resolved: list[_Resolved], current: Any,
-             dedupe_deletes: bool) -> Any:
+             dedupe_deletes: bool, identity: Mapping[str, list[int]] | None = None) -> Any:
     """Change data rows of a rewriting merge: pre/post images of updates, deletes, inserts."""
     from pyspark.sql import functions as F
 
@@ -761,7 +889,7 @@ def _changes(joined: Any, out_schema: StructType, resolved: list[_Resolved], cur
     updates = kinds["matched_updated"] + kinds["by_source_updated"]
     deletes = kinds["matched_deleted"] + kinds["by_source_deleted"]
     inserts = kinds["inserted"]
-    post = _values(joined.filter(act.isin(updates + inserts)), out_schema, resolved, current)
+    post = _values(joined.filter(act.isin(updates + inserts)), out_schema, resolved, current, identity=identity)
     post = with_change_type(post, out_schema, F.when(act.isin(inserts), "insert").otherwise("update_postimage"))
     pre_rows = joined.filter(act.isin(updates + deletes))
     if dedupe_deletes:

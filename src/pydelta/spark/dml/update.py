@@ -7,6 +7,8 @@
    rewrites those files with `CASE WHEN condition THEN new ELSE old END` per
    assigned column. Constraints are checked on every rewritten row.
 
+With delta.enableDeletionVectors, case 2 writes only the updated rows to new files and
+marks their old versions deleted in deletion vectors (`deletion_vectors.py`).
 With delta.enableChangeDataFeed, the updated rows are also written to
 `_change_data/` as update_preimage / update_postimage pairs.
 """
@@ -20,6 +22,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import StructType, quote_identifier, quote_path, split_identifier
 from pydelta.spark.dml.common import (
+    candidate_files,
     files_with_matches,
     READ_ALL,
     PreparedCommit,
@@ -28,6 +31,8 @@ from pydelta.spark.dml.common import (
     analyze,
     cdf_enabled,
     check_dml_supported,
+    check_row_ids_preserved,
+    materializes_row_ids,
     column_mapping,
     count_dvs,
     discard_files,
@@ -42,7 +47,8 @@ from pydelta.spark.dml.common import (
     write_cdc,
     write_rows,
 )
-from pydelta.spark.read import build_dataframe, spark_schema
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
+from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.txn.commit_info import Operation
 
 __all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
@@ -148,6 +154,7 @@ def prepare_update(
 
     started = time.monotonic()
     check_dml_supported(snapshot, "UPDATE")
+    check_row_ids_preserved(snapshot, "UPDATE")
     txn = new_transaction(spark, snapshot)
     metadata = txn.metadata
     assert metadata is not None
@@ -160,11 +167,23 @@ def prepare_update(
         base = base.alias(alias)
     cond = analyze(base, condition) if condition is not None else None
     values = resolve_assignments(schema, assignments, alias, lambda n: F.col(quote_identifier(n)))
+    from pydelta.protocol.identity import identity_columns
+
+    for spec in identity_columns(schema):
+        if spec.name in values and not spec.allow_explicit_insert:
+            raise DeltaAnalysisError(f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE on IDENTITY column "
+                                     f"{spec.name} is not supported.")
     values = typed_values(base, schema, values, "SET")
 
-    def updated(df: Any) -> Any:
+    keep_ids = materializes_row_ids(metadata)
+
+    def updated(df: Any, row_ids: bool = False) -> Any:
         hit = F.coalesce(cond.column, F.lit(False)) if cond is not None else None
         columns = []
+        if row_ids:  # an updated row keeps its ID; its commit version becomes this commit's
+            version = F.col(ROW_VERSION_COL)
+            columns += [F.col(ROW_ID_COL), (F.when(hit, F.lit(None)).otherwise(version) if hit is not None
+                                            else F.lit(None).cast("long")).alias(ROW_VERSION_COL)]
         for f in schema.fields:
             if f.name in values:
                 new = values[f.name]
@@ -185,6 +204,7 @@ def prepare_update(
     scan_ms = rewrite_ms = 0
     updated_rows: int | None = None
     to_rewrite = files.slice(0, 0)
+    dv_rows: dict[str, Any] = {}
     if cond is None or is_partition_only(spark, cond, snapshot.partition_columns):
         # Every row of the matching files is updated: no scan for matches.
         if cond is None:
@@ -194,6 +214,14 @@ def prepare_update(
             to_rewrite = files_matching_partitions(spark, snapshot, files, cond.column, alias)
             txn.read_predicate(cond.predicate())
         txn.read_files(to_rewrite.column("path").to_pylist())
+    elif persistent_dvs(spark, metadata, snapshot.protocol, "update"):
+        # Deletion vectors: the old versions of the updated rows are marked deleted in
+        # their files, and only the updated rows are written, to new files.
+        candidates = candidate_files(snapshot, files, txn, cond.predicate())
+        dv_rows = matching_rows(spark, snapshot, candidates, cond.column, alias) if candidates.num_rows else {}
+        if dv_rows:
+            to_rewrite = select_files(snapshot, candidates, dv_rows)
+        updated_rows = sum(int(r.size) for r in dv_rows.values())
     else:
         predicate = cond.predicate()
         candidates, counts = files_with_matches(spark, snapshot, files, txn, predicate, cond.column, alias)
@@ -204,12 +232,15 @@ def prepare_update(
 
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
+    dv_update: DvDelete | None = None
     if to_rewrite.num_rows:
         rewrite_started = time.monotonic()
-        data = build_dataframe(spark, snapshot, to_rewrite)
+        data = build_dataframe(spark, snapshot, to_rewrite, row_ids=keep_ids)
         if alias:
             data = data.alias(alias)
-        added = write_rows(spark, updated(data), root, metadata)
+        if dv_rows:
+            data = data.filter(F.coalesce(cond.column, F.lit(False)))  # only the updated rows are written
+        added = write_rows(spark, updated(data, keep_ids), root, metadata, row_ids=keep_ids)
         if cdf_enabled(metadata):
             hit_rows = data.filter(F.coalesce(cond.column, F.lit(False))) if cond is not None else data
             changes = with_change_type(hit_rows, schema, "update_preimage").unionByName(
@@ -219,6 +250,12 @@ def prepare_update(
             except BaseException:
                 discard_files(root, added)
                 raise
+        if dv_rows:
+            try:
+                dv_update = mark_deleted(snapshot, to_rewrite, dv_rows)
+            except BaseException:
+                discard_files(root, added + cdc)
+                raise
         rewrite_ms = elapsed_ms(rewrite_started)
     written = add_rows([a["add"] for a in added])
     if updated_rows is None:
@@ -226,19 +263,21 @@ def prepare_update(
     copied_rows = written - updated_rows
 
     actions = (remove_actions(to_rewrite) + added + cdc) if to_rewrite.num_rows else []
+    if dv_update is not None:
+        actions = dv_update.actions + added + cdc
     metrics: dict[str, Any] = {
         "numAddedFiles": len(added),
-        "numRemovedFiles": to_rewrite.num_rows,
+        "numRemovedFiles": to_rewrite.num_rows if dv_update is None else dv_update.removed_files,
         "numAddedChangeFiles": len(cdc),
-        "numDeletionVectorsAdded": 0,
-        "numDeletionVectorsRemoved": count_dvs(to_rewrite),
-        "numDeletionVectorsUpdated": 0,
+        "numDeletionVectorsAdded": 0 if dv_update is None else dv_update.dvs_added,
+        "numDeletionVectorsRemoved": count_dvs(to_rewrite) if dv_update is None else dv_update.dvs_removed,
+        "numDeletionVectorsUpdated": 0 if dv_update is None else dv_update.dvs_updated,
         "numUpdatedRows": updated_rows,
         "numCopiedRows": copied_rows,
         "executionTimeMs": elapsed_ms(started),
         "scanTimeMs": scan_ms,
         "rewriteTimeMs": rewrite_ms,
-        "numRemovedBytes": total_bytes(to_rewrite),
+        "numRemovedBytes": total_bytes(to_rewrite) if dv_update is None else dv_update.removed_bytes,
         "numAddedBytes": sum(a["add"]["size"] for a in added),
     }
     return PreparedCommit(txn, actions, Operation.update(cond.sql if cond is not None else None), metrics,

@@ -29,14 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pydelta.errors import (
     DeltaAnalysisError,
     DeltaConcurrentModificationException,
     DeltaIllegalArgumentError,
-    DeltaNotImplementedError,
 )
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol import clustering
 from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
 from pydelta.spark.spark_errors import boundary_class
@@ -72,6 +73,11 @@ class DeltaOptimizeBuilder:
 
     def executeCompaction(self) -> Any:
         return optimize(self._table, self._filters, ())
+
+    def executePurge(self) -> Any:
+        """pydelta's method for `REORG TABLE ... APPLY (PURGE)`: rewrite the files with deletion
+        vectors (of the partitions `where` selects) so no deleted row is left on disk."""
+        return optimize(self._table, self._filters, (), purge=True)
 
     def executeZOrderBy(self, *cols: Any) -> Any:
         names: list[str] = []
@@ -207,6 +213,27 @@ def _should_compact_for_deletes(row: dict[str, Any], max_ratio: float) -> bool:
     return (dv.get("cardinality") or 0) / records > max_ratio
 
 
+def _clustering_columns(snapshot: Snapshot, filters: Sequence[str], zorder_by: Sequence[str],
+                        rewrite: bool) -> list[str] | None:
+    """The clustering columns (logical names) OPTIMIZE clusters by; None for an unclustered table."""
+    physical = clustering.columns_of(snapshot.domain_metadata)
+    if physical is None or rewrite:
+        return None
+    if zorder_by:
+        raise DeltaAnalysisError("[DELTA_CLUSTERING_WITH_ZORDER_BY] OPTIMIZE command for Delta table with Liquid "
+                                 "clustering cannot specify ZORDER BY. Please remove ZORDER BY "
+                                 f"({', '.join(zorder_by)}).")
+    if filters:
+        raise DeltaAnalysisError("[DELTA_CLUSTERING_WITH_PARTITION_PREDICATE] OPTIMIZE command for Delta table with "
+                                 "Liquid clustering doesn't support partition predicates. Please remove the "
+                                 f"predicates: {', '.join(filters)}.")
+    return clustering.logical_names(snapshot.schema, snapshot.configuration, physical)
+
+
+def _partition_key(row: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, v) for k, v in (row.get("partition_values") or [])))
+
+
 def plan_bins(
     files: pa.Table,
     *,
@@ -221,8 +248,7 @@ def plan_bins(
     for i, r in enumerate(all_rows):
         if not zorder and not (r["size"] < min_file_size or _should_compact_for_deletes(r, max_deleted_rows_ratio)):
             continue
-        key = tuple(sorted((k, v) for k, v in (r.get("partition_values") or [])))
-        by_partition.setdefault(key, []).append(i)
+        by_partition.setdefault(_partition_key(r), []).append(i)
     max_bin = math.inf if zorder else max_file_size
     bins: list[Bin] = []
     for key in sorted(by_partition, key=lambda k: [(a, b is None, b or "") for a, b in k]):
@@ -422,7 +448,7 @@ def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ran
 
 
 def _file_size_histogram(sizes: list[int]) -> dict[str, int]:
-    s = sorted(sizes)
+    s = sorted(sizes) or [0]
     n = len(s)
     return {"min": s[0], "p25": s[n // 4], "p50": s[n // 2], "p75": s[n * 3 // 4], "max": s[-1]}
 
@@ -510,8 +536,15 @@ def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_p
     sc = spark.sparkContext
     previous = sc.getLocalProperty("spark.job.description")
     sc.setJobDescription(desc)
+    from pydelta.spark.dml.common import materialized_names, materializes_row_ids
+    from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL
+
+    keep_ids = materializes_row_ids(metadata)  # compaction keeps every row's ID and commit version
+    hidden = materialized_names(metadata) if keep_ids else []
     try:
-        df = build_dataframe(spark, snapshot, b.files)
+        df = build_dataframe(spark, snapshot, b.files, row_ids=keep_ids)
+        if keep_ids:
+            df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
         if zorder_paths:
             num_files = max(1, b.size // max_file_size)
             rows = sum(r or 0 for r in b.files.column("num_records").to_pylist())
@@ -521,7 +554,7 @@ def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_p
             df = df.repartition(1) if use_repartition else df.coalesce(1)
         adds = write_data_files(
             df, snapshot.table_root, metadata, data_change=False,
-            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), hidden=hidden,
         )
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
@@ -535,23 +568,39 @@ def optimize(
     zorder_by: Sequence[str] = (),
     *,
     before_commit: Callable[[], None] | None = None,
+    purge: bool = False,
+    rewrite_paths: Sequence[str] | None = None,
+    full: bool = False,
 ) -> Any:
-    """Run OPTIMIZE (compaction, or Z-order when `zorder_by` is given); returns delta-spark's result DataFrame."""
+    """Run OPTIMIZE (compaction, or Z-order when `zorder_by` is given); returns delta-spark's result DataFrame.
+
+    `purge` is REORG TABLE ... APPLY (PURGE): every file with a deletion vector is rewritten
+    without its deleted rows (however few), and nothing else; recorded as a REORG commit.
+    `rewrite_paths`: exactly these files are rewritten, each on its own (a REORG without
+    purge: DROP FEATURE typeWidening rewrites the files written before a type change).
+    On a clustered table (liquid clustering) OPTIMIZE clusters: the files no clustering run
+    wrote yet (all files with `full`, OPTIMIZE ... FULL) are Z-ordered together on the
+    clustering columns and marked `clusteringProvider: liquid`.
+    """
     from pydelta.spark.write import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
-    from pydelta.txn import protocol_upgrade as pu
 
     spark = table._spark
     start_ms = int(time.time() * 1000)
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()
-    if "clustering" in pu.all_features(snapshot.protocol):
-        raise DeltaNotImplementedError("OPTIMIZE of clustered (liquid clustering) tables is not implemented in pydelta")
+    from pydelta.spark.dml.common import check_row_ids_preserved
+
+    check_row_ids_preserved(snapshot, "REORG" if purge or rewrite_paths is not None else "OPTIMIZE")
     filters = list(partition_filters)
     zorder_by = list(zorder_by)
+    cluster_by = _clustering_columns(snapshot, filters, zorder_by, purge or rewrite_paths is not None)
     partition_columns = snapshot.partition_columns
     verify_partition_predicates(spark, filters, partition_columns)
-    zorder_paths = validate_zorder_columns(spark, snapshot, zorder_by) if zorder_by else None
+    if cluster_by:
+        zorder_paths = validate_zorder_columns(spark, snapshot, cluster_by)
+    else:
+        zorder_paths = validate_zorder_columns(spark, snapshot, zorder_by) if zorder_by else None
 
     min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
     max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
@@ -567,8 +616,18 @@ def optimize(
     add_noise = conf_bool(spark, ADD_NOISE_CONF, True)
 
     candidates = select_partitions(spark, snapshot, filters)
-    bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=min_file_size,
-                     max_file_size=max_file_size, max_deleted_rows_ratio=max_ratio)
+    if cluster_by and not full:  # incremental clustering: what no clustering run wrote yet
+        candidates = candidates.filter(candidates.column("clustering_provider").is_null())
+    if purge:
+        candidates = candidates.filter(candidates.column("deletion_vector").is_valid())
+        min_file_size, max_ratio = 0, 0.0
+    if rewrite_paths is not None:
+        candidates = candidates.filter(pc.is_in(candidates.column("path"), pa.array(list(rewrite_paths), pa.string())))
+        bins = [Bin(_partition_key(candidates.slice(i, 1).to_pylist()[0]), candidates.slice(i, 1))
+                for i in range(candidates.num_rows)]
+    else:
+        bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=min_file_size,
+                         max_file_size=max_file_size, max_deleted_rows_ratio=max_ratio)
     metadata = snapshot.metadata
     timestamp_ms = int(time.time() * 1000)
 
@@ -586,11 +645,20 @@ def optimize(
         for adds, removes in outputs:
             result.adds.extend(adds)
             result.removes.extend(removes)
+        if cluster_by:
+            for add in result.adds:
+                add["clusteringProvider"] = clustering.PROVIDER
         for b in bins:
             result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
 
-    if result.adds:
-        operation = Operation.optimize(predicate_strings(spark, snapshot, filters), zorder_by)
+    if result.adds or result.removes:
+        predicates = predicate_strings(spark, snapshot, filters)
+        if purge or rewrite_paths is not None:
+            operation = Operation.reorg_purge(predicates, apply_purge=purge)
+        elif cluster_by is not None:
+            operation = Operation.optimize(predicates, cluster_by=cluster_by, is_full=full)
+        else:
+            operation = Operation.optimize(predicates, zorder_by)
         removed_sizes = [r.get("size") or 0 for r in result.removes]
         added_sizes = [a["size"] for a in result.adds]
         hist = _file_size_histogram(added_sizes)

@@ -86,8 +86,11 @@ def _add_columns(spark: Any, text: str, plan: Any) -> Any:
     for col in jplan.seq(plan.columnsToAdd()):
         name = tuple(str(p) for p in jplan.seq(col.name()))
         if jplan.option(col.default()) is not None:
-            raise DeltaNotImplementedError(f"column DEFAULT values (ADD COLUMNS {'.'.join(name)} ... DEFAULT) are not "
-                                           "implemented in pydelta yet")
+            raise DeltaAnalysisError("[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] Failed to "
+                                     "execute the command because DEFAULT values are not supported when adding new "
+                                     "columns to previously existing Delta tables; please add the column without a "
+                                     "default value first, then run a second ALTER TABLE ALTER COLUMN SET DEFAULT "
+                                     "command to apply for future inserted rows instead.")
         columns.append(alter.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
                                        jplan.option(col.comment()), _position(jplan.option(col.position()))))
     alter.add_columns(spark, target.path, columns, display=target.display())
@@ -101,9 +104,7 @@ def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
     changes = []
     for spec in jplan.seq(plan.specs()):
         name = tuple(str(p) for p in jplan.seq(spec.column().name()))
-        if jplan.option(spec.newDefaultExpression()) is not None:
-            raise DeltaNotImplementedError(f"column DEFAULT values (ALTER COLUMN {'.'.join(name)} SET DEFAULT) are not "
-                                           "implemented in pydelta yet")
+        new_default = jplan.option(spec.newDefaultExpression())
         new_type = jplan.option(spec.newDataType())
         nullable = jplan.option(spec.newNullability())
         changes.append(alter.ColumnChange(
@@ -114,6 +115,7 @@ def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
             drop_comment=bool(spec.dropComment()) if jplan.has_method(spec, "dropComment") else False,
             drop_default=bool(spec.dropDefault()),
             position=_position(jplan.option(spec.newPosition())),
+            default=str(new_default.originalSQL()) if new_default is not None else None,
         ))
     alter.change_columns(spark, target.path, changes, display=target.display())
     return jplan.empty_result(spark)
@@ -146,6 +148,28 @@ def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
     if target is None:
         return NOT_DELTA
     alter.drop_constraint(spark, target.path, str(plan.name()), bool(plan.ifExists()), display=target.display())
+    return jplan.empty_result(spark)
+
+
+def _rename_column(spark: Any, text: str, plan: Any) -> Any:
+    from pydelta.spark.alter_mapping import rename_column
+
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    column = tuple(str(p) for p in jplan.seq(plan.column().name()))
+    rename_column(spark, target.path, column, str(plan.newName()), display=target.display())
+    return jplan.empty_result(spark)
+
+
+def _drop_columns(spark: Any, text: str, plan: Any) -> Any:
+    from pydelta.spark.alter_mapping import drop_columns
+
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    columns = [tuple(str(p) for p in jplan.seq(c.name())) for c in jplan.seq(plan.columnsToDrop())]
+    drop_columns(spark, target.path, columns, bool(plan.ifExists()), display=target.display())
     return jplan.empty_result(spark)
 
 
@@ -186,10 +210,8 @@ ALTER_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     "AddCheckConstraint": _add_check_constraint,
     "AddConstraint": _add_other_constraint,
     "DropConstraint": _drop_constraint,
-    "RenameColumn": _not_implemented("renaming a column is not implemented in pydelta yet "
-                                     "(delta-spark needs column mapping for it: delta.columnMapping.mode = 'name')"),
-    "DropColumns": _not_implemented("dropping a column is not implemented in pydelta yet "
-                                    "(delta-spark needs column mapping for it: delta.columnMapping.mode = 'name')"),
+    "RenameColumn": _rename_column,
+    "DropColumns": _drop_columns,
     "ReplaceColumns": _not_implemented("REPLACE COLUMNS is not implemented in pydelta yet"),
     "AddPartitions": _not_allowed,
     "DropPartitions": _not_allowed,

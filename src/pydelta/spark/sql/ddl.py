@@ -19,13 +19,23 @@ def _spark_type(jtype: Any) -> Any:
 def _partition_columns(plan: Any) -> list[str]:
     columns = []
     for transform in jplan.seq(plan.partitioning()):
+        if transform.name() == "cluster_by":
+            continue  # CLUSTER BY: see _cluster_columns
         if transform.name() != "identity":
             raise DeltaNotImplementedError(
                 f"partitioning by {transform.describe()} is not supported by Delta tables; "
-                "partition by columns (liquid clustering, CLUSTER BY, is not implemented in pydelta yet)")
+                "partition by columns, or cluster by them (CLUSTER BY)")
         refs = transform.references()
         columns.append(".".join(list(refs[0].fieldNames())))
     return columns
+
+
+def _cluster_columns(plan: Any) -> list[str] | None:
+    """CLUSTER BY (a, b.c): Spark adds it to the partitioning as a cluster_by transform."""
+    for transform in jplan.seq(plan.partitioning()):
+        if transform.name() == "cluster_by":
+            return [".".join(list(ref.fieldNames())) for ref in transform.references()]
+    return None
 
 
 class _Spec:
@@ -71,6 +81,9 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
         builder_kind = "createOrReplace" if plan.orCreate() else "replace"
     partition_by = _partition_columns(plan)
     if kind.endswith("AsSelect"):
+        if _cluster_columns(plan) is not None:
+            raise DeltaNotImplementedError("CREATE TABLE ... CLUSTER BY ... AS SELECT is not implemented in pydelta "
+                                           "yet: create the table with CLUSTER BY, then INSERT")
         return _as_select(spark, text, plan, target.name, path, builder_kind, partition_by, spec, location is not None)
     columns = jplan.seq(plan.columns())
     if not columns:
@@ -83,18 +96,34 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
     if location is not None or target.name is None:
         builder = builder.location(path)
     for col in columns:
-        if jplan.option(col.defaultValue()) is not None:
-            raise DeltaNotImplementedError("column DEFAULT values are not implemented in pydelta yet")
-        if jplan.option(col.identityColumnSpec()) is not None:
-            raise DeltaNotImplementedError("identity columns (GENERATED ... AS IDENTITY) are not implemented in pydelta yet")
+        identity = jplan.option(col.identityColumnSpec())
         generated = jplan.option(col.generationExpression())
+        always: Any = str(generated.originalSQL()) if generated is not None else None
+        by_default = None
+        if identity is not None:
+            from pydelta.tables import IdentityGenerator
+
+            generator = IdentityGenerator(int(identity.getStart()), int(identity.getStep()))
+            if bool(identity.isAllowExplicitInsert()):
+                by_default = generator
+            else:
+                always = generator
         builder = builder.addColumn(
             str(col.name()), _spark_type(col.dataType()), bool(col.nullable()),
-            generatedAlwaysAs=str(generated.originalSQL()) if generated is not None else None,
-            comment=jplan.option(col.comment()),
+            generatedAlwaysAs=always, generatedByDefaultAs=by_default, comment=jplan.option(col.comment()),
         )
+        default = jplan.option(col.defaultValue())
+        if default is not None:
+            from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY, checked_default
+
+            sql = str(default.originalSQL())
+            checked_default(spark, sql, str(col.dataType().sql()), str(col.name()), "CREATE TABLE")
+            builder._columns[-1].metadata[CURRENT_DEFAULT_KEY] = sql
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
+    cluster_by = _cluster_columns(plan)
+    if cluster_by is not None:
+        builder = builder.clusterBy(*cluster_by)
     for key, value in spec.properties.items():
         builder = builder.property(key, value)
     if spec.comment is not None:

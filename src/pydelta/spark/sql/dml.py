@@ -162,7 +162,6 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
     schema = spark_schema(snapshot.schema)
     static = {str(k): jplan.option(v) for k, v in jplan.scala_map(plan.partitionSpec()).items()}
     static_given = {k: v for k, v in static.items() if v is not None}
-    data = _dataframe_of(spark, text, plan.query())
     user_cols = [str(c) for c in jplan.seq(plan.userSpecifiedCols())]
     by_name = bool(plan.byName())
     table_cols = [f.name for f in schema.fields]
@@ -172,6 +171,13 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
             if f.name.lower() == name.lower():
                 return f
         raise DeltaAnalysisError(f"[UNRESOLVED_COLUMN] column {name!r} is not in table {target.display()}")
+
+    from pydelta.spark.column_defaults import default_value, values_with_defaults
+
+    positional = user_cols or [c for c in table_cols if c.lower() not in {k.lower() for k in static_given}]
+    data = None if by_name else values_with_defaults(spark, plan.query(), positional, field_of)
+    if data is None:
+        data = _dataframe_of(spark, text, plan.query())
 
     if by_name:
         columns = list(data.columns)
@@ -193,10 +199,13 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
         exprs.append(F.lit(value).cast(nullable_type(field.dataType)).alias(field.name))
     data = data.select(*exprs)
     present = {c.lower() for c in data.columns}
-    generated = {f.name for f in snapshot.schema.fields if "delta.generationExpression" in (f.metadata or {})}
-    for field in schema.fields:  # columns not given are NULL (generated ones are computed on write)
+    generated = {f.name for f in snapshot.schema.fields
+                 if "delta.generationExpression" in (f.metadata or {}) or "delta.identity.start" in (f.metadata or {})}
+    for field in schema.fields:  # columns not given are NULL (generated and identity ones are computed on write)
         if field.name.lower() not in present and field.name not in generated:
-            data = data.withColumn(field.name, F.lit(None).cast(nullable_type(field.dataType)))
+            default = default_value(field)
+            value = default if default is not None else F.lit(None)
+            data = data.withColumn(field.name, value.cast(nullable_type(field.dataType)))
     options: dict[str, Any] = {}
     mode = "overwrite" if plan.overwrite() else "append"
     replace = jplan.option(plan.replaceCriteriaOpt()) if jplan.has_method(plan, "replaceCriteriaOpt") else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pydelta.spark import plan_pruning
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.queries import drop_views, find_delta_relations, is_table_changes, substitute
 from pydelta.spark.sql.utility import run_utility
@@ -53,10 +54,11 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
         if result is not NOT_DELTA:
             return result
     elif not changes and (not summary.names or (summary.exact and not _names_delta_table(spark, summary, resolved))):
-        return original(text)  # no Delta table in it: Spark's, untouched
+        # no Delta table named in it: Spark's, untouched (but views over Delta reads still skip files)
+        return plan_pruning.prune(original(text))
     else:
         refuse_unserved_delta_command(spark, plan, resolved)
-    return run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved)
+    return plan_pruning.prune(run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved))
 
 
 # Commands on a Delta table that Spark's catalog serves correctly on its own.

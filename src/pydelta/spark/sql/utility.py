@@ -41,10 +41,27 @@ def run_utility(spark: Any, stmt: object) -> Any:
     if isinstance(stmt, g.Vacuum):
         return _vacuum(spark, stmt)
     if isinstance(stmt, g.Optimize):
+        if stmt.full:
+            from pydelta.spark.maintenance.optimize import optimize
+
+            return optimize(_table(spark, stmt.table), [stmt.where] if stmt.where else [], full=True)
         builder = _table(spark, stmt.table).optimize()
         if stmt.where:
             builder = builder.where(stmt.where)
         return builder.executeZOrderBy(*stmt.zorder_by) if stmt.zorder_by else builder.executeCompaction()
+    if isinstance(stmt, g.Reorg):
+        builder = _table(spark, stmt.table).optimize()
+        return (builder.where(stmt.where) if stmt.where else builder).executePurge()
+    if isinstance(stmt, g.ClusterBy):
+        from pydelta.spark.maintenance.clustering import alter_cluster_by
+
+        alter_cluster_by(_table(spark, stmt.table), list(stmt.columns))
+        return jplan.empty_result(spark)
+    if isinstance(stmt, g.DropFeature):
+        from pydelta.spark.maintenance.drop_feature import drop_feature_support
+
+        drop_feature_support(_table(spark, stmt.table), stmt.feature, stmt.truncate_history)
+        return jplan.empty_result(spark)
     if isinstance(stmt, g.ConvertToDelta):
         return _convert(spark, stmt)
     if isinstance(stmt, g.Generate):

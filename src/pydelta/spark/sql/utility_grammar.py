@@ -1,7 +1,7 @@
 """Parsing Delta's own SQL statements, which Spark's parser does not know.
 
 DESCRIBE HISTORY/DETAIL, RESTORE, VACUUM, OPTIMIZE, CONVERT TO DELTA, GENERATE,
-REORG and ALTER TABLE ... DROP FEATURE. `parse_utility` returns None for any other
+REORG and ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY]. `parse_utility` returns None for any other
 statement, which then goes to Spark's parser.
 """
 
@@ -55,6 +55,7 @@ class Optimize:
     table: TableRef
     where: str | None = None
     zorder_by: tuple[str, ...] = ()
+    full: bool = False  # OPTIMIZE t FULL: recluster every file of a clustered table
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,31 @@ class ConvertToDelta:
 class Generate:
     mode: str
     table: TableRef
+
+
+@dataclass(frozen=True)
+class Reorg:
+    """REORG TABLE t [WHERE partition predicate] APPLY (PURGE)."""
+
+    table: TableRef
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterBy:
+    """ALTER TABLE t CLUSTER BY (a, b) | NONE."""
+
+    table: TableRef
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DropFeature:
+    """ALTER TABLE t DROP FEATURE name [TRUNCATE HISTORY]."""
+
+    table: TableRef
+    feature: str
+    truncate_history: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,10 +178,11 @@ def parse_utility(text: str) -> object | None:
         return Vacuum(table, hours, dry)
     if ts.accept("OPTIMIZE"):
         table = _table(ts)
+        full = ts.accept("FULL")
         where = ts.text_until(("ZORDER", "BY")) if ts.accept("WHERE") else None
         zorder = _column_list(ts) if ts.accept("ZORDER", "BY") else ()
         _end(ts)
-        return Optimize(table, where, zorder)
+        return Optimize(table, where, zorder, full)
     if ts.accept("CONVERT", "TO", "DELTA"):
         parts = [ts.identifier()]
         while ts.accept_punct("."):
@@ -181,15 +208,42 @@ def parse_utility(text: str) -> object | None:
         return Generate(mode, table)
     if ts.accept("REORG", "TABLE"):
         table = _table(ts)
-        return Unsupported("REORG TABLE", table)
+        where = ts.text_until(("APPLY",)) if ts.accept("WHERE") else None
+        ts.expect("APPLY")
+        ts.expect_punct("(")
+        if not ts.accept("PURGE"):
+            return Unsupported("REORG TABLE ... APPLY (UPGRADE UNIFORM ...)", table)
+        ts.expect_punct(")")
+        _end(ts)
+        return Reorg(table, where)
     if ts.accept("ALTER", "TABLE"):
         table = _table(ts)
         if ts.accept("DROP", "FEATURE"):
-            return Unsupported("ALTER TABLE ... DROP FEATURE", table, {"feature": ts.identifier()})
+            peek = ts.peek()
+            feature = ts.string() if peek is not None and peek.kind == "string" else ts.identifier()
+            truncate = ts.accept("TRUNCATE", "HISTORY")
+            _end(ts)
+            return DropFeature(table, feature, truncate)
         if ts.accept("CLUSTER", "BY"):
-            return Unsupported("ALTER TABLE ... CLUSTER BY", table)
+            if ts.accept("NONE"):
+                _end(ts)
+                return ClusterBy(table, ())
+            ts.expect_punct("(")
+            columns = [_dotted(ts)]
+            while ts.accept_punct(","):
+                columns.append(_dotted(ts))
+            ts.expect_punct(")")
+            _end(ts)
+            return ClusterBy(table, tuple(columns))
         return None
     return None
+
+
+def _dotted(ts: TokenStream) -> str:
+    parts = [ts.identifier()]
+    while ts.accept_punct("."):
+        parts.append(ts.identifier())
+    return ".".join(parts)
 
 
 def _end(ts: TokenStream) -> None:

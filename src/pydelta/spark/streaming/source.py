@@ -19,8 +19,9 @@ Behaves like delta-spark's DeltaSource, on PySpark's Python streaming data sourc
 - Commits removing data fail the stream (DELTA_SOURCE_TABLE_IGNORE_CHANGES /
   DELTA_SOURCE_IGNORE_DELETE) unless ignoreDeletes / skipChangeCommits / ignoreChanges
   say otherwise; dataChange=false commits (OPTIMIZE) contribute nothing. A read-incompatible
-  schema change fails it with DELTA_SCHEMA_CHANGED_WITH_VERSION; schema tracking
-  (schemaTrackingLocation) is refused.
+  schema change fails it with DELTA_SCHEMA_CHANGED_WITH_VERSION; with schemaTrackingLocation
+  (column-mapped tables) the stream logs the new schema and restarts across it instead
+  (schema_tracking.py).
 """
 
 from __future__ import annotations
@@ -61,13 +62,10 @@ _PARTITION_BYTES = 128 * 1024 * 1024
 STREAM_SUPPORTED = (
     "path", "startingVersion", "startingTimestamp", "maxFilesPerTrigger", "maxBytesPerTrigger",
     "ignoreDeletes", "ignoreChanges", "skipChangeCommits", "ignoreFileDeletion", "readChangeFeed",
-    "readChangeData", "excludeRegex", "failOnDataLoss",
+    "readChangeData", "excludeRegex", "failOnDataLoss", "schemaTrackingLocation", "schemaLocation",
+    "streamingSourceTrackingId", "allowSourceColumnDrop", "allowSourceColumnRename", "allowSourceColumnTypeChange",
 )
-STREAM_REFUSED = (
-    "schemaTrackingLocation", "schemaLocation", "streamingSourceTrackingId", "allowSourceColumnDrop",
-    "allowSourceColumnRename", "allowSourceColumnTypeChange", "endingVersion", "endingTimestamp",
-    "versionAsOf", "timestampAsOf",
-)
+STREAM_REFUSED = ("endingVersion", "endingTimestamp", "versionAsOf", "timestampAsOf")
 
 
 # ---- options ------------------------------------------------------------------------------
@@ -111,6 +109,9 @@ class StreamOptions:
     skip_change_commits: bool = False
     change_feed: bool = False
     exclude_regex: str | None = None
+    schema_tracking: str | None = None  # schemaTrackingLocation
+    tracking_id: str | None = None  # streamingSourceTrackingId
+    consent: tuple[tuple[str, str], ...] = ()  # allowSourceColumn* options
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> "StreamOptions":
@@ -122,12 +123,6 @@ class StreamOptions:
         for key in opts:
             if key in refused:
                 name = refused[key]
-                if name in ("schemaTrackingLocation", "schemaLocation"):
-                    raise DeltaNotImplementedError(
-                        f"The Delta streaming source option {name} (schema tracking, to stream across "
-                        "non-additive schema changes) is not implemented by pydelta; remove it. Without it "
-                        "the stream fails with DELTA_SCHEMA_CHANGED_WITH_VERSION at a schema change."
-                    )
                 raise DeltaUnsupportedOptionError(
                     f"The Delta streaming source option {name}={opts[key]!r} is not supported by pydelta; remove it.",
                     option=name,
@@ -141,9 +136,8 @@ class StreamOptions:
         path = opts.get("path")
         if not path:
             raise DeltaIllegalArgumentError(
-                "A Delta streaming source needs the table's path: use spark.readStream.format('delta').load(path). "
-                "(spark.readStream.table(name) does not pass a catalog table's location to Python data sources; "
-                "load the table's location instead.)"
+                "A Delta streaming source needs the table's path: use spark.readStream.format('delta').load(path) "
+                "or spark.readStream.table(name) for a Delta table in the catalog."
             )
         if "failondataloss" in opts and not _bool(opts, "failOnDataLoss"):
             raise DeltaUnsupportedOptionError(
@@ -186,6 +180,9 @@ class StreamOptions:
             skip_change_commits=_bool(opts, "skipChangeCommits"),
             change_feed=_bool(opts, "readChangeFeed") or _bool(opts, "readChangeData"),
             exclude_regex=exclude,
+            schema_tracking=opts.get("schematrackinglocation") or opts.get("schemalocation"),
+            tracking_id=opts.get("streamingsourcetrackingid"),
+            consent=tuple((k, v) for k, v in opts.items() if k.startswith("allowsourcecolumn")),
         )
 
 
@@ -331,6 +328,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # The planned schema is the table's at query start; Spark keeps the fields' metadata, but
         # take the log's copy (physical names, ids) whenever it is the same schema.
         self.schema = self.snapshot.schema if _same(self.snapshot.schema, planned) else planned
+        self.tracking = self._tracking_log()
+        if self.tracking is not None:
+            self.schema = self._tracked_schema()
         self.partition_columns = tuple(self.metadata.partition_columns)
         self.mapping_mode = column_mapping_mode(self.metadata.configuration)
         if self.opts.change_feed and not is_cdf_enabled(self.metadata):
@@ -342,6 +342,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._snapshots: dict[int, list[FileToRead]] = {}
         self._available_now = False
         self._bound: tuple[int, int] | None = None
+        self._schema_boundary: int | None = None
 
     # -- offsets
     def initialOffset(self) -> dict:
@@ -366,9 +367,13 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._ready()
         begin = parse_offset(start, self.table_id)
         if self._available_now and self._bound is None:
-            # Trigger.AvailableNow: everything there is right now, and never more in this run.
+            # Trigger.AvailableNow: everything there is right now, and never more in this run
+            # (through a tracked schema change: the batch after it stops the run for a restart).
+            self._schema_boundary = None
             last = self._last(self._items(begin, None, None))
             self._bound = self._next_offset(last, begin).key if last else begin.key
+            if self._schema_boundary is not None:
+                self._bound = (self._schema_boundary, END_INDEX)
         last = self._last(self._items(begin, self._bound, _Admission.of(limit, self.opts)))
         return self._next_offset(last, begin).to_dict() if last else start
 
@@ -410,9 +415,54 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return SourceOffset(self.table_id, last.version, last.index,
                             begin.initial_snapshot and last.version == begin.version)
 
+    # -- schema tracking (schemaTrackingLocation)
+    def _tracking_log(self) -> Any:
+        if self.opts.schema_tracking is None:
+            return None
+        from pydelta.spark.streaming.schema_tracking import SchemaTrackingLog
+
+        return SchemaTrackingLog(self.opts.schema_tracking, self.table_id, self.opts.tracking_id)
+
+    def _tracked_schema(self) -> StructType:
+        """The schema the log says this stream reads with (recording the table's on first use), after
+        the user's consent to the non-additive changes the last evolution made."""
+        from pydelta.spark.streaming.schema_tracking import TrackedSchema, check_consent, non_additive_changes
+
+        entries = self.tracking.entries()
+        if not entries:
+            self.tracking.add(TrackedSchema.of(self.metadata, self.snapshot.version))
+            return self.snapshot.schema
+        if len(entries) > 1:
+            check_consent(dict(self.opts.consent), non_additive_changes(entries[-2].schema, entries[-1].schema),
+                          entries[-1].version)
+        return entries[-1].schema
+
     def _items(self, begin: SourceOffset, bound: tuple[int, int] | None,
                admission: _Admission | None) -> Iterator[_Item]:
-        """Indexed files after `begin`, up to `bound` (inclusive), while `admission` admits them."""
+        """Indexed files after `begin`, up to `bound` (inclusive), while `admission` admits them.
+
+        With schema tracking, a commit changing the schema ends the files before it; when it is
+        the first thing after `begin`, the new schema is logged and the stream stops to restart.
+        """
+        produced = False
+        try:
+            for item in self._items_unchecked(begin, bound, admission):
+                produced = True
+                yield item
+        except _SchemaEvolution as change:
+            if produced:
+                self._schema_boundary = change.version  # an AvailableNow run must still reach it
+                return
+            from pydelta.spark.streaming.schema_tracking import TrackedSchema, evolution_error
+
+            entry = TrackedSchema.of(change.metadata, change.version)
+            latest = self.tracking.entries()
+            if not latest or latest[-1].version != change.version:
+                self.tracking.add(entry)
+            raise evolution_error(entry) from None
+
+    def _items_unchecked(self, begin: SourceOffset, bound: tuple[int, int] | None,
+                         admission: _Admission | None) -> Iterator[_Item]:
         for unit, whole in self._units(begin, bound):
             unit = [i for i in unit if i.key > begin.key]
             if not unit:
@@ -438,7 +488,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         last_commit = _NO_END if bound is None else (bound[0] - 1 if bound[1] == BASE_INDEX else bound[0])
         if last_commit < first_commit:
             return
-        for va in read_versions(self.snapshot.storage, self.table_root, first_commit, last_commit):
+        extra = dict(self.snapshot.unbackfilled_commits)  # a managed table's commits known to its owner only
+        for va in read_versions(self.snapshot.storage, self.table_root, first_commit, last_commit, extra):
             files = self._commit_files(va)
             items = [_Item(va.version, i, f) for i, f in enumerate(files)]
             if self.opts.change_feed:
@@ -534,6 +585,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not same_partitioning or not _struct_compatible(metadata.schema, self.schema, allow_missing=not mapped) or (
             mapped and _physical_names(metadata.schema) != _physical_names(self.schema)
         ):
+            if self.tracking is not None and same_partitioning and mapped:
+                raise _SchemaEvolution(version, metadata)
             raise self._schema_changed(metadata.schema, version)
 
     def _schema_changed(self, data_schema: StructType, version: int) -> DeltaAnalysisError:
@@ -590,6 +643,15 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return version_from_start_timestamp([(c.version, c.timestamp) for c in stamps],
                                                 to_millis(self.opts.starting_timestamp), self.table_root)
         return None
+
+
+class _SchemaEvolution(Exception):
+    """A commit changes the schema of a stream that tracks its schema (see `_items`)."""
+
+    def __init__(self, version: int, metadata: Metadata) -> None:
+        super().__init__(version)
+        self.version = version
+        self.metadata = metadata
 
 
 def _same(a: StructType, b: StructType) -> bool:

@@ -1,0 +1,130 @@
+"""Deleting rows with deletion vectors instead of rewriting their files (merge-on-read).
+
+When a table has `delta.enableDeletionVectors = true`, DELETE (and UPDATE and MERGE, which
+then write only the new and changed rows to new files) marks the matching rows
+of each touched file in a deletion vector, as delta-spark does: one Spark job collects
+the matching rows' indexes per file (`_metadata.row_index`), the driver unions them with
+the file's current DV, writes all new bitmaps into one DV file, and the commit replaces
+each file's (path, old DV) by (path, new DV). A file whose every row is now deleted is
+simply removed. Stats are kept, with `tightBounds: false` (min/max may now be wider than
+the live rows). No change data files are written: change-feed readers derive the deleted
+rows from the DV difference.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows, write_deletion_vectors
+from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.stats import TIGHT_BOUNDS
+from pydelta.spark.dml.common import remove_actions, scan
+from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
+
+ENABLE_KEY = "delta.enableDeletionVectors"
+
+
+def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: str) -> bool:
+    """Whether `command` ("delete" / "update" / "merge") writes deletion vectors: delta-spark's rule, the
+    table property plus spark.databricks.delta.<command>.deletionVectors.persistent (default true)."""
+    enabled = str(metadata.configuration.get(ENABLE_KEY, "false")).strip().lower() == "true"
+    conf = f"spark.databricks.delta.{command}.deletionVectors.persistent"
+    persistent = str(spark.conf.get(conf, "true")).strip().lower() != "false"
+    return enabled and persistent and protocol.has_feature("deletionVectors")
+
+
+def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None) -> dict[str, np.ndarray]:
+    """Per file URI (as Spark reports it), the sorted physical row indexes whose rows match `condition`."""
+    from pyspark.sql import functions as F
+
+    df = scan(spark, snapshot, files, with_file=True)
+    if alias:
+        df = df.alias(alias)
+    return rows_by_file(df.filter(F.coalesce(condition, F.lit(False))))
+
+
+def rows_by_file(df: Any) -> dict[str, np.ndarray]:
+    """Per file URI, the sorted row indexes of the rows of `df` (which carries FILE_COL and ROW_COL)."""
+    from pyspark.sql import functions as F
+
+    table = df.groupBy(FILE_COL).agg(F.collect_list(F.col(ROW_COL)).alias("rows")).toArrow()
+    out: dict[str, np.ndarray] = {}
+    for uri, rows in zip(table.column(FILE_COL).to_pylist(), table.column("rows").to_numpy(zero_copy_only=False)):
+        out[uri] = np.unique(np.asarray(rows, dtype=np.int64))
+    return out
+
+
+@dataclass
+class DvDelete:
+    """The actions and metrics of marking rows deleted in the given files."""
+
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    removed_files: int = 0  # files all of whose rows are now deleted
+    removed_bytes: int = 0
+    dvs_added: int = 0  # files that had no DV before
+    dvs_updated: int = 0  # files whose DV grew
+    dvs_removed: int = 0  # old DVs of removed files
+    deleted_rows: int = 0
+
+
+def mark_deleted(snapshot: Snapshot, files: pa.Table, new_rows: dict[str, np.ndarray]) -> DvDelete:
+    """Replace each file of `files` that has rows in `new_rows` by itself with a bigger deletion vector."""
+    root = snapshot.table_root
+    out = DvDelete()
+    keep_rows, keep_sets, gone = [], [], []
+    for row in files.to_pylist():
+        rows = new_rows.get(spark_file_uri(snapshot.absolute_path(row["path"])))
+        if rows is None or rows.size == 0:
+            continue
+        old_dv = row.get("deletion_vector")
+        old = read_deleted_rows(DeletionVectorDescriptor.from_dict(old_dv), root) if old_dv else np.array([], np.uint64)
+        union = np.union1d(old.astype(np.int64), rows)
+        out.deleted_rows += int(union.size - old.size)
+        if row.get("num_records") is not None and union.size >= int(row["num_records"]):
+            gone.append(row)
+            out.dvs_removed += 1 if old_dv else 0
+            continue
+        keep_rows.append(row)
+        keep_sets.append(union)
+        if old_dv:
+            out.dvs_updated += 1
+        else:
+            out.dvs_added += 1
+    descriptors = write_deletion_vectors(root, keep_sets) if keep_sets else []
+    touched = {r["path"] for r in gone + keep_rows}
+    out.removed_files = len(gone)
+    out.removed_bytes = sum(int(r["size"]) for r in gone)
+    mask = pa.array([p in touched for p in files.column("path").to_pylist()], pa.bool_())
+    out.actions = remove_actions(files.filter(mask)) if touched else []
+    for row, descriptor in zip(keep_rows, descriptors):
+        out.actions.append({"add": _add_with_dv(row, descriptor)})
+    return out
+
+
+def _add_with_dv(row: dict[str, Any], descriptor: DeletionVectorDescriptor) -> dict[str, Any]:
+    """The file's add action, now carrying `descriptor` and loose (not tight) stats bounds."""
+    add: dict[str, Any] = {
+        "path": row["path"],
+        "partitionValues": dict(row["partition_values"] or {}),
+        "size": row["size"],
+        "modificationTime": row["modification_time"],
+        "dataChange": True,
+        "deletionVector": descriptor.to_dict(),
+    }
+    if row.get("stats"):
+        stats = json.loads(row["stats"])
+        stats[TIGHT_BOUNDS] = False
+        add["stats"] = json.dumps(stats, separators=(",", ":"))
+    if row.get("tags"):
+        add["tags"] = dict(row["tags"])
+    for column, key in (("base_row_id", "baseRowId"), ("default_row_commit_version", "defaultRowCommitVersion"),
+                        ("clustering_provider", "clusteringProvider")):
+        if row.get(column) is not None:
+            add[key] = row[column]
+    return add

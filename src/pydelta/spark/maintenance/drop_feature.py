@@ -1,0 +1,34 @@
+"""DROP FEATURE on Spark: the protocol rules live in pydelta.txn.drop_feature; this module
+gives them Spark's half (purging deletion vectors, rewriting files written before a type change)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydelta.txn.drop_feature import drop_feature
+
+
+class SparkRewriter:
+    """pydelta.txn.drop_feature.DataRewriter on a DeltaTable."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def purge_deletion_vectors(self) -> None:
+        from pydelta.spark.maintenance.optimize import optimize
+
+        optimize(self._table, purge=True)
+
+    def rewrite_files(self, paths: list[str]) -> None:
+        from pydelta.spark.maintenance.optimize import optimize
+
+        optimize(self._table, rewrite_paths=paths)
+
+
+def drop_feature_support(table: Any, feature_name: str, truncate_history: bool = False) -> int:
+    """`DeltaTable.dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE`; returns the drop commit's version."""
+    from pydelta.spark.write import engine_info
+
+    root = table.snapshot().table_root
+    return drop_feature(root, feature_name, truncate_history, engine_info=engine_info(table._spark),
+                        rewriter=SparkRewriter(table))

@@ -1,0 +1,245 @@
+"""Data skipping wherever a Delta scan sits in a DataFrame's plan.
+
+A Delta read is a Parquet scan over the snapshot's files. Spark's optimizer pushes
+filters down to the scan they apply to, through select/withColumn, into the sides of
+joins and through views. After each `filter`/`where`/`join` on any DataFrame whose plan
+holds a scan pydelta built, the optimized plan is searched for Filter nodes directly
+above such a scan; their conditions prune the scan's files by the log's partition
+values and min/max/nullCount stats, and the scan is replaced in the analyzed plan by
+one over the remaining files, with the same output attributes, so the rest of the plan
+is untouched. Pruning never fails a query: any error leaves the DataFrame as it was.
+
+Scans are known by the identity hash of their JVM FileIndex, confirmed by its root paths
+(a bounded registry, newest kept): a scan built elsewhere, or evicted, is simply not pruned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pydelta.log.data_skipping import FileSkipper
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.predicates import And, Predicate, rename_columns
+from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
+from pydelta.spark.predicates import translate
+from pydelta.spark.sql import jplan
+
+logger = logging.getLogger(__name__)
+
+_MAX_SCANS = 64  # each entry holds its file list: keep the newest scans only
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What pydelta knows about one Parquet scan it built: enough to build it again on fewer files."""
+
+    snapshot: Snapshot
+    files: pa.Table  # rows of snapshot.files() the scan reads
+    read_schema: Any  # the Spark schema the scan was read with
+    base_path: str | None  # basePath of a hive-style partitioned read
+    num_paths: int  # the FileIndex's root paths: with the first one, they confirm an identity match
+    first_path: str
+
+
+_SCANS: OrderedDict[int, _Scan] = OrderedDict()
+
+
+def _identity(spark: Any, obj: Any) -> int:
+    return int(spark._jvm.java.lang.System.identityHashCode(obj))
+
+
+def _relation_leaves(plan: Any) -> list[Any]:
+    return [leaf for leaf in jplan.seq(plan.collectLeaves()) if jplan.kind(leaf) == "LogicalRelation"]
+
+
+def register(df: Any, snapshot: Snapshot, files: pa.Table, read_schema: Any, base_path: str | None) -> None:
+    """Remember the scan of `df` (a plain Parquet read of `files`) so later filters can prune it."""
+    try:
+        leaves = _relation_leaves(df._jdf.queryExecution().analyzed())
+        if len(leaves) != 1:
+            return
+        location = leaves[0].relation().location()
+        key = _identity(df.sparkSession, location)
+        roots = location.rootPaths()
+        scan = _Scan(snapshot, files, read_schema, base_path, int(roots.size()), str(roots.head()))
+    except Exception as e:  # noqa: BLE001 - pruning is an optimization
+        logger.debug("not registering a Delta scan for pruning: %s", e)
+        return
+    _SCANS[key] = scan
+    _SCANS.move_to_end(key)
+    while len(_SCANS) > _MAX_SCANS:
+        _SCANS.popitem(last=False)
+
+
+def prune(df: Any) -> Any:
+    """`df` with every registered Delta scan under a pushed-down filter reading only the files that may match."""
+    if not _SCANS:
+        return df
+    try:
+        return _prune(df)
+    except Exception as e:  # noqa: BLE001 - never fail a query over pruning
+        logger.debug("plan pruning skipped: %s", e)
+        return df
+
+
+def _prune(df: Any) -> Any:
+    spark = df.sparkSession
+    qe = df._jdf.queryExecution()
+    analyzed = qe.analyzed()
+    scans = {}
+    for leaf in _relation_leaves(analyzed):
+        scan = _registered(spark, leaf)
+        if scan is not None:
+            scans[_first_attribute_id(leaf)] = (leaf, scan)
+    if not scans or _reads_cached_data(spark, qe):
+        return df
+    replacements = {}
+    for attr_id, conditions in _pushed_conditions(qe.optimizedPlan()).items():
+        if attr_id not in scans:
+            continue
+        leaf, scan = scans[attr_id]
+        predicate = _logical(_conjunction([translate(c) for c in conditions]), scan.snapshot)
+        pruned = FileSkipper.for_metadata(scan.files, scan.snapshot.metadata).prune(predicate)
+        if pruned.num_rows < scan.files.num_rows:
+            replacements[attr_id] = _scan_over(spark, leaf, scan, pruned)
+    if not replacements:
+        return df
+    plan, _ = _replace(analyzed, replacements)
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    jds = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    return DataFrame(jds, spark)
+
+
+def _registered(spark: Any, leaf: Any) -> _Scan | None:
+    """The registered scan `leaf` reads, if any (an identity-hash hit is confirmed by the root paths)."""
+    relation = leaf.relation()
+    if relation.getClass().getSimpleName() != "HadoopFsRelation":  # file scans only have a FileIndex
+        return None
+    location = relation.location()
+    scan = _SCANS.get(_identity(spark, location))
+    if scan is None:
+        return None
+    roots = location.rootPaths()
+    if int(roots.size()) != scan.num_paths or str(roots.head()) != scan.first_path:
+        return None
+    return scan
+
+
+def _first_attribute_id(leaf: Any) -> int:
+    return int(leaf.output().head().exprId().id())
+
+
+def _reads_cached_data(spark: Any, qe: Any) -> bool:
+    """A plan over cached data keeps its scans: replacing one would miss the cache."""
+    if spark._jsparkSession.sharedState().cacheManager().isEmpty():
+        return False
+    return "InMemoryRelation" in str(qe.withCachedData().treeString())
+
+
+def _pushed_conditions(plan: Any) -> dict[int, list[Any]]:
+    """Conjuncts of every Filter directly above a LogicalRelation, by the relation's first attribute id."""
+    out: dict[int, list[Any]] = {}
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        kids = jplan.children(node)
+        if jplan.kind(node) == "Filter" and len(kids) == 1 and jplan.kind(kids[0]) == "LogicalRelation":
+            out.setdefault(_first_attribute_id(kids[0]), []).append(node.condition())
+        stack.extend(kids)
+    return out
+
+
+def _conjunction(predicates: list[Predicate]) -> Predicate:
+    result = predicates[0]
+    for p in predicates[1:]:
+        result = And(result, p)
+    return result
+
+
+def _logical(predicate: Predicate, snapshot: Snapshot) -> Predicate:
+    """Column paths of the scan (physical names under column mapping) as the table's logical names."""
+    if column_mapping_mode(snapshot.configuration) == "none":
+        return predicate
+    return rename_columns(predicate, _physical_to_logical(snapshot.schema))
+
+
+def _physical_to_logical(schema: StructType, parent: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> dict:
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for field in schema.fields:
+        phys, logical = parent[0] + (physical_name(field),), parent[1] + (field.name,)
+        out[phys] = logical
+        if isinstance(field.type, StructType):
+            out.update(_physical_to_logical(field.type, (phys, logical)))
+    return out
+
+
+def _scan_over(spark: Any, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
+    """A LogicalRelation like `leaf` (same output attributes) over `files` only."""
+    jvm = spark._jvm
+    if files.num_rows == 0:
+        return jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
+            leaf.output(), _scala_seq(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
+    from pydelta.spark.read import _read_parquet
+
+    paths = [scan.snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
+    df = _read_parquet(spark, scan.read_schema, paths, scan.base_path)
+    register(df, scan.snapshot, files, scan.read_schema, scan.base_path)
+    (new_leaf,) = _relation_leaves(df._jdf.queryExecution().analyzed())
+    return jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
+        new_leaf.relation(), leaf.output(), leaf.catalogTable(), leaf.isStreaming(), leaf.stream())
+
+
+def _replace(node: Any, replacements: dict[int, Any]) -> tuple[Any, bool]:
+    """`node` with each LogicalRelation whose first attribute id is in `replacements` swapped."""
+    if jplan.kind(node) == "LogicalRelation":
+        attr_id = _first_attribute_id(node)
+        if attr_id in replacements:
+            return replacements[attr_id], True
+        return node, False
+    kids = jplan.children(node)
+    if not kids:
+        return node, False
+    rebuilt = [_replace(k, replacements) for k in kids]
+    if not any(changed for _, changed in rebuilt):
+        return node, False
+    seq = _scala_seq(node, [n for n, _ in rebuilt])
+    return node.withNewChildren(seq), True
+
+
+def _scala_seq(node: Any, items: list[Any]) -> Any:
+    """A Scala immutable Seq of `items` (py4j cannot pass a Python list as one)."""
+    from py4j.java_collections import ListConverter
+    from py4j.java_gateway import JavaClass
+
+    gateway = node._gateway_client
+    converters = JavaClass("scala.jdk.javaapi.CollectionConverters", gateway)
+    return converters.asScala(ListConverter().convert(items, gateway)).toList()
+
+
+def install() -> None:
+    """Prune after every `filter`/`where` (which calls filter) and `join` of a classic DataFrame."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    if getattr(DataFrame, "_pydelta_plan_pruning", False):
+        return
+    for name in ("filter", "join"):
+        setattr(DataFrame, name, _pruning(getattr(DataFrame, name)))
+    DataFrame._pydelta_plan_pruning = True
+
+
+def _pruning(method: Any) -> Any:
+    def pruned(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        if hasattr(self, "_pydelta_snapshot") and method.__name__ == "filter":
+            return out  # a filter on the Delta read itself: that DataFrame prunes its own scan
+        return prune(out)
+
+    pruned.__name__ = method.__name__
+    pruned.__doc__ = method.__doc__
+    return pruned

@@ -1,0 +1,116 @@
+"""The ratification store of a commit owner kept in a SQL database, for any DB-API driver.
+
+Two tables: one row per owned table with its latest ratified version (the
+compare-and-set target), and one row per ratified commit. Each backend supplies a
+transaction context (`_txn`), its parameter placeholder and its table names; the
+statements are the same for SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from contextlib import AbstractContextManager
+from typing import Any
+
+from pydelta.errors import CommitOwnerConflictError, CommitOwnerError
+from pydelta.txn.commit_owners.base import Commit, CommitOwnerClient, GetCommitsResponse
+
+_NO_END = 2**62
+_COMMIT_COLUMNS = "version, file_name, size, modification_time, commit_timestamp"
+
+
+def schema(owned: str, commits: str, integer: str, boolean: str, false: str) -> list[str]:
+    """CREATE TABLE statements of the two tables, in the dialect's type names."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {owned} (
+            table_id TEXT PRIMARY KEY,
+            table_path TEXT NOT NULL,
+            latest_version {integer} NOT NULL,
+            released {boolean} NOT NULL DEFAULT {false}
+        )""",
+        f"""CREATE TABLE IF NOT EXISTS {commits} (
+            table_id TEXT NOT NULL,
+            version {integer} NOT NULL,
+            file_name TEXT NOT NULL,
+            size {integer} NOT NULL,
+            modification_time {integer} NOT NULL,
+            commit_timestamp {integer} NOT NULL,
+            backfilled {boolean} NOT NULL DEFAULT {false},
+            PRIMARY KEY (table_id, version)
+        )""",
+    ]
+
+
+class SqlCommitOwner(CommitOwnerClient):
+    """Ratifies with one database transaction: a conditional UPDATE of the version + the commit row."""
+
+    owned_table: str
+    commits_table: str
+    placeholder: str  # "?" (sqlite3) or "%s" (psycopg)
+
+    @abstractmethod
+    def _txn(self) -> AbstractContextManager[Any]:
+        """A write transaction on the connection (serialized against other writers)."""
+
+    def _read_txn(self) -> AbstractContextManager[Any]:
+        """A transaction whose reads see one consistent state (default: a write transaction)."""
+        return self._txn()
+
+    def _sql(self, statement: str) -> str:
+        return statement.format(owned=self.owned_table, commits=self.commits_table).replace("?", self.placeholder)
+
+    def _register(self, table_id: str, table_root: str, version: int) -> None:
+        with self._txn() as conn:
+            conn.execute(self._sql(
+                "INSERT INTO {owned} (table_id, table_path, latest_version, released) VALUES (?, ?, ?, FALSE) "
+                "ON CONFLICT (table_id) DO UPDATE SET latest_version = excluded.latest_version, released = FALSE, "
+                "table_path = excluded.table_path WHERE excluded.latest_version > {owned}.latest_version"),
+                (table_id, table_root, version),
+            )
+
+    def _ratify(self, table_id: str, commit: Commit, release: bool) -> None:
+        with self._txn() as conn:
+            cur = conn.execute(self._sql(
+                "UPDATE {owned} SET latest_version = ?, released = ? "
+                "WHERE table_id = ? AND latest_version = ? AND NOT released"),
+                (commit.version, release, table_id, commit.version - 1),
+            )
+            if cur.rowcount != 1:
+                row = conn.execute(self._sql("SELECT latest_version, released FROM {owned} WHERE table_id = ?"),
+                                   (table_id,)).fetchone()
+                if row is None:
+                    raise CommitOwnerError(f"table {table_id} is not registered with the {self.name} commit owner")
+                raise CommitOwnerConflictError(
+                    f"version {commit.version} of table {table_id} was not ratified: the owner's latest version "
+                    f"is {row[0]}{' and it released the table' if row[1] else ''}",
+                    int(row[0]),
+                )
+            conn.execute(self._sql(f"INSERT INTO {{commits}} (table_id, {_COMMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"),
+                         (table_id, commit.version, commit.file_name, commit.size, commit.modification_time,
+                          commit.commit_timestamp))
+
+    def _unbackfilled(self, table_id: str, start: int, end: int | None) -> GetCommitsResponse:
+        with self._read_txn() as conn:
+            row = conn.execute(self._sql("SELECT latest_version FROM {owned} WHERE table_id = ?"),
+                               (table_id,)).fetchone()
+            if row is None:
+                return GetCommitsResponse([], -1)
+            rows = conn.execute(self._sql(
+                f"SELECT {_COMMIT_COLUMNS} FROM {{commits}} "
+                "WHERE table_id = ? AND NOT backfilled AND version >= ? AND version <= ? ORDER BY version"),
+                (table_id, start, end if end is not None else _NO_END),
+            ).fetchall()
+        return GetCommitsResponse([Commit(*r) for r in rows], int(row[0]))
+
+    def _mark_backfilled(self, table_id: str, version: int) -> None:
+        with self._txn() as conn:
+            conn.execute(self._sql(
+                "UPDATE {commits} SET backfilled = TRUE WHERE table_id = ? AND version <= ? AND NOT backfilled"),
+                (table_id, version),
+            )
+
+    def ratified_commits(self, table_id: str) -> list[Commit]:
+        with self._read_txn() as conn:
+            rows = conn.execute(self._sql(f"SELECT {_COMMIT_COLUMNS} FROM {{commits}} WHERE table_id = ? ORDER BY version"),
+                                (table_id,)).fetchall()
+        return [Commit(*r) for r in rows]

@@ -1,0 +1,139 @@
+"""Row tracking on commit (PROTOCOL.md "Row Tracking", writer requirements).
+
+While `rowTracking` is supported and not suspended (`delta.rowTrackingSuspended`), every
+committed `add` gets a `baseRowId` above the table's high-water mark (the `delta.rowTracking`
+domain's `rowIdHighWaterMark`, raised in the same commit) and `defaultRowCommitVersion` =
+the commit's version. An add or remove of a path that is live in the read snapshot (a
+deletion-vector update, a remove) carries that file's values instead, so default row IDs
+stay stable. Values are assigned per commit attempt: after losing a race the transaction
+takes the winner's high-water mark and the new version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Mapping
+
+from pydelta.protocol.actions import Metadata, Protocol
+
+if TYPE_CHECKING:
+    from pydelta.log.snapshot import Snapshot
+
+DOMAIN = "delta.rowTracking"
+ENABLE_KEY = "delta.enableRowTracking"
+SUSPENDED_KEY = "delta.rowTrackingSuspended"
+ROW_ID_COLUMN_KEY = "delta.rowTracking.materializedRowIdColumnName"
+COMMIT_VERSION_COLUMN_KEY = "delta.rowTracking.materializedRowCommitVersionColumnName"
+
+
+def _true(conf: Mapping[str, str], key: str) -> bool:
+    return str(conf.get(key, "false")).strip().lower() == "true"
+
+
+def assigns_row_ids(protocol: Protocol, metadata: Metadata) -> bool:
+    """Row tracking supported and not suspended: commits must assign row IDs and versions."""
+    from pydelta.txn.protocol_upgrade import all_features
+
+    return "rowTracking" in all_features(protocol) and not _true(metadata.configuration, SUSPENDED_KEY)
+
+
+def enabled(metadata: Metadata) -> bool:
+    return _true(metadata.configuration, ENABLE_KEY)
+
+
+def with_materialized_column_names(metadata: Metadata, protocol: Protocol) -> Metadata:
+    """Tables supporting row tracking name their hidden materialized columns (delta-spark's
+    `_row-id-col-<uuid>` / `_row-commit-version-col-<uuid>`) once, in the configuration."""
+    from dataclasses import replace
+    from uuid import uuid4
+
+    from pydelta.txn.protocol_upgrade import all_features
+
+    conf = metadata.configuration
+    if "rowTracking" not in all_features(protocol) or (ROW_ID_COLUMN_KEY in conf and COMMIT_VERSION_COLUMN_KEY in conf):
+        return metadata
+    named = dict(conf)
+    named.setdefault(ROW_ID_COLUMN_KEY, f"_row-id-col-{uuid4()}")
+    named.setdefault(COMMIT_VERSION_COLUMN_KEY, f"_row-commit-version-col-{uuid4()}")
+    return replace(metadata, configuration=named)
+
+
+def high_water_mark(domains: Mapping[str, str]) -> int:
+    """The highest fresh row ID assigned so far (-1: none)."""
+    raw = domains.get(DOMAIN)
+    if not raw:
+        return -1
+    return int(json.loads(raw).get("rowIdHighWaterMark", -1))
+
+
+def domain_configuration(mark: int) -> str:
+    return json.dumps({"rowIdHighWaterMark": mark}, separators=(",", ":"))
+
+
+def live_row_tracking(snapshot: "Snapshot | None") -> dict[str, tuple[Any, Any]]:
+    """path (as logged) -> (baseRowId, defaultRowCommitVersion) of the snapshot's live files."""
+    if snapshot is None:
+        return {}
+    files = snapshot.files()
+    if "base_row_id" not in files.column_names:
+        return {}
+    return {p: (b, v) for p, b, v in zip(files.column("path").to_pylist(), files.column("base_row_id").to_pylist(),
+                                         files.column("default_row_commit_version").to_pylist()) if b is not None}
+
+
+def _num_records(add: Mapping[str, Any]) -> int:
+    stats = add.get("stats")
+    records = json.loads(stats).get("numRecords") if stats else None
+    if records is None:
+        raise ValueError(f"row tracking needs numRecords in the stats of {add.get('path')!r}")
+    return int(records)
+
+
+def assign(file_actions: list[dict[str, Any]], version: int, mark: int,
+           live: Mapping[str, tuple[Any, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """`file_actions` with row IDs and commit versions filled in, and the new high-water mark."""
+    out = []
+    for action in file_actions:
+        kind, body = next(iter(action.items()))
+        if kind not in ("add", "remove"):
+            out.append(action)
+            continue
+        body = dict(body)
+        known = live.get(body["path"])
+        if known is not None:
+            body.setdefault("baseRowId", known[0])
+            if known[1] is not None:
+                body.setdefault("defaultRowCommitVersion", known[1])
+        elif kind == "add":
+            records = _num_records(body)
+            if body.get("baseRowId") is None:
+                body["baseRowId"] = mark + 1
+            mark = max(mark, int(body["baseRowId"]) + records - 1)
+            body.setdefault("defaultRowCommitVersion", version)
+        out.append({kind: body})
+    return out, mark
+
+
+def backfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot":
+    """Before `delta.enableRowTracking` goes on for a table with data: support the feature, then
+    recommit every file without a `baseRowId` so it gets one (delta-spark's ROW TRACKING BACKFILL)."""
+    from pydelta.txn import protocol_upgrade as pu
+    from pydelta.txn.clone import add_action_from_file_row
+    from pydelta.txn.commit_info import Operation
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    if "rowTracking" not in pu.all_features(snapshot.protocol):
+        wanted = pu.merge(snapshot.protocol, pu.features_protocol(1, {"rowTracking", "domainMetadata"}))
+        txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
+        txn.update_protocol(wanted)
+        txn.commit([], Operation.upgrade_protocol(wanted))
+        snapshot = snapshot.update()
+    files = snapshot.files()
+    missing = files.filter(files.column("base_row_id").is_null()) if "base_row_id" in files.column_names else files
+    if missing.num_rows:
+        adds = [{**add_action_from_file_row(row), "dataChange": False} for row in missing.to_pylist()]
+        txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
+        txn.read_files([a["path"] for a in adds])
+        txn.commit([{"add": a} for a in adds], Operation("ROW TRACKING BACKFILL", {}), data_change=False)
+        snapshot = snapshot.update()
+    return snapshot

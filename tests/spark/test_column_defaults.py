@@ -1,0 +1,64 @@
+"""Column DEFAULT values (allowColumnDefaults): DDL, ALTER COLUMN SET/DROP DEFAULT, INSERT.
+
+delta-spark's rules: the feature must be enabled explicitly; ADD COLUMNS cannot carry a
+default; INSERT fills the columns it does not name and the DEFAULT keyword from the
+metadata (`CURRENT_DEFAULT`, the SQL text); a default must be a constant of the column type.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pydelta
+from pydelta import errors
+
+pytestmark = pytest.mark.spark
+
+FEATURE = "TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')"
+
+
+def _fields(path: str) -> dict:
+    return {f["name"]: f for f in json.loads(pydelta.load_snapshot(path).metadata.schema_string)["fields"]}
+
+
+def _rows(spark, path: str) -> list[tuple]:
+    return sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+
+
+def test_defaults_fill_inserts(spark, tmp_path):
+    path = str(tmp_path / "t")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, status STRING DEFAULT 'new', n INT DEFAULT 40 + 2, d DATE) USING delta "
+              f"{FEATURE}")
+    assert _fields(path)["status"]["metadata"] == {"CURRENT_DEFAULT": "'new'"}
+    assert _fields(path)["n"]["metadata"] == {"CURRENT_DEFAULT": "40 + 2"}
+    assert pydelta.load_snapshot(path).protocol.has_feature("allowColumnDefaults")
+    spark.sql(f"INSERT INTO {t} (id) VALUES (1)")
+    spark.sql(f"INSERT INTO {t} VALUES (2, DEFAULT, 7, DEFAULT)")
+    spark.sql(f"INSERT INTO {t} (id, n) VALUES (3, DEFAULT), (4, 5)")
+    assert _rows(spark, path) == [(1, "new", 42, None), (2, "new", 7, None), (3, "new", 42, None),
+                                  (4, "new", 5, None)]
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN status SET DEFAULT 'open'")
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN n DROP DEFAULT")
+    spark.sql(f"INSERT INTO {t} (id) VALUES (5)")
+    assert _rows(spark, path)[-1] == (5, "open", None, None)
+    spark.createDataFrame([(6,)], "id BIGINT").write.format("delta").mode("append").save(path)
+    assert _rows(spark, path)[-1] == (6, None, None, None)  # DataFrame writes do not apply defaults
+    import deltalake
+
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 6
+
+
+def test_default_refusals(spark, tmp_path):
+    path = str(tmp_path / "t")
+    with pytest.raises(errors.DeltaAnalysisError, match="WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED"):
+        spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING DEFAULT 'x') USING delta")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta {FEATURE}")
+    before = pydelta.load_snapshot(path).version
+    with pytest.raises(errors.DeltaAnalysisError, match="INVALID_DEFAULT_VALUE"):
+        spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN s SET DEFAULT id + 1")  # not a constant
+    with pytest.raises(errors.DeltaAnalysisError, match="WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN"):
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (x INT DEFAULT 1)")
+    assert pydelta.load_snapshot(path).version == before

@@ -1,0 +1,118 @@
+"""Liquid clustering: CLUSTER BY in DDL and the builder, ALTER TABLE ... CLUSTER BY, OPTIMIZE
+(incremental and FULL) clustering files, and the data skipping that buys (files read counted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pydelta
+from pydelta import DeltaTable, errors
+
+pytestmark = pytest.mark.spark
+
+MAX_FILE = "spark.databricks.delta.optimize.maxFileSize"
+
+
+def _domain(path: str) -> dict:
+    return json.loads(pydelta.load_snapshot(path).domain_metadata["delta.clustering"])
+
+
+def _last(spark, path: str):
+    return DeltaTable.forPath(spark, path).history(1).first()
+
+
+def _append_scattered(spark, path: str, start: int, commits: int = 6) -> None:
+    """Each commit one file holding every k: before clustering, any k is in every file."""
+    for c in range(commits):
+        lo = start + c * 1000
+        (spark.range(lo, lo + 1000, numPartitions=1).selectExpr("id", "CAST(id % 100 AS INT) AS k",
+                                                                 "CAST(id AS STRING) AS v")
+         .write.format("delta").mode("append").save(path))
+
+
+def _files_read(spark, path: str, where: str) -> int:
+    return len(spark.read.format("delta").load(path).where(where).inputFiles())
+
+
+def test_cluster_by_optimize_and_skipping(spark, tmp_path):
+    path = str(tmp_path / "t")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, k INT, v STRING) USING delta CLUSTER BY (k)")
+    snap = pydelta.load_snapshot(path)
+    assert {"clustering", "domainMetadata"} <= set(snap.protocol.writer_features or ())
+    assert _domain(path)["clusteringColumns"] == [["k"]]
+    assert _last(spark, path).operationParameters["clusterBy"] == '["k"]'
+    assert spark.sql(f"DESCRIBE DETAIL {t}").first().clusteringColumns == ["k"]
+    _append_scattered(spark, path, 0)
+    assert _files_read(spark, path, "k = 7") == 6
+    spark.conf.set(MAX_FILE, str(24 * 1024))
+    try:
+        spark.sql(f"OPTIMIZE {t}")
+    finally:
+        spark.conf.unset(MAX_FILE)
+    last = _last(spark, path)
+    assert last.operation == "OPTIMIZE"
+    assert last.operationParameters["clusterBy"] == '["k"]' and last.operationParameters["isFull"] == "false"
+    files = pydelta.load_snapshot(path).files()
+    assert set(files.column("clustering_provider").to_pylist()) == {"liquid"} and files.num_rows > 1
+    assert _files_read(spark, path, "k = 7") < files.num_rows  # clustered: k = 7 no longer in every file
+    assert spark.read.format("delta").load(path).where("k = 7").count() == 60
+    # Incremental: only files no clustering run wrote are clustered next time; FULL takes all.
+    clustered = set(files.column("path").to_pylist())
+    _append_scattered(spark, path, 6000, commits=2)
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    removed = int(_last(spark, path).operationMetrics["numRemovedFiles"])
+    assert removed == 2 and clustered <= set(pydelta.load_snapshot(path).files().column("path").to_pylist())
+    spark.sql(f"OPTIMIZE {t} FULL")
+    assert _last(spark, path).operationParameters["isFull"] == "true"
+    assert not clustered & set(pydelta.load_snapshot(path).files().column("path").to_pylist())
+    assert spark.read.format("delta").load(path).count() == 8000
+    import deltalake
+
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 8000
+
+
+def test_alter_cluster_by_and_builder(spark, tmp_path):
+    path = str(tmp_path / "t")
+    DeltaTable.create(spark).location(path).addColumn("id", "BIGINT").addColumn("k", "INT") \
+        .addColumn("s", "STRUCT<a: INT>").clusterBy("k").execute()
+    assert _domain(path)["clusteringColumns"] == [["k"]]
+    spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY (id, s.a)")
+    assert _domain(path)["clusteringColumns"] == [["id"], ["s", "a"]]
+    last = _last(spark, path)
+    assert last.operation == "CLUSTER BY"
+    assert last.operationParameters == {"oldClusteringColumns": "k", "newClusteringColumns": "id,s.a"}
+    spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY NONE")
+    assert _domain(path)["clusteringColumns"] == []
+    # An unpartitioned table can become clustered.
+    plain = str(tmp_path / "plain")
+    spark.range(10).write.format("delta").save(plain)
+    spark.sql(f"ALTER TABLE delta.`{plain}` CLUSTER BY (id)")
+    assert pydelta.load_snapshot(plain).protocol.has_feature("clustering") and _domain(plain)["clusteringColumns"] == [
+        ["id"]]
+
+
+def test_clustering_refusals(spark, tmp_path):
+    path = str(tmp_path / "t")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"):
+        DeltaTable.create(spark).location(path).addColumn("id", "BIGINT").addColumn("p", "INT") \
+            .partitionedBy("p").clusterBy("id").execute()
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTER_BY_INVALID_NUM_COLUMNS"):
+        spark.sql(f"CREATE TABLE delta.`{path}` (a INT, b INT, c INT, d INT, e INT) USING delta "
+                  "CLUSTER BY (a, b, c, d, e)")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_COLUMN_NOT_FOUND_IN_SCHEMA"):
+        spark.sql(f"CREATE TABLE delta.`{path}` (a INT) USING delta CLUSTER BY (nope)")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTERING_COLUMN_MISSING_STATS"):
+        spark.sql(f"CREATE TABLE delta.`{path}` (a INT, b INT) USING delta CLUSTER BY (b) "
+                  "TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '1')")
+    spark.sql(f"CREATE TABLE delta.`{path}` (a INT, b INT) USING delta CLUSTER BY (a)")
+    with pytest.raises(Exception, match="DELTA_CLUSTERING_WITH_ZORDER_BY"):
+        spark.sql(f"OPTIMIZE delta.`{path}` ZORDER BY (b)")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTERING_WITH_PARTITION_PREDICATE"):
+        spark.sql(f"OPTIMIZE delta.`{path}` WHERE a = 1")
+    partitioned = str(tmp_path / "p")
+    spark.range(4).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"):
+        spark.sql(f"ALTER TABLE delta.`{partitioned}` CLUSTER BY (id)")
