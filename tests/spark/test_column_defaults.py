@@ -62,3 +62,33 @@ def test_default_refusals(spark, tmp_path):
     with pytest.raises(errors.DeltaAnalysisError, match="WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN"):
         spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (x INT DEFAULT 1)")
     assert pydelta.load_snapshot(path).version == before
+
+
+def test_defaults_in_merge_and_update(spark, tmp_path):
+    path = str(tmp_path / "t")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, status STRING DEFAULT 'new', n INT DEFAULT 42, d DATE) USING delta "
+              f"{FEATURE}")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'old', 1, DATE'2024-01-01')")
+    spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "id BIGINT, n INT").createOrReplaceTempView("src_defaults")
+    spark.sql(f"""MERGE INTO {t} t USING src_defaults s ON t.id = s.id
+                  WHEN MATCHED THEN UPDATE SET status = DEFAULT, n = s.n
+                  WHEN NOT MATCHED AND s.id = 2 THEN INSERT (id) VALUES (s.id)
+                  WHEN NOT MATCHED THEN INSERT (id, status, n, d) VALUES (s.id, 'given', DEFAULT, DEFAULT)""")
+    assert _rows(spark, path) == [
+        (1, "new", 10, __import__("datetime").date(2024, 1, 1)),  # SET status = DEFAULT
+        (2, "new", 42, None),  # unnamed columns take their defaults (NULL without one)
+        (3, "given", 42, None),  # DEFAULT keyword in VALUES
+    ]
+    spark.sql(f"UPDATE {t} SET n = DEFAULT WHERE id = 1")
+    assert _rows(spark, path)[0][2] == 42
+    # The Python API fills unassigned insert columns the same way.
+    from pydelta import DeltaTable
+
+    source = spark.createDataFrame([(4,)], "id BIGINT")
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenNotMatchedInsert(values={"id": "s.id"}).execute())
+    assert _rows(spark, path)[-1] == (4, "new", 42, None)
+    import deltalake
+
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 4

@@ -139,3 +139,29 @@ def test_column_mapped_tables_prune_by_logical_names(spark, tmp_path):
     df = delta(spark, path).select(F.col("v").alias("x"), "id").filter(F.col("x") < 30)
     rows, n = files_read(df)
     assert sorted(r.id for r in rows) == list(range(10)) and n == 1
+
+
+@pytest.mark.parametrize("layout", ["plain", "partitioned", "partitioned_column_mapping", "deletion_vectors"])
+def test_filter_on_the_read_keeps_column_references_valid(spark, tmp_path, layout):
+    """`df.filter(df.id ...)` prunes files yet `df.id` / `df.v` still resolve afterwards."""
+    path = str(tmp_path / layout)
+    data = spark.range(0, 400, numPartitions=4).selectExpr("id", "id * 2 AS v", "CAST(id DIV 100 AS INT) AS p")
+    writer = data.write.format("delta")
+    if layout.startswith("partitioned"):
+        writer = writer.partitionBy("p")
+    if layout == "partitioned_column_mapping":
+        writer = writer.option("delta.columnMapping.mode", "name")
+    if layout == "deletion_vectors":
+        writer = writer.option("delta.enableDeletionVectors", "true")
+    writer.save(path)
+    if layout == "deletion_vectors":
+        from pydelta import DeltaTable
+
+        DeltaTable.forPath(spark, path).delete("id % 7 = 0")
+    df = delta(spark, path)
+    query = df.filter(df.p == 3).filter(df.id >= 350).withColumn("w", df.v + 1).select(df.id, "w")
+    rows, n = files_read(query)
+    expected = sorted((i, 2 * i + 1) for i in range(350, 400) if layout != "deletion_vectors" or i % 7)
+    assert sorted((r.id, r.w) for r in rows) == expected
+    assert n == 1
+    assert df.filter(df.id > 10_000).select(df.v).collect() == []

@@ -77,3 +77,40 @@ def test_enable_on_existing_table_backfills_then_dml(spark, tmp_path):
     count = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(
         "SELECT count(*) AS n FROM t").read_all()).column("n")[0].as_py()
     assert count == 315 - 1 + 1  # deltalake's SQL engine applies the deletion vectors
+
+
+def test_metadata_row_id_and_row_commit_version_on_reads(spark, tmp_path):
+    path = str(tmp_path / "t")
+    (spark.range(0, 40, numPartitions=2).selectExpr("id", "id * 2 AS v").write.format("delta")
+     .option("delta.enableRowTracking", "true").option("delta.enableDeletionVectors", "true").save(path))
+    spark.range(40, 50).selectExpr("id", "id * 2 AS v").write.format("delta").mode("append").save(path)
+    DeltaTable.forPath(spark, path).update("id = 5", {"v": "-1"})  # DV + materialized ID for the new row
+    DeltaTable.forPath(spark, path).delete("id = 6")
+    expected = _stable_ids(spark, path)
+    df = spark.read.format("delta").load(path)
+    assert df.columns == ["id", "v"] and "_metadata" not in df.select("*").columns  # hidden
+    rows = df.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    assert {r[0]: (r[1], r[2]) for r in rows} == expected and len(rows) == 49
+    # base_row_id / default_row_commit_version are the file's; file_path still names the real file.
+    files = {pydelta.load_snapshot(path).absolute_path(p): (b, d) for p, b, d in zip(
+        *[pydelta.load_snapshot(path).files().column(c).to_pylist() for c in
+          ("path", "base_row_id", "default_row_commit_version")])}
+    meta = df.select("_metadata.file_path", "_metadata.base_row_id", "_metadata.default_row_commit_version",
+                     "_metadata.row_index", "_metadata.row_id", "id").collect()
+    from pydelta.spark.read import spark_file_uri
+
+    uris = {spark_file_uri(p): v for p, v in files.items()}
+    for file_path, base, default_version, row_index, row_id, ident in meta:
+        assert uris[file_path] == (base, default_version)
+        if ident != 5:  # the updated row's ID is materialized, not base + index
+            assert row_id == base + row_index
+    # after a filter (which prunes files: column references of `df` stay valid) and a withColumn
+    filtered = df.filter(df.id >= 40).withColumn("w", df.v + 1).select("id", "w", "_metadata.row_id")
+    assert {r[0]: (r[1], r[2]) for r in filtered.collect()} == {
+        k: (2 * k + 1, v[0]) for k, v in expected.items() if k >= 40}
+    assert df.filter(df.id > 1000).select("_metadata.row_id").collect() == []  # every file pruned
+    # a table without row tracking keeps Spark's plain _metadata
+    plain = str(tmp_path / "plain")
+    spark.range(3).write.format("delta").save(plain)
+    with pytest.raises(Exception, match="row_id"):
+        spark.read.format("delta").load(plain).select("_metadata.row_id").collect()

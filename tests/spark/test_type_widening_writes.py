@@ -177,3 +177,20 @@ def test_merge_with_schema_evolution_widens_star_assignments(spark, tmp_path):
     assert sorted((r.id, r.v) for r in spark.read.format("delta").load(path).collect()) == [
         (1, 10), (2, 5_000_000_000), (3, 7)]
     assert files & _data_files(path)  # the untouched file was not rewritten, it reads upcast
+
+
+def test_merge_with_schema_evolution_widens_explicit_source_assignments(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id INT, v SMALLINT, w INT) USING delta "
+              "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 10, 1), (2, 20, 2)")
+    source = spark.createDataFrame([(2, 100_000, 5), (3, 7, 6)], "id INT, amount INT, w BIGINT")
+    source.createOrReplaceTempView("widen_src")
+    spark.sql(f"""MERGE WITH SCHEMA EVOLUTION INTO delta.`{path}` t USING widen_src s ON t.id = s.id
+                  WHEN MATCHED THEN UPDATE SET t.v = s.amount, w = s.w + 0
+                  WHEN NOT MATCHED THEN INSERT (id, v, w) VALUES (s.id, s.amount, 1)""")
+    assert _field(path, "v")["type"] == "integer"  # SET v = s.amount: a source column, wider
+    assert _field(path, "v")["metadata"]["delta.typeChanges"] == [{"fromType": "short", "toType": "integer"}]
+    assert _field(path, "w")["type"] == "integer"  # an expression does not widen (its value is cast)
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == [
+        (1, 10, 1), (2, 100_000, 5), (3, 7, 1)]

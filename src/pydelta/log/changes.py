@@ -291,11 +291,14 @@ def resolve_range(snapshot: Any, options: dict[str, Any], allow_out_of_range: bo
     return ChangeRange(start, end)
 
 
-def plan_changes(snapshot: Any, change_range: ChangeRange) -> list[ChangeFile]:
+def plan_changes(snapshot: Any, change_range: ChangeRange, read_schema: tuple[Metadata, int] | None = None
+                 ) -> list[ChangeFile]:
     """The change files of versions start..end, checking change data was recorded throughout.
 
     `snapshot` is the latest snapshot (its storage and root are used); the metadata in force
     at the start version is loaded from the log (a version removed by log cleanup is an error).
+    `read_schema` (metadata, version) on a column-mapped table: every schema in the range
+    must read as that one (no rename or drop in between), as delta-spark checks.
     """
     from pydelta.log.snapshot import load_snapshot
 
@@ -305,11 +308,42 @@ def plan_changes(snapshot: Any, change_range: ChangeRange) -> list[ChangeFile]:
     start_metadata = load_snapshot(snapshot.table_root, version=start).metadata
     if not is_cdf_enabled(start_metadata):
         raise _missing_change_data(start, start, end)
+    # A start schema that does not read as the read schema is reported at the change that ended it.
+    start_incompatible = read_schema is not None and not _read_compatible(start_metadata, read_schema[0])
     out: list[ChangeFile] = []
     extra = dict(snapshot.unbackfilled_commits)
     for va in read_versions(snapshot.storage, snapshot.table_root, start, end, extra):
         m = va.actions.metadata
         if m is not None and not is_cdf_enabled(m):
             raise _missing_change_data(va.version, start, end)
+        if m is not None and read_schema is not None and va.version > start:
+            if start_incompatible or not _read_compatible(m, read_schema[0]):
+                raise _incompatible_schema_change(va.version, read_schema, change_range)
         out.extend(change_files(va, snapshot.table_root))
+    if start_incompatible:
+        raise _incompatible_schema_change(start, read_schema, change_range)  # type: ignore[arg-type]
     return out
+
+
+def _read_compatible(metadata: Metadata, read_metadata: Metadata) -> bool:
+    """Whether files written under `metadata` read right under `read_metadata`'s column names:
+    no column of it renamed or dropped there (columns added later are fine). Column-mapped
+    tables only: without column mapping a column cannot be renamed or dropped."""
+    from pydelta.protocol.schema import column_mapping_mode, physical_name
+
+    if column_mapping_mode(read_metadata.configuration) == "none":
+        return True
+    read_names = {physical_name(f): f.name for f in read_metadata.schema.fields}
+    return all(read_names.get(physical_name(f)) == f.name for f in metadata.schema.fields)
+
+
+def _incompatible_schema_change(version: int, read_schema: tuple[Metadata, int],
+                                change_range: ChangeRange) -> DeltaAnalysisError:
+    read_metadata, read_version = read_schema
+    start, end = change_range.start, change_range.end
+    return DeltaAnalysisError(
+        f"[DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE] Retrieving table changes between version {start} "
+        f"and {end} failed because of an incompatible schema change. Your read schema is "
+        f"{read_metadata.schema.to_json()} at version {read_version}, but we found an incompatible schema change "
+        f"at version {version}. If possible, please query the table changes separately from version {start} to "
+        f"{version - 1}, and from version {version} to {end}.")

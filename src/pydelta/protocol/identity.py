@@ -107,3 +107,17 @@ def with_high_water_marks(metadata: Metadata, marks: Mapping[str, int]) -> Metad
             f = StructField(f.name, f.type, f.nullable, {**dict(f.metadata), HIGH_WATER_MARK: int(mark)})
         fields.append(f)
     return replace(metadata, schema_string=StructType(tuple(fields)).to_json())
+
+
+def synced_high_water_mark(spec: IdentitySpec, furthest: int, allow_lowering: bool = False) -> int:
+    """ALTER COLUMN ... SYNC IDENTITY: the mark after seeing `furthest` (max for a positive step, min else).
+
+    The value is rounded to the next `start + n * step` (so generated values keep the
+    column's sequence); the mark only moves forward unless lowering is allowed.
+    """
+    offset = furthest - spec.start
+    n = -((-offset) // spec.step)  # ceil(offset / step) for either sign of step
+    rounded = spec.start + n * spec.step
+    if allow_lowering or spec.high_water_mark is None:
+        return rounded
+    return spec.beyond(spec.high_water_mark, rounded)

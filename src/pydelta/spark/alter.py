@@ -292,7 +292,7 @@ def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *
     schema = _column_mapping_schema(metadata, configuration)
     new = replace(metadata, configuration=configuration, schema_string=schema.to_json(),
                   description=validated.get("comment", metadata.description))
-    return _commit(spark, snapshot, new, Operation.set_table_properties(validated))
+    return commit_metadata(spark, snapshot, new, Operation.set_table_properties(validated))
 
 
 def _column_mapping_schema(metadata: Metadata, configuration: dict[str, str]) -> StructType:
@@ -343,7 +343,7 @@ def unset_table_properties(spark: Any, path: str, keys: Sequence[str], if_exists
     configuration = {k: v for k, v in metadata.configuration.items() if k not in normalized}
     description = None if "comment" in normalized else metadata.description
     new = replace(metadata, configuration=configuration, description=description)
-    return _commit(spark, snapshot, new, Operation.unset_table_properties(normalized, if_exists))
+    return commit_metadata(spark, snapshot, new, Operation.unset_table_properties(normalized, if_exists))
 
 
 # ---- constraints -------------------------------------------------------------------------------
@@ -370,7 +370,7 @@ def add_constraint(spark: Any, path: str, name: str, expr: str, *, display: str 
         raise DeltaAnalysisError(f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {violations} rows in "
                                  f"{_display(path, display)} violate the new CHECK constraint ({expr})")
     new = replace(metadata, configuration={**metadata.configuration, key: expr})
-    return _commit(spark, snapshot, new, Operation("ADD CONSTRAINT", {"name": name, "expr": expr}), read_all=True)
+    return commit_metadata(spark, snapshot, new, Operation("ADD CONSTRAINT", {"name": name, "expr": expr}), read_all=True)
 
 
 def _check_constraint_expression(table: Any, name: str, expr: str) -> None:
@@ -413,7 +413,7 @@ def drop_constraint(spark: Any, path: str, name: str, if_exists: bool = False, *
     params: dict[str, object] = {"name": name, "expr": old, "existed": "true"} if old is not None else \
         {"name": name, "existed": "false"}
     new = replace(metadata, configuration={k: v for k, v in metadata.configuration.items() if k != key})
-    return _commit(spark, snapshot, new, Operation("DROP CONSTRAINT", params))
+    return commit_metadata(spark, snapshot, new, Operation("DROP CONSTRAINT", params))
 
 
 # ---- columns -------------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def add_columns(spark: Any, path: str, columns: Sequence[NewColumn], *, display:
     if mode != "none":
         schema, configuration = assign_column_mapping(schema, configuration)  # type: ignore[arg-type]
     new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)  # type: ignore[union-attr]
-    return _commit(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
+    return commit_metadata(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
 
 
 def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
@@ -505,7 +505,7 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
     if not_null_checks:
         _check_no_nulls(spark, snapshot, not_null_checks, _display(path, display))
     new_md = replace(metadata, schema_string=schema.to_json())  # type: ignore[union-attr]
-    return _commit(spark, snapshot, new_md, _change_operation(logged), read_all=bool(not_null_checks))
+    return commit_metadata(spark, snapshot, new_md, change_operation(logged), read_all=bool(not_null_checks))
 
 
 def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str], widening: bool) -> StructField:
@@ -584,7 +584,7 @@ def _check_no_nulls(spark: Any, snapshot: Snapshot, columns: list[list[str]], di
                                      f"NOT NULL constraint on {_attribute_name(full)}")
 
 
-def _change_operation(logged: list[tuple[list[str], StructField, Position | None]]) -> Operation:
+def change_operation(logged: list[tuple[list[str], StructField, Position | None]]) -> Operation:
     """CHANGE COLUMN for one spec, CHANGE COLUMNS for several (delta-spark's operation parameters)."""
     if len(logged) == 1:
         parent, field, position = logged[0]
@@ -759,7 +759,7 @@ def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
     return read_snapshot(spark, snapshot)
 
 
-def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
+def commit_metadata(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
             read_all: bool = False) -> int:
     """One metadata-only commit; the protocol follows what the new metadata needs."""
     from pydelta.spark.write import engine_info, isolation_level

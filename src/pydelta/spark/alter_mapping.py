@@ -22,7 +22,7 @@ from pydelta.spark.alter import (
     CONSTRAINT_PREFIX,
     _attribute_name,
     _case_sensitive,
-    _commit,
+    commit_metadata,
     _find,
     _json,
     _replace_at,
@@ -116,7 +116,7 @@ def rename_column(spark: Any, path: str, column: Sequence[str], new_name: str, *
                   configuration=configuration)
     operation = Operation("RENAME COLUMN", {"oldColumnPath": _attribute_name(full),
                                             "newColumnPath": _attribute_name([*parent, new_name])})
-    return _commit(spark, snapshot, new, operation)
+    return commit_metadata(spark, snapshot, new, operation)
 
 
 def drop_columns(spark: Any, path: str, columns: Sequence[Sequence[str]], if_exists: bool = False, *,
@@ -159,7 +159,7 @@ def drop_columns(spark: Any, path: str, columns: Sequence[Sequence[str]], if_exi
         return None
     new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)
     operation = Operation("DROP COLUMNS", {"columns": _json([_attribute_name(c) for c in dropped])})
-    return _commit(spark, snapshot, new, operation)
+    return commit_metadata(spark, snapshot, new, operation)
 
 
 __all__ = ["rename_column", "drop_columns"]

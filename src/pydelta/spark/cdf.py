@@ -5,7 +5,8 @@ here Spark's native Parquet scan reads them (through `read.build_dataframe`, so
 column mapping, partition values and deletion vectors are handled as in plain reads)
 and each row gets `_change_type`, `_commit_version` and `_commit_timestamp` from a
 small broadcast map keyed by file. Output columns: the table's (schema of the snapshot
-read, as delta-spark's default "legacy" schema mode), then the three CDF columns.
+read; on column-mapped tables the end version's, refusing a range with a rename or drop, as
+delta-spark's defaults), then the three CDF columns.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from pydelta.log.changes import (
     plan_changes,
     resolve_range,
 )
-from pydelta.log.snapshot import Snapshot
-from pydelta.protocol.schema import STRING, StructField, StructType, quote_identifier
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
 from pydelta.spark.read import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
 
 _VERSION = "__pydelta_cdf_version"
@@ -50,7 +51,17 @@ def read_change_feed(spark: Any, snapshot: Snapshot, options: dict[str, Any]) ->
         == "true"
     )
     change_range = resolve_range(snapshot, options, allow_out_of_range=allow_out_of_range)
-    return changes_dataframe(spark, snapshot, plan_changes(snapshot, change_range))
+    read_snapshot = snapshot
+    if column_mapping_mode(snapshot.configuration) != "none" and change_range.start <= change_range.end < snapshot.version:
+        # delta-spark's default for column-mapped tables: the schema of the end version.
+        read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end)
+    check = None if _unsafe_schema_reads(spark) else (read_snapshot.metadata, read_snapshot.version)
+    return changes_dataframe(spark, read_snapshot, plan_changes(snapshot, change_range, check))
+
+
+def _unsafe_schema_reads(spark: Any) -> bool:
+    key = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
+    return str(spark.conf.get(key, "false")).lower() == "true"
 
 
 def changes_dataframe(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:

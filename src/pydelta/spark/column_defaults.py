@@ -36,7 +36,7 @@ def default_value(field: Any) -> Any | None:
     return None if sql is None else F.expr(sql).cast(field.dataType)
 
 
-def _is_default_keyword(expr: Any) -> bool:
+def is_default_keyword(expr: Any) -> bool:
     return jplan.kind(expr) == "UnresolvedAttribute" and str(expr.name()).lower() == "default"
 
 
@@ -46,7 +46,7 @@ def values_with_defaults(spark: Any, node: Any, columns: Sequence[str], field_of
     if jplan.kind(node) != "UnresolvedInlineTable":
         return None
     rows = [list(jplan.seq(r)) for r in jplan.seq(node.rows())]
-    if not any(_is_default_keyword(e) for r in rows for e in r):
+    if not any(is_default_keyword(e) for r in rows for e in r):
         return None
     texts = []
     for row in rows:
@@ -55,7 +55,7 @@ def values_with_defaults(spark: Any, node: Any, columns: Sequence[str], field_of
                                      f"target {len(columns)} ({', '.join(columns)})")
         cells = []
         for name, expr in zip(columns, row):
-            if _is_default_keyword(expr):
+            if is_default_keyword(expr):
                 field = field_of(name)
                 sql = (field.metadata or {}).get(CURRENT_DEFAULT_KEY, "NULL")
                 cells.append(f"CAST(({sql}) AS {field.dataType.simpleString()})")

@@ -116,6 +116,30 @@ def _prune(df: Any) -> Any:
     return DataFrame(jds, spark)
 
 
+def restrict(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+    """`df` with the scans of `snapshot` in its plan reading only `files` (same output attributes).
+
+    An empty `files` still reads its first file: the filter that pruned the rest drops its
+    rows, and the scan keeps the `_metadata` column the plan above may use.
+    """
+    spark = df.sparkSession
+    analyzed = df._jdf.queryExecution().analyzed()
+    if files.num_rows == 0:
+        files = snapshot.files().slice(0, 1)
+    replacements = {}
+    for leaf in _relation_leaves(analyzed):
+        scan = _registered(spark, leaf)
+        if scan is not None and scan.snapshot is snapshot:
+            replacements[_first_attribute_id(leaf)] = _scan_over(spark, leaf, scan, files)
+    if not replacements:
+        return df
+    plan, _ = _replace(analyzed, replacements)
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    jds = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    return DataFrame(jds, spark)
+
+
 def _registered(spark: Any, leaf: Any) -> _Scan | None:
     """The registered scan `leaf` reads, if any (an identity-hash hit is confirmed by the root paths)."""
     relation = leaf.relation()

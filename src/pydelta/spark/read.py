@@ -26,6 +26,7 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 from pydelta.spark import plan_pruning
+from pydelta.spark.hidden_metadata import hide_last_column, metadata_struct
 from pydelta.spark.predicates import filter_condition, translate
 
 FILE_COL = "__pydelta_file_path"
@@ -68,7 +69,7 @@ def _read_parquet(spark: Any, read_schema: Any, paths: list[str], base_path: str
 
 def build_dataframe(
     spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
-    row_ids: bool = False,
+    row_ids: bool = False, row_tracking_metadata: bool = False,
 ) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 
@@ -79,10 +80,18 @@ def build_dataframe(
     `row_ids` (a table with row tracking): each row also carries its stable row ID and row
     commit version (ROW_ID_COL, ROW_VERSION_COL): the materialized columns where a file has
     them, else the file's baseRowId + row index and defaultRowCommitVersion.
+    `row_tracking_metadata` (user reads): on tables with row tracking enabled, the hidden
+    `_metadata` column also holds `row_id`, `base_row_id`, `row_commit_version` and
+    `default_row_commit_version`, as delta-spark's.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
+    hidden_metadata = (
+        row_tracking_metadata and not (with_file or row_ids or extra_fields) and files.num_rows > 0
+        and _tracks_rows(snapshot)
+    )
+    row_ids = row_ids or hidden_metadata
     schema = snapshot.schema
     if extra_fields:
         schema = StructType(tuple(schema.fields) + tuple(extra_fields))
@@ -151,9 +160,23 @@ def build_dataframe(
             columns.append(col.alias(field.name))
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
+    if hidden_metadata:
+        columns.append(metadata_struct({
+            "row_id": F.col(ROW_ID_COL), "base_row_id": F.col(_BASE_ROW_ID),
+            "row_commit_version": F.col(ROW_VERSION_COL), "default_row_commit_version": F.col(_DEFAULT_VERSION),
+        }))
+        return hide_last_column(df.select(*columns))
     if row_ids:
         columns += [F.col(ROW_ID_COL), F.col(ROW_VERSION_COL)]
     return df.select(*columns)
+
+
+def _tracks_rows(snapshot: Snapshot) -> bool:
+    """Row tracking enabled (delta-spark's rule for exposing `_metadata.row_id`)."""
+    from pydelta.txn.protocol_upgrade import all_features
+    from pydelta.txn.row_tracking import enabled
+
+    return "rowTracking" in all_features(snapshot.protocol) and enabled(snapshot.metadata)
 
 
 _BASE_ROW_ID = "__pydelta_base_row_id"
@@ -302,25 +325,21 @@ def _dataframe_class() -> type:
 
         _pydelta_snapshot: Snapshot
         _pydelta_files: pa.Table
-        _pydelta_conditions: tuple
 
         def filter(self, condition: Any) -> Any:  # noqa: A003
             from pyspark.sql import Column
 
+            out = super().filter(condition)
             jcond = condition if isinstance(condition, str) else condition._jc if isinstance(condition, Column) else None
             if jcond is None:
-                return super().filter(condition)
+                return out
             snapshot, files = self._pydelta_snapshot, self._pydelta_files
             predicate = translate(filter_condition(self._jdf, jcond))
             pruned = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
-            conditions = self._pydelta_conditions + (condition,)
-            if pruned.num_rows == files.num_rows:
-                out = super().filter(condition)
-                return wrap(out, snapshot, files, conditions)
-            base = build_dataframe(self.sparkSession, snapshot, pruned)
-            for c in conditions:
-                base = base.filter(c)
-            return wrap(base, snapshot, pruned, conditions)
+            if pruned.num_rows < files.num_rows:
+                # Same plan and attributes (so `df.col` references stay valid), fewer files.
+                out = plan_pruning.restrict(out, snapshot, pruned)
+            return wrap(out, snapshot, pruned)
 
         def toArrow(self) -> pa.Table:  # noqa: N802 (PySpark's name)
             return to_arrow(self)
@@ -352,14 +371,13 @@ def to_arrow(df: Any) -> pa.Table:
 _CLASS: type | None = None
 
 
-def wrap(df: Any, snapshot: Snapshot, files: pa.Table, conditions: tuple = ()) -> Any:
+def wrap(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     global _CLASS
     if _CLASS is None:
         _CLASS = _dataframe_class()
     out = _CLASS(df._jdf, df.sparkSession)
     out._pydelta_snapshot = snapshot
     out._pydelta_files = files
-    out._pydelta_conditions = conditions
     return out
 
 
@@ -367,4 +385,4 @@ def read_snapshot(spark: Any, snapshot: Snapshot) -> Any:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
     snapshot.protocol.check_readable()
     files = snapshot.files()
-    return wrap(build_dataframe(spark, snapshot, files), snapshot, files)
+    return wrap(build_dataframe(spark, snapshot, files, row_tracking_metadata=True), snapshot, files)

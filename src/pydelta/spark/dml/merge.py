@@ -35,6 +35,8 @@ violations, conflicts) leaves the table unchanged.
 
 from __future__ import annotations
 
+import re
+
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
@@ -250,11 +252,12 @@ def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause],
     """
     from pyspark.sql.types import StructType as SparkStructType
 
-    if widen and any(c.star for c in clauses if c.action != "delete" and c.kind != "notMatchedBySource"):
+    if widen:
         source_types = {f.name.lower(): f for f in parse_schema(source.schema.json()).fields}
+        assigned = _assigned_from_source(clauses, alias, schema, source_types)
         fields = []
         for f in schema.fields:
-            sf = source_types.get(f.name.lower())
+            sf = assigned.get(f.name.lower())
             if sf is not None and sf.type != f.type and type_widening.allowed_by_schema_evolution(f.type, sf.type):
                 f = type_widening.record_evolution(f, sf.type)
             fields.append(f)
@@ -285,6 +288,58 @@ def _evolved_schema(schema: StructType, source: Any, clauses: list[MergeClause],
         return schema
     added = as_nullable(parse_schema(SparkStructType(wanted).json()))
     return StructType(tuple(schema.fields) + tuple(added.fields))
+
+
+def _assigned_from_source(clauses: list[MergeClause], alias: str | None, schema: StructType,
+                          source_fields: dict[str, Any]) -> dict[str, Any]:
+    """target column (lower case) -> the source field an UPDATE/INSERT assigns to it as is.
+
+    `*` assigns every same-named source column; an explicit `t.c = s.x` counts when its
+    value names a source column directly (delta-spark widens both kinds).
+    """
+    targets = {f.name.lower() for f in schema.fields}
+    out: dict[str, Any] = {}
+    for c in clauses:
+        if c.action == "delete" or c.kind == "notMatchedBySource":
+            continue
+        if c.star:
+            out.update({k: v for k, v in source_fields.items() if k in targets})
+            continue
+        for key, value in (c.assignments or {}).items():
+            value_parts = _column_reference(value)
+            if value_parts is None:
+                continue
+            key_parts = split_name(key)
+            if len(key_parts) > 1 and alias and key_parts[0].lower() == alias.lower():
+                key_parts = key_parts[1:]
+            if len(value_parts) == 2 and alias and value_parts[0].lower() == alias.lower():
+                continue  # a target column
+            if len(key_parts) == 1 and key_parts[0].lower() in targets and len(value_parts) in (1, 2):
+                field = source_fields.get(value_parts[-1].lower())
+                if field is not None:
+                    out[key_parts[0].lower()] = field
+    return out
+
+
+def _column_reference(value: Any) -> list[str] | None:
+    """The name parts of a value that is a bare column reference (`s.x`, `x`), else None."""
+    from pydelta.spark.sql import jplan
+
+    jc = getattr(value, "_jc", None)
+    if jc is None:
+        return None
+    try:
+        node = jc.node()  # Spark 4: the Column's ColumnNode
+    except Exception:  # noqa: BLE001 - no such node API: not a reference we can see
+        return None
+    kind = jplan.kind(node)
+    if kind == "UnresolvedAttribute":
+        return [str(p) for p in jplan.seq(node.nameParts())]
+    if kind == "SqlExpression":  # F.expr / a string value: a reference only if it is just a (dotted) name
+        text = str(node.expression()).strip()
+        if re.fullmatch(r"(`[^`]+`|[A-Za-z_]\w*)(\.(`[^`]+`|[A-Za-z_]\w*))?", text):
+            return split_name(text)
+    return None
 
 
 def _check_side(analysis_df: Any, join: Any, r: "_Resolved") -> None:
@@ -423,6 +478,20 @@ def _check_identity_columns(schema: StructType, clauses: list[MergeClause], sour
                                          f"for GENERATED ALWAYS AS IDENTITY column {spec.name} is not supported.")
 
 
+def _with_column_defaults(schema: StructType, values: dict[str, Any]) -> dict[str, Any]:
+    """An INSERT clause's values plus each unassigned column's DEFAULT (delta-spark fills them so)."""
+    from pyspark.sql import functions as F
+
+    from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY
+
+    out = dict(values)
+    for f in schema.fields:
+        sql = f.metadata.get(CURRENT_DEFAULT_KEY)
+        if f.name not in out and sql is not None:
+            out[f.name] = F.expr(str(sql))
+    return out
+
+
 def _identity_inserts(schema: StructType, resolved: list["_Resolved"]) -> dict[str, list[int]]:
     """Identity column -> codes of the INSERT clauses that leave it to be generated."""
     from pydelta.protocol.identity import identity_columns
@@ -559,6 +628,8 @@ def prepare_merge(
         if clause.action != "delete":
             raw = star_values(clause) if clause.star else dict(clause.assignments or {})
             values = resolve_assignments(out_schema, raw, alias, current, clause=clause.clause_name)
+            if clause.action == "insert" and not clause.star:
+                values = _with_column_defaults(out_schema, values)
             values = typed_values(analysis_df, out_schema, values, f"{clause.clause_name}")
         resolved.append(_Resolved(clause, code, cond, values))
         if join is not None and clause.kind != "matched":

@@ -84,12 +84,9 @@ def _update(spark: Any, text: str, plan: Any) -> Any:
         return NOT_DELTA
     from pydelta.spark.dml.update import column_mapping, prepare_update
 
-    assignments = {a.key().sql(): a.value().sql() for a in jplan.seq(plan.assignments())}
-    if alias:  # the keys name the target's columns; drop the target's qualifier
-        assignments = {(k[len(alias) + 1:] if k.lower().startswith(alias.lower() + ".") else k): v
-                       for k, v in assignments.items()}
-    condition = jplan.option(plan.condition())
     table = _delta_table(spark, target, alias)
+    assignments = _assignments(plan, alias, _column_defaults(table))
+    condition = jplan.option(plan.condition())
     prepared = prepare_update(spark, table.snapshot(), condition.sql() if condition is not None else None,
                               column_mapping(assignments, "SET"), alias=alias)
     prepared.commit()
@@ -102,47 +99,64 @@ def _merge(spark: Any, text: str, plan: Any) -> Any:
         return NOT_DELTA
     source = _dataframe_of(spark, text, plan.sourceTable())
     table = _delta_table(spark, target, alias)
+    defaults = _column_defaults(table)
     builder = table.merge(source, plan.mergeCondition().sql())
     for action in jplan.seq(plan.matchedActions()):
-        builder = _merge_clause(builder, action, "matched", alias)
+        builder = _merge_clause(builder, action, "matched", alias, defaults)
     for action in jplan.seq(plan.notMatchedActions()):
-        builder = _merge_clause(builder, action, "notMatched", alias)
+        builder = _merge_clause(builder, action, "notMatched", alias, defaults)
     for action in jplan.seq(plan.notMatchedBySourceActions()):
-        builder = _merge_clause(builder, action, "notMatchedBySource", alias)
+        builder = _merge_clause(builder, action, "notMatchedBySource", alias, defaults)
     if plan.withSchemaEvolution():
         builder = builder.withSchemaEvolution()
     return builder.execute()
 
 
-def _assignments(action: Any, alias: str | None) -> dict[str, str]:
+def _column_defaults(table: Any) -> dict[str, str]:
+    """lower-case column name -> the SQL its DEFAULT keyword stands for (typed; NULL without a default)."""
+    from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY
+
+    out = {}
+    for field in table.toDF().schema.fields:
+        sql = (field.metadata or {}).get(CURRENT_DEFAULT_KEY, "NULL")
+        out[field.name.lower()] = f"CAST(({sql}) AS {field.dataType.simpleString()})"
+    return out
+
+
+def _assignments(action: Any, alias: str | None, defaults: dict[str, str]) -> dict[str, str]:
+    """SET / VALUES of a MERGE clause as {column: SQL}; the DEFAULT keyword becomes the column's default."""
+    from pydelta.spark.column_defaults import is_default_keyword
+
     out = {}
     for a in jplan.seq(action.assignments()):
         key = a.key().sql()
         if alias and key.lower().startswith(alias.lower() + "."):
             key = key[len(alias) + 1:]
-        out[key] = a.value().sql()
+        value = a.value()
+        bare = key.strip("`").lower()
+        out[key] = defaults.get(bare, "NULL") if is_default_keyword(value) else value.sql()
     return out
 
 
-def _merge_clause(builder: Any, action: Any, when: str, alias: str | None) -> Any:
+def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defaults: dict[str, str]) -> Any:
     kind = jplan.kind(action)
     cond = jplan.option(action.condition())
     condition = cond.sql() if cond is not None else None
     if when == "matched":
         if kind == "UpdateAction":
-            return builder.whenMatchedUpdate(condition, _assignments(action, alias))
+            return builder.whenMatchedUpdate(condition, _assignments(action, alias, defaults))
         if kind == "UpdateStarAction":
             return builder.whenMatchedUpdateAll(condition)
         if kind == "DeleteAction":
             return builder.whenMatchedDelete(condition)
     elif when == "notMatched":
         if kind == "InsertAction":
-            return builder.whenNotMatchedInsert(condition, _assignments(action, alias))
+            return builder.whenNotMatchedInsert(condition, _assignments(action, alias, defaults))
         if kind == "InsertStarAction":
             return builder.whenNotMatchedInsertAll(condition)
     else:
         if kind == "UpdateAction":
-            return builder.whenNotMatchedBySourceUpdate(condition, _assignments(action, alias))
+            return builder.whenNotMatchedBySourceUpdate(condition, _assignments(action, alias, defaults))
         if kind == "DeleteAction":
             return builder.whenNotMatchedBySourceDelete(condition)
     raise DeltaNotImplementedError(f"MERGE clause {kind} in WHEN {when.upper()} is not supported")

@@ -280,7 +280,7 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
             predicate = part if predicate is None else And(predicate, part)
         if predicate is not None:
             files = FileSkipper.for_metadata(files, snapshot.metadata).prune(predicate)
-    return wrap(build_dataframe(spark, snapshot, files), snapshot, files)
+    return wrap(build_dataframe(spark, snapshot, files, row_tracking_metadata=True), snapshot, files)
 
 
 def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[str, list[str]]:

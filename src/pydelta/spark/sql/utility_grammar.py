@@ -1,7 +1,8 @@
 """Parsing Delta's own SQL statements, which Spark's parser does not know.
 
 DESCRIBE HISTORY/DETAIL, RESTORE, VACUUM, OPTIMIZE, CONVERT TO DELTA, GENERATE,
-REORG and ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY]. `parse_utility` returns None for any other
+REORG, ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY], ALTER TABLE ... CLUSTER BY and
+ALTER TABLE ... ALTER COLUMN c SYNC IDENTITY. `parse_utility` returns None for any other
 statement, which then goes to Spark's parser.
 """
 
@@ -95,6 +96,14 @@ class DropFeature:
     table: TableRef
     feature: str
     truncate_history: bool = False
+
+
+@dataclass(frozen=True)
+class SyncIdentity:
+    """ALTER TABLE t ALTER|CHANGE [COLUMN] c SYNC IDENTITY."""
+
+    table: TableRef
+    column: str
 
 
 @dataclass(frozen=True)
@@ -235,6 +244,15 @@ def parse_utility(text: str) -> object | None:
             ts.expect_punct(")")
             _end(ts)
             return ClusterBy(table, tuple(columns))
+        if ts.accept("ALTER") or ts.accept("CHANGE"):
+            ts.accept("COLUMN")
+            nxt = ts.peek()
+            if nxt is None or nxt.kind not in ("word", "quoted"):
+                return None  # Spark's parser reports it
+            column = ts.identifier()
+            if ts.accept("SYNC", "IDENTITY"):
+                _end(ts)
+                return SyncIdentity(table, column)
         return None
     return None
 
