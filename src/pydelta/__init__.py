@@ -15,15 +15,16 @@ __version__ = "0.1.0"
 
 
 def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,
-                  storage_options: dict[str, str] | None = None):
+                  storage_options: dict[str, str] | None = None, storage: Any = None):
     """Load the table state at `path` (latest, or at `version` / `timestamp`) without Spark.
 
     `path` may be an object-store URI (`s3://bucket/table`, `gs://`, `abfss://`...);
     `storage_options` then carries its credentials/endpoint (else the environment's).
+    `storage`: an explicit `pydelta.log.storage.Storage` to read through.
     """
     from pydelta.log.snapshot import load_snapshot as _load
 
-    return _load(path, version=version, timestamp=timestamp, storage_options=storage_options)
+    return _load(path, version=version, timestamp=timestamp, storage_options=storage_options, storage=storage)
 
 
 def enable(spark: Any) -> Any:

@@ -230,23 +230,24 @@ def _owner_version(storage: Storage, root: str, version: int) -> Snapshot | None
 
 def load_snapshot(
     path: str, version: int | None = None, timestamp: object | None = None, check_protocol: bool = True,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, str] | None = None, storage: Storage | None = None,
 ) -> Snapshot:
     """Load the table at `path`: latest, or at `version`, or as of `timestamp`.
 
     `storage_options`: object-store settings for `s3://`, `gs://`, `abfss://`... paths
     (see `storage_for`); the snapshot's storage keeps them for later commits.
+    `storage`: read through this storage instead of the one the path's scheme selects.
     """
     if version is not None and timestamp is not None:
         raise DeltaIllegalArgumentError("give either version or timestamp, not both")
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
         raise DeltaIllegalArgumentError(f"invalid version {version!r}")
     root = _normalize_root(path)
-    storage = storage_for(path, storage_options)
+    storage = storage or storage_for(path, storage_options)
     if not storage.is_directory(os.path.join(root, "_delta_log")):
         raise DeltaTableNotFoundError(f"{path} is not a Delta table (no _delta_log directory)")
     if timestamp is not None:
-        latest = load_snapshot(root, check_protocol=check_protocol, storage_options=storage_options)
+        latest = load_snapshot(root, check_protocol=check_protocol, storage_options=storage_options, storage=storage)
         stamps = commit_timestamps(
             storage, root, ict_enablement_version(latest.metadata), extra_commits=dict(latest.unbackfilled_commits)
         )

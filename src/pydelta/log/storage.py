@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Protocol
+from typing import Callable, Iterator, Mapping, Protocol
 from urllib.parse import unquote, urlparse
 
 from pydelta.errors import DeltaError
@@ -57,9 +57,20 @@ class Storage(Protocol):
 OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "azure", "memory"})
 
 
+# Storages registered by scheme from outside the log core (the Spark layer registers the
+# Hadoop FileSystem of the running session for `hdfs://` and the like): scheme -> factory.
+_SCHEME_FACTORIES: dict[str, Callable[[str, Mapping[str, str] | None], "Storage"]] = {}
+
+
+def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | None], "Storage"]) -> None:
+    """Serve `scheme://` paths with `factory(path, options)` (replacing an earlier registration)."""
+    _SCHEME_FACTORIES[scheme.lower()] = factory
+
+
 def is_remote_uri(path: str) -> bool:
-    """An object-store URI (`s3://bucket/key`, ...), as opposed to a local path or `file:` URI."""
-    return urlparse(path).scheme.lower() in OBJECT_STORE_SCHEMES
+    """A URI of a remote store (`s3://bucket/key`, `hdfs://nn/path`, ...), not a local path or `file:` URI."""
+    scheme = urlparse(path).scheme.lower()
+    return scheme in OBJECT_STORE_SCHEMES or scheme in _SCHEME_FACTORIES
 
 
 def to_local_path(path_or_uri: str) -> str:
@@ -148,6 +159,8 @@ def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
     environment variables (AWS_*, GOOGLE_*, AZURE_*) are used.
     """
     scheme = urlparse(path).scheme.lower()
+    if scheme in _SCHEME_FACTORIES:
+        return _SCHEME_FACTORIES[scheme](path, options)
     if scheme in OBJECT_STORE_SCHEMES:
         from pydelta.log.object_store import object_store_storage
 
@@ -156,6 +169,7 @@ def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
         from pydelta.errors import DeltaIllegalArgumentError
 
         raise DeltaIllegalArgumentError(
-            f"storage scheme '{scheme}' is not supported (local paths, file:, and "
-            f"{', '.join(sorted(OBJECT_STORE_SCHEMES - {'memory'}))})")
+            f"storage scheme '{scheme}' is not supported (local paths, file:, "
+            f"{', '.join(sorted(OBJECT_STORE_SCHEMES - {'memory'}))}; hdfs: and other Hadoop file systems "
+            "once a Spark session is enabled for pydelta)")
     return LocalStorage()

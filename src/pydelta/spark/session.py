@@ -63,9 +63,10 @@ def enable(spark: Any) -> Any:
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
-    from pydelta.spark import datasource
+    from pydelta.spark import datasource, hadoop_storage
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
+    hadoop_storage.install(spark)  # hdfs:// and other Hadoop-only schemes through the session
     return spark
 
 

@@ -1,0 +1,133 @@
+"""The running Spark session's Hadoop FileSystem behind the `Storage` protocol.
+
+For schemes only the cluster can reach (`hdfs://`, `viewfs://`, ...): the log core cannot
+open them itself, so `install(spark)` registers this storage for them and every log
+operation (listing, reading commits, checkpoints, atomic commit creation) goes through
+the JVM's `FileSystem` with the session's Hadoop configuration. A commit is written to a
+temporary file and then renamed with `FileContext.rename(..., NONE)`, which fails when
+the target exists: on HDFS that rename is atomic (delta-spark's HDFSLogStore does the
+same), so two writers of one version cannot both win and readers never see half a commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterator, Mapping
+
+from pydelta.log.storage import FileAlreadyExistsError, FileInfo, register_scheme
+
+# Hadoop file systems whose paths pydelta sends to the session's FileSystem.
+HADOOP_SCHEMES = ("hdfs", "viewfs", "webhdfs", "swebhdfs", "ofs", "o3fs")
+
+
+class HadoopFileSystemStorage:
+    """`Storage` over `org.apache.hadoop.fs.FileSystem` of one Spark session."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark._jvm
+        self._gateway = spark.sparkContext._gateway
+        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _path(self, path: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def _fs(self, jpath: Any) -> Any:
+        return jpath.getFileSystem(self._conf)
+
+    @staticmethod
+    def _is(error: Exception, java_class: str) -> bool:
+        java = getattr(error, "java_exception", None)
+        return java is not None and java_class in str(java.getClass().getName())
+
+    def _rename(self, source: Any, target: Any, overwrite: bool) -> None:
+        rename = self._jvm.org.apache.hadoop.fs.Options.Rename
+        options = self._gateway.new_array(rename, 1)
+        options[0] = rename.OVERWRITE if overwrite else rename.NONE
+        context = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(target.toUri(), self._conf)
+        context.rename(source, target, options)
+
+    def _write(self, jpath: Any, data: bytes) -> None:
+        out = self._fs(jpath).create(jpath, False)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+
+    def _temp_beside(self, jpath: Any) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(jpath.getParent(), f".{jpath.getName()}.{uuid.uuid4().hex}.tmp")
+
+    # ---- Storage -------------------------------------------------------------------------
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        jpath = self._path(path)
+        directory, start = jpath.getParent(), jpath.getName()
+        try:
+            statuses = self._fs(directory).listStatus(directory)
+        except Exception as e:  # noqa: BLE001 - py4j wraps the Java exception
+            if self._is(e, "FileNotFoundException"):
+                return iter(())
+            raise
+        out = []
+        for status in statuses:
+            name = status.getPath().getName()
+            if name >= start and not status.isDirectory():
+                out.append(FileInfo(str(status.getPath().toString()), int(status.getLen()),
+                                    int(status.getModificationTime())))
+        out.sort(key=lambda f: f.name)
+        return iter(out)
+
+    def read(self, path: str) -> bytes:
+        jpath = self._path(path)
+        try:
+            stream = self._fs(jpath).open(jpath)
+        except Exception as e:  # noqa: BLE001 - py4j wraps the Java exception
+            if self._is(e, "FileNotFoundException"):
+                raise FileNotFoundError(path) from None
+            raise
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        target = self._path(path)
+        temp = self._temp_beside(target)
+        self._write(temp, data)
+        try:
+            self._rename(temp, target, overwrite=False)
+        except Exception as e:  # noqa: BLE001
+            self._fs(temp).delete(temp, False)
+            if self._is(e, "FileAlreadyExistsException"):
+                raise FileAlreadyExistsError(f"{path} already exists") from None
+            raise
+
+    def put(self, path: str, data: bytes) -> None:
+        target = self._path(path)
+        temp = self._temp_beside(target)
+        self._write(temp, data)
+        self._rename(temp, target, overwrite=True)
+
+    def delete(self, path: str) -> None:
+        jpath = self._path(path)
+        self._fs(jpath).delete(jpath, False)
+
+    def exists(self, path: str) -> bool:
+        jpath = self._path(path)
+        return bool(self._fs(jpath).exists(jpath))
+
+    def is_directory(self, path: str) -> bool:
+        jpath = self._path(path)
+        fs = self._fs(jpath)
+        return bool(fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory())
+
+
+def install(spark: Any, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
+    """Serve `schemes` through this session's Hadoop FileSystem (options are Hadoop confs, unused)."""
+
+    def factory(path: str, options: Mapping[str, str] | None) -> HadoopFileSystemStorage:
+        return HadoopFileSystemStorage(spark)
+
+    for scheme in schemes:
+        register_scheme(scheme, factory)
