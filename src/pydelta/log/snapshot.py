@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -170,7 +170,7 @@ class Snapshot:
             return self.with_owner_commits()
         if versions != list(range(self.version + 1, versions[-1] + 1)):
             newer = build_segment(self.storage, self.table_root)
-            fresh = Snapshot(self.table_root, self.storage, newer, replay_segment(self.storage, self.table_root, newer))
+            fresh = Snapshot(self.table_root, self.storage, newer, _replay(self.storage, self.table_root, newer))
             return fresh.with_owner_commits()
         return self.applying([(v, listing.commits[v]) for v in versions]).with_owner_commits()
 
@@ -228,6 +228,24 @@ def _owner_version(storage: Storage, root: str, version: int) -> Snapshot | None
     return snapshot if snapshot.version == version else None
 
 
+# A replayer for very large logs (the Spark layer installs one that runs a Spark job); it
+# returns None for logs it leaves to the driver. The log core never imports it.
+_large_log_replayer: Callable[[Storage, str, LogSegment], TableState | None] | None = None
+
+
+def set_large_log_replayer(replayer: Callable[[Storage, str, LogSegment], TableState | None] | None) -> None:
+    global _large_log_replayer
+    _large_log_replayer = replayer
+
+
+def _replay(storage: Storage, root: str, segment: LogSegment) -> TableState:
+    if _large_log_replayer is not None:
+        state = _large_log_replayer(storage, root, segment)
+        if state is not None:
+            return state
+    return replay_segment(storage, root, segment)
+
+
 def load_snapshot(
     path: str, version: int | None = None, timestamp: object | None = None, check_protocol: bool = True,
     storage_options: Mapping[str, str] | None = None, storage: Storage | None = None,
@@ -263,7 +281,7 @@ def load_snapshot(
         if snapshot is None:
             raise
     else:
-        snapshot = Snapshot(root, storage, segment, replay_segment(storage, root, segment))
+        snapshot = Snapshot(root, storage, segment, _replay(storage, root, segment))
         if version is None:
             snapshot = snapshot.with_owner_commits()
     if check_protocol:

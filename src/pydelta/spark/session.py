@@ -63,10 +63,11 @@ def enable(spark: Any) -> Any:
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
-    from pydelta.spark import datasource, hadoop_storage
+    from pydelta.spark import datasource, hadoop_storage, log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
     hadoop_storage.install(spark)  # hdfs:// and other Hadoop-only schemes through the session
+    log_replay.install(spark)  # very large logs replay as a Spark job
     return spark
 
 

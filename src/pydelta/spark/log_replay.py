@@ -1,0 +1,156 @@
+"""Log replay as a Spark job, for logs too large for one driver.
+
+delta-spark reconstructs a snapshot's state with Spark: the checkpoint's Parquet and the
+commits' JSON are read as one DataFrame of actions, and the newest action per file key
+(path, deletion vector) decides whether the file is live. This module does the same for
+the file actions; the small actions (protocol, metadata, txn, domain metadata, commit
+info) are collected to the driver and replayed by the log core's own rules, so both
+paths give the same `TableState`.
+
+`install(spark)` makes `load_snapshot` use it for logs larger than
+`spark.pydelta.logReplay.sparkMinBytes` (checkpoint plus commit bytes; default 4 GiB,
+about 10M files: on small machines the driver's vectorized replay is faster, see
+benchmarks/bench_spark_replay.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
+from pydelta.log.commits import parse_actions
+from pydelta.log.replay import TableState, apply_commits
+from pydelta.log.segment import LogSegment
+from pydelta.log.storage import Storage
+
+MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
+DEFAULT_MIN_BYTES = 4 << 30
+
+_DV = ("STRUCT<storageType: STRING, pathOrInlineDv: STRING, offset: INT, sizeInBytes: INT, cardinality: BIGINT, "
+       "maxRowIndex: BIGINT>")
+_ADD = (f"STRUCT<path: STRING, partitionValues: MAP<STRING, STRING>, size: BIGINT, modificationTime: BIGINT, "
+        f"dataChange: BOOLEAN, stats: STRING, tags: MAP<STRING, STRING>, deletionVector: {_DV}, baseRowId: BIGINT, "
+        f"defaultRowCommitVersion: BIGINT, clusteringProvider: STRING>")
+_REMOVE = (f"STRUCT<path: STRING, deletionTimestamp: BIGINT, dataChange: BOOLEAN, extendedFileMetadata: BOOLEAN, "
+           f"partitionValues: MAP<STRING, STRING>, size: BIGINT, stats: STRING, tags: MAP<STRING, STRING>, "
+           f"deletionVector: {_DV}, baseRowId: BIGINT, defaultRowCommitVersion: BIGINT>")
+# The small actions are kept as raw JSON text (only their presence matters to Spark).
+_SMALL = ("protocol", "metaData", "txn", "domainMetadata", "commitInfo")
+
+
+def _commit_schema() -> str:
+    small = ", ".join(f"`{name}` STRING" for name in _SMALL)
+    return f"add {_ADD}, remove {_REMOVE}, {small}"
+
+
+def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segment: LogSegment) -> TableState:
+    """The state at `segment.version`, with file actions reconciled by a Spark job."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frames = []
+    if segment.checkpoint is not None:
+        if segment.checkpoint.kind == "v2":
+            raise NotImplementedError("log replay on Spark reads classic and multi-part checkpoints only; "
+                                      "V2 checkpoints (sidecars) replay on the driver")
+        paths = [f.path for f in segment.checkpoint.files]
+        checkpoint = spark.read.schema(_checkpoint_schema()).parquet(*paths)
+        small = [F.to_json(F.col(n)).alias(n) if n != "commitInfo" else F.lit(None).cast("string").alias(n)
+                 for n in _SMALL]
+        frames.append(checkpoint.select(F.lit(segment.checkpoint.version).cast("long").alias("version"),
+                                        "add", "remove", *small))
+    if segment.commits:
+        commits = spark.read.schema(_commit_schema()).json([info.path for _, info in segment.commits])
+        version = F.regexp_extract(F.input_file_name(), r"(\d{20})\.[^/]*json$", 1).cast("long")
+        frames.append(commits.select(version.alias("version"), "add", "remove", *_SMALL))
+    actions = frames[0]
+    for frame in frames[1:]:
+        actions = actions.unionByName(frame)
+    actions = actions.persist()
+    try:
+        small_commits = _small_commits(actions, table_root)
+        file_actions = actions.where("add IS NOT NULL OR remove IS NOT NULL").select(
+            "version", "add", "remove", _file_key(table_root).alias("key"))
+        newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
+        latest = file_actions.withColumn("rank", newest).where("rank = 1")
+        adds = _arrow_column(latest.where("add IS NOT NULL").select("add"), "add", ADD_TYPE)
+        removes = _arrow_column(latest.where("add IS NULL").select("remove"), "remove", REMOVE_TYPE)
+    finally:
+        actions.unpersist()
+    state = apply_commits(None, small_commits, table_root, segment.version)
+    state.adds, state.removes = adds, removes
+    state.plain_add_paths = state.plain_remove_paths = None
+    return state
+
+
+def _checkpoint_schema() -> str:
+    """Checkpoint rows: file actions as structs, small actions as the structs they are (read as JSON text)."""
+    protocol = "STRUCT<minReaderVersion: INT, minWriterVersion: INT, readerFeatures: ARRAY<STRING>, " \
+               "writerFeatures: ARRAY<STRING>>"
+    metadata = ("STRUCT<id: STRING, name: STRING, description: STRING, format: STRUCT<provider: STRING, options: "
+                "MAP<STRING, STRING>>, schemaString: STRING, partitionColumns: ARRAY<STRING>, configuration: "
+                "MAP<STRING, STRING>, createdTime: BIGINT>")
+    txn = "STRUCT<appId: STRING, version: BIGINT, lastUpdated: BIGINT>"
+    domain = "STRUCT<domain: STRING, configuration: STRING, removed: BOOLEAN>"
+    return (f"add {_ADD}, remove {_REMOVE}, protocol {protocol}, metaData {metadata}, txn {txn}, "
+            f"domainMetadata {domain}")
+
+
+def _file_key(table_root: str) -> Any:
+    """The reconciliation key: the decoded absolute path, then the deletion vector's unique id."""
+    from pyspark.sql import functions as F
+
+    path = F.coalesce(F.col("add.path"), F.col("remove.path"))
+    decoded = F.url_decode(F.replace(path, F.lit("+"), F.lit("%2B")))
+    absolute = F.when(path.rlike(r"^(/|[A-Za-z][A-Za-z0-9+.-]*:)"),
+                      F.regexp_replace(decoded, r"^file:(//)?", ""))
+    canonical = absolute.otherwise(F.concat(F.lit(table_root.rstrip("/") + "/"), decoded))
+    dv = F.coalesce(F.col("add.deletionVector"), F.col("remove.deletionVector"))
+    uid = F.when(dv.isNull(), F.lit("")).otherwise(F.concat(
+        dv.storageType, dv.pathOrInlineDv,
+        F.when(dv.offset.isNull(), F.lit("")).otherwise(F.concat(F.lit("@"), dv.offset.cast("string")))))
+    return F.concat(canonical, F.lit("\x00"), uid)
+
+
+def _small_commits(actions: Any, table_root: str) -> list:
+    """The non-file actions, per version, parsed by the log core (as the driver replay would)."""
+    from pyspark.sql import functions as F
+
+    present = " OR ".join(f"`{n}` IS NOT NULL" for n in _SMALL)
+    rows = actions.where(present).select("version", *[F.col(n) for n in _SMALL]).collect()
+    lines: dict[int, list[str]] = defaultdict(list)
+    for row in rows:
+        for name in _SMALL:
+            if row[name] is not None:
+                lines[row["version"]].append(f'{{"{name}": {row[name]}}}')
+    return [parse_actions("\n".join(lines[v]).encode(), v, f"version {v} (replayed on Spark)")
+            for v in sorted(lines)]
+
+
+def _arrow_column(df: Any, name: str, target: pa.DataType) -> pa.Array:
+    table = df.toArrow()
+    column = table.column(name)
+    if column.num_chunks == 0:
+        return pa.array([], type=target)
+    return conform(column.combine_chunks(), target)
+
+
+def install(spark: Any) -> None:
+    """Replay logs above `spark.pydelta.logReplay.sparkMinBytes` on this session."""
+    from pydelta.log import snapshot as snapshot_module
+
+    def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
+        limit = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)))
+        if _log_bytes(segment) < limit or (segment.checkpoint is not None and segment.checkpoint.kind == "v2"):
+            return None
+        return replay_segment_on_spark(spark, storage, table_root, segment)
+
+    snapshot_module.set_large_log_replayer(replayer)
+
+
+def _log_bytes(segment: LogSegment) -> int:
+    checkpoint = sum(f.size for f in segment.checkpoint.files) if segment.checkpoint is not None else 0
+    return checkpoint + sum(info.size for _, info in segment.commits)

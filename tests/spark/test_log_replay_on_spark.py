@@ -1,0 +1,90 @@
+"""Log replay as a Spark job (spark/log_replay.py) gives the driver replay's state exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pydelta
+from pydelta import DeltaTable
+from pydelta.log.segment import build_segment
+from pydelta.log.snapshot import Snapshot
+from pydelta.log.storage import LocalStorage
+from pydelta.spark.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
+from tests.golden_paths import DELTA_SPARK
+
+pytestmark = pytest.mark.spark
+
+
+def _sorted_files(table):
+    return sorted(table.to_pylist(), key=lambda row: json.dumps(row, sort_keys=True, default=str))
+
+
+def _same_state(spark, path: str) -> Snapshot:
+    storage = LocalStorage()
+    driver = pydelta.load_snapshot(path)
+    segment = build_segment(storage, driver.table_root)
+    state = replay_segment_on_spark(spark, storage, driver.table_root, segment)
+    on_spark = Snapshot(driver.table_root, storage, segment, state)
+    assert on_spark.version == driver.version
+    assert on_spark.protocol == driver.protocol and on_spark.metadata == driver.metadata
+    assert _sorted_files(on_spark.files()) == _sorted_files(driver.files())
+    assert _sorted_files(on_spark.tombstones()) == _sorted_files(driver.tombstones())
+    assert on_spark._state.txns == driver._state.txns and on_spark._state.domains == driver._state.domains
+    return on_spark
+
+
+def test_checkpoint_commits_removes_dvs_txns_and_domains(spark, tmp_path):
+    path = str(tmp_path / "t")
+    (spark.range(0, 300, numPartitions=3).selectExpr("id", "CAST(id % 3 AS INT) AS p").write.format("delta")
+     .partitionBy("p").option("delta.enableDeletionVectors", "true").option("delta.enableRowTracking", "true")
+     .save(path))
+    table = DeltaTable.forPath(spark, path)
+    table.delete("id % 10 = 0")  # deletion vectors: remove + add of the same path
+    spark.range(300, 310).selectExpr("id", "1 AS p").write.format("delta").mode("append") \
+        .option("txnAppId", "app").option("txnVersion", 7).save(path)
+    pydelta.load_snapshot(path)  # no checkpoint yet: commits only
+    _same_state(spark, path)
+    from pydelta.log.checkpoint_writer import write_checkpoint
+
+    write_checkpoint(pydelta.load_snapshot(path))
+    table.update("id = 5", {"id": "-5"})
+    table.optimize().executeCompaction()  # removes after the checkpoint
+    state = _same_state(spark, path)
+    assert state.num_files >= 1 and state._state.txns["app"].version == 7
+
+
+@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "log-replay-special-characters", "canonicalized-paths-special-a", "canonicalized-paths-special-b", "log-replay-special-characters-a", "multi-part-checkpoint", "delete-re-add-same-file-different-transactions", "basic-with-inserts-deletes-checkpoint"])
+def test_golden_tables(spark, name):
+    import os
+
+    path = os.path.join(DELTA_SPARK, name)
+    if os.path.isdir(os.path.join(path, "delta")):
+        path = os.path.join(path, "delta")
+    assert os.path.isdir(os.path.join(path, "_delta_log")), f"golden table {name} missing"
+    _same_state(spark, path)
+
+
+def test_load_snapshot_switches_to_spark_above_the_threshold(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.range(0, 20, numPartitions=4).write.format("delta").save(path)
+    import pydelta.spark.log_replay as log_replay
+
+    calls = []
+    original = log_replay.replay_segment_on_spark
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    log_replay.replay_segment_on_spark = counting
+    spark.conf.set(MIN_BYTES_CONF, "1")
+    try:
+        assert spark.read.format("delta").load(path).count() == 20
+        assert calls
+    finally:
+        spark.conf.unset(MIN_BYTES_CONF)
+        log_replay.replay_segment_on_spark = original
+    calls.clear()
+    assert pydelta.load_snapshot(path).num_files == 4 and not calls  # below the default: the driver replays
