@@ -444,6 +444,11 @@ class DeletionVectorDescriptor:
 
 def _read_stored_bitmap(path: str, offset: int, size: int) -> bytes:
     """Read and verify one DV record (size, bitmap, CRC-32) at ``offset`` of a DV file."""
+    if "://" in path and not path.startswith("file:"):
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError(f"reading deletion vector files of tables at remote URIs ({path}) is not "
+                                       "implemented yet: pydelta reads DV files from the local file system only")
     try:
         with open(path, "rb") as f:
             version = f.read(1)

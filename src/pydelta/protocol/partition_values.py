@@ -535,7 +535,12 @@ def to_uri_path(path: str) -> str:
 
 
 def file_uri(local_path: str) -> str:
-    """The `file:` URI of an absolute local path, as Spark reports it (`_metadata.file_path`)."""
+    """The URI Spark reports (`_metadata.file_path`) for an absolute local path (a `file:` URI)
+    or for a decoded remote URI (`hdfs://nn/t/a b.parquet` -> `hdfs://nn/t/a%20b.parquet`)."""
+    scheme, sep, rest = local_path.partition("://")
+    if sep and scheme.isalpha() and len(scheme) > 1:
+        authority, slash, path = rest.partition("/")
+        return f"{scheme}://{authority}" + (to_uri_path("/" + path) if slash else "")
     return "file:" + to_uri_path(local_path)
 
 

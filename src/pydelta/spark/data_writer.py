@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 import time
 import uuid
@@ -106,7 +107,8 @@ def write_data_files(
     phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
     pdf = physical_dataframe(df, schema, mode, passthrough, hidden)
 
-    staging = os.path.join(table_root, STAGING_DIR, uuid.uuid4().hex)
+    files = _DataFiles.for_table(df.sparkSession, table_root)
+    staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4().hex}"
     conf = df.sparkSession.conf
     ts_key = "spark.sql.parquet.outputTimestampType"
     previous_ts_type = conf.get(ts_key, None)
@@ -118,11 +120,9 @@ def write_data_files(
         if partition_cols:
             writer = writer.partitionBy(*[phys_of[c] for c in partition_cols])
         writer.parquet(staging)
-        staged = _staged_files(staging)
+        staged = files.list_staged(staging)
         data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
-        from pydelta.protocol.file_stats import collect_stats_for_files
-
-        stats = collect_stats_for_files(
+        stats = files.stats(
             staged,
             data_schema,
             column_mapping_mode=mode,
@@ -133,25 +133,22 @@ def write_data_files(
         adds = []
         for path, (num_rows, stats_json) in zip(staged, stats):
             if num_rows == 0:
-                os.unlink(path)
+                files.remove(path)
                 continue
-            rel = os.path.relpath(path, staging)
-            raw = parse_hive_partition_path(os.path.dirname(rel)) if partition_cols else {}
+            rel = files.relative(path, staging)
+            raw = parse_hive_partition_path(posixpath.dirname(rel)) if partition_cols else {}
             partition_values = {}
             for col in partition_cols:
                 value = raw.get(phys_of[col])
                 typed = deserialize_partition_value(value, fields[col].type, timezone=session_time_zone)
                 partition_values[phys_of[col]] = serialize_partition_value(typed, fields[col].type)
-            dest = os.path.join(table_root, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            os.rename(path, dest)
-            st = os.stat(dest)
+            size, mtime = files.move(path, f"{table_root.rstrip('/')}/{rel}")
             adds.append(
                 {
                     "path": to_uri_path(rel),
                     "partitionValues": partition_values,
-                    "size": st.st_size,
-                    "modificationTime": int(st.st_mtime * 1000),
+                    "size": size,
+                    "modificationTime": mtime,
                     "dataChange": data_change,
                     "stats": stats_json,
                 }
@@ -160,10 +157,77 @@ def write_data_files(
     finally:
         if previous_ts_type is not None:
             conf.set(ts_key, previous_ts_type)
+        files.remove_staging(staging, f"{table_root.rstrip('/')}/{STAGING_DIR}")
+
+
+class _DataFiles:
+    """Listing, footers and moves of a write's staged files: the local disk, or the session's
+    Hadoop FileSystem for tables at `hdfs://`-like URIs (spark.hadoop_storage.HadoopDataFiles)."""
+
+    @staticmethod
+    def for_table(spark: Any, table_root: str) -> Any:
+        from pydelta.log.storage import is_remote_uri
+
+        if is_remote_uri(table_root):
+            from pydelta.spark.hadoop_storage import HadoopDataFiles
+
+            return _HadoopFiles(HadoopDataFiles(spark))
+        return _LocalFiles()
+
+
+class _LocalFiles:
+    def list_staged(self, staging: str) -> list[str]:
+        return _staged_files(staging)
+
+    def stats(self, paths: list[str], data_schema: StructType, **kw: Any) -> list[tuple[int, str]]:
+        from pydelta.protocol.file_stats import collect_stats_for_files
+
+        return collect_stats_for_files(paths, data_schema, **kw)
+
+    def relative(self, path: str, staging: str) -> str:
+        return os.path.relpath(path, staging).replace(os.sep, "/")
+
+    def move(self, source: str, dest: str) -> tuple[int, int]:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        os.rename(source, dest)
+        st = os.stat(dest)
+        return st.st_size, int(st.st_mtime * 1000)
+
+    def remove(self, path: str) -> None:
+        os.unlink(path)
+
+    def remove_staging(self, staging: str, staging_root: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            os.rmdir(os.path.join(table_root, STAGING_DIR))
+            os.rmdir(staging_root)
         except OSError:
+            pass
+
+
+class _HadoopFiles:
+    def __init__(self, files: Any) -> None:
+        self.files = files
+
+    def list_staged(self, staging: str) -> list[Any]:
+        return self.files.list_staged(staging)  # FileInfo: the footer reads need the sizes
+
+    def stats(self, infos: list[Any], data_schema: StructType, **kw: Any) -> list[tuple[int, str]]:
+        return [self.files.footer_stats(info, data_schema, **kw) for info in infos]
+
+    def relative(self, info: Any, staging: str) -> str:
+        return self.files.relative(info.path, staging)
+
+    def move(self, info: Any, dest: str) -> tuple[int, int]:
+        return self.files.move(info.path, dest)
+
+    def remove(self, info: Any) -> None:
+        self.files.remove(info.path)
+
+    def remove_staging(self, staging: str, staging_root: str) -> None:
+        self.files.remove(staging, recursive=True)
+        try:  # like rmdir: only when empty (another write may be staging there right now)
+            self.files.remove(staging_root, recursive=False)
+        except Exception:  # noqa: BLE001 - not empty: left for the last writer
             pass
 
 

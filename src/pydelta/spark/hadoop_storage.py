@@ -122,6 +122,25 @@ class HadoopFileSystemStorage:
         fs = self._fs(jpath)
         return bool(fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory())
 
+    def list_recursive(self, path: str) -> Iterator[FileInfo]:
+        """Every file below the directory `path` (VACUUM's listing), in no particular order."""
+        jpath = self._path(path)
+        fs = self._fs(jpath)
+        if not fs.exists(jpath):
+            return iter(())
+        files = fs.listFiles(jpath, True)
+        out = []
+        while files.hasNext():
+            status = files.next()
+            out.append(FileInfo(str(status.getPath().toString()), int(status.getLen()),
+                                int(status.getModificationTime())))
+        return iter(out)
+
+    def file_info(self, path: str) -> FileInfo:
+        jpath = self._path(path)
+        status = self._fs(jpath).getFileStatus(jpath)
+        return FileInfo(str(status.getPath().toString()), int(status.getLen()), int(status.getModificationTime()))
+
 
 def install(spark: Any, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
     """Serve `schemes` through this session's Hadoop FileSystem (options are Hadoop confs, unused)."""
@@ -131,3 +150,75 @@ def install(spark: Any, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
 
     for scheme in schemes:
         register_scheme(scheme, factory)
+
+
+class HadoopDataFiles:
+    """The data-file side of a write to a table only the cluster can reach (hdfs://, viewfs://...).
+
+    Spark writes the files; the driver lists them, reads their footers (only the tail bytes,
+    through the JVM) and moves them with the session's Hadoop FileSystem: nothing assumes
+    that the driver shares a disk with the executors.
+    """
+
+    def __init__(self, spark: Any) -> None:
+        self.storage = HadoopFileSystemStorage(spark)
+        self._jvm = spark._jvm
+
+    def list_staged(self, staging: str) -> list[FileInfo]:
+        """The Parquet files under `staging`, recursively (hidden and `_` names skipped), sorted."""
+        out = []
+        for info in self.storage.list_recursive(staging):
+            parts = self.relative(info.path, staging).split("/")
+            if info.path.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in parts):
+                out.append(info)
+        return sorted(out, key=lambda f: f.path)
+
+    def relative(self, path: str, staging: str) -> str:
+        """`path` relative to the directory `staging` (both URIs, possibly qualified differently)."""
+        base = [p for p in _uri_path(staging).split("/") if p]
+        return "/".join([p for p in _uri_path(path).split("/") if p][len(base):])
+
+    def footer_stats(self, info: FileInfo, data_schema: Any, **kw: Any) -> tuple[int, str]:
+        """(numRecords, stats JSON) from the file's footer, read as its last bytes."""
+        import io
+        import struct
+
+        import pyarrow.parquet as pq
+
+        from pydelta.protocol.file_stats import collect_stats
+
+        tail8 = self._read_range(info.path, info.size - 8, 8)
+        length = struct.unpack("<I", tail8[:4])[0]
+        tail = self._read_range(info.path, info.size - length - 8, length + 8)
+        metadata = pq.read_metadata(io.BytesIO(b"PAR1" + tail))
+        rows = sum(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
+        return rows, collect_stats(metadata, data_schema, **kw)
+
+    def _read_range(self, path: str, offset: int, length: int) -> bytes:
+        jpath = self.storage._path(path)
+        stream = self.storage._fs(jpath).open(jpath)
+        try:
+            stream.seek(offset)
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream, length))
+        finally:
+            stream.close()
+
+    def move(self, source: str, dest: str) -> tuple[int, int]:
+        """Rename `source` to `dest` (parents created); returns dest's (size, modification time ms)."""
+        src, dst = self.storage._path(source), self.storage._path(dest)
+        fs = self.storage._fs(dst)
+        fs.mkdirs(dst.getParent())
+        if not fs.rename(src, dst):
+            raise OSError(f"could not move {source} to {dest}")
+        status = fs.getFileStatus(dst)
+        return int(status.getLen()), int(status.getModificationTime())
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        jpath = self.storage._path(path)
+        self.storage._fs(jpath).delete(jpath, recursive)
+
+
+def _uri_path(uri: str) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(uri).path
