@@ -84,3 +84,20 @@ def test_deletion_vector_tables_stay_copy_on_write(spark, mounted):
     count = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(local)).execute(
         "SELECT count(*) AS n FROM t").read_all()).column("n")[0].as_py()
     assert count == 40
+
+
+def test_stream_into_a_table_at_a_hadoop_uri(spark, mounted, tmp_path):
+    uri, local = mounted
+    source = str(tmp_path / "source")
+    spark.range(0, 30, numPartitions=3).write.format("delta").save(source)
+    spark.range(30, 40).write.format("delta").mode("append").save(source)
+    query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 2).load(source)
+             .writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start(uri))
+    query.awaitTermination(120)
+    assert _rows(spark.read.format("delta").load(uri)) == [(i,) for i in range(40)]
+    assert deltalake.DeltaTable(local).to_pyarrow_table().num_rows == 40
+    # Streaming *from* such a table runs pydelta in Python data source workers, which have no
+    # Hadoop FileSystem: refused with a clear message.
+    with pytest.raises(Exception, match="Hadoop FileSystem"):
+        spark.readStream.format("delta").load(uri).writeStream.format("console").start().stop()

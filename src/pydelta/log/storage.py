@@ -57,6 +57,9 @@ class Storage(Protocol):
 OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "azure", "memory"})
 
 
+# Schemes only a Hadoop FileSystem (a Spark session's) can open.
+HADOOP_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "webhdfs", "swebhdfs", "ofs", "o3fs"})
+
 # Storages registered by scheme from outside the log core (the Spark layer registers the
 # Hadoop FileSystem of the running session for `hdfs://` and the like): scheme -> factory.
 _SCHEME_FACTORIES: dict[str, Callable[[str, Mapping[str, str] | None], "Storage"]] = {}
@@ -70,7 +73,7 @@ def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | Non
 def is_remote_uri(path: str) -> bool:
     """A URI of a remote store (`s3://bucket/key`, `hdfs://nn/path`, ...), not a local path or `file:` URI."""
     scheme = urlparse(path).scheme.lower()
-    return scheme in OBJECT_STORE_SCHEMES or scheme in _SCHEME_FACTORIES
+    return scheme in OBJECT_STORE_SCHEMES or scheme in _SCHEME_FACTORIES or scheme in HADOOP_ONLY_SCHEMES
 
 
 def to_local_path(path_or_uri: str) -> str:
@@ -165,6 +168,13 @@ def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
         from pydelta.log.object_store import object_store_storage
 
         return object_store_storage(path, options)
+    if scheme in HADOOP_ONLY_SCHEMES:
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError(
+            f"'{scheme}://' tables are reached through the Spark session's Hadoop FileSystem, which this process "
+            "does not have (enable pydelta on the SparkSession first: pydelta.enable(spark)); Python data source "
+            "workers (streaming reads of such tables) cannot reach it: not supported yet")
     if scheme not in ("", "file") and len(scheme) > 1:
         from pydelta.errors import DeltaIllegalArgumentError
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Iterator, Mapping
 
-from pydelta.log.storage import FileAlreadyExistsError, FileInfo, register_scheme
+from pydelta.log.storage import HADOOP_ONLY_SCHEMES, FileAlreadyExistsError, FileInfo, register_scheme
 
 # Hadoop file systems whose paths pydelta sends to the session's FileSystem.
-HADOOP_SCHEMES = ("hdfs", "viewfs", "webhdfs", "swebhdfs", "ofs", "o3fs")
+HADOOP_SCHEMES = tuple(sorted(HADOOP_ONLY_SCHEMES))
 
 
 class HadoopFileSystemStorage:
