@@ -120,3 +120,48 @@ def test_drop_feature_support_checks_argument_types(spark, tmp_path):
         dt.dropFeatureSupport(5)
     with pytest.raises(ValueError, match="truncateHistory needs to be a boolean"):
         dt.dropFeatureSupport("deletionVectors", "yes")
+
+
+def test_drop_column_mapping_rewrites_with_logical_names(spark, tmp_path):
+    path = str(tmp_path / "cm")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, label STRING, s STRUCT<a: INT, b: STRING>, p INT) USING delta "
+              "PARTITIONED BY (p) TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+              "'delta.enableRowTracking' = 'true')")
+    spark.sql(f"INSERT INTO {t} SELECT id, CAST(id AS STRING), named_struct('a', CAST(id AS INT), 'b', 'x'), "
+              "CAST(id % 2 AS INT) FROM range(20)")
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN label TO name")
+    spark.sql(f"ALTER TABLE {t} DROP COLUMN s")
+    before = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    row_ids = {r.id: r.row_id for r in spark.read.format("delta").load(path).select("id", "_metadata.row_id").collect()}
+    spark.sql(f"ALTER TABLE {t} DROP FEATURE columnMapping")
+    snap = pydelta.load_snapshot(path)
+    assert not snap.protocol.has_feature("columnMapping") and snap.protocol.has_feature("checkpointProtection")
+    assert snap.metadata.configuration["delta.columnMapping.mode"] == "none"
+    assert all("delta.columnMapping" not in json.dumps(f.metadata) for f in snap.metadata.schema.fields)
+    assert "REMOVE COLUMN MAPPING" in _operations(path)
+    after = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert after == before
+    assert {r.id: r.row_id for r in spark.read.format("delta").load(path)
+            .select("id", "_metadata.row_id").collect()} == row_ids  # row IDs survive the rewrite
+    import pyarrow.parquet as pq
+
+    for rel in snap.files().column("path").to_pylist():  # files hold logical names, hive-style directories
+        assert rel.startswith(("p=0/", "p=1/"))
+        names = set(pq.read_schema(snap.absolute_path(rel)).names)
+        assert {"id", "name"} <= names and not any(n.startswith("col-") for n in names)
+    import deltalake
+
+    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("name").to_pylist()) == sorted(
+        str(i) for i in range(20))
+
+
+def test_drop_column_mapping_refuses_names_that_need_it(spark, tmp_path):
+    path = str(tmp_path / "cm")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, `my col` STRING) USING delta "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    version = pydelta.load_snapshot(path).version
+    with pytest.raises(AnalysisException, match="DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES"):
+        spark.sql(f"ALTER TABLE {t} DROP FEATURE columnMapping")
+    assert pydelta.load_snapshot(path).version == version

@@ -143,3 +143,13 @@ def test_dml_on_catalog_names_and_non_delta_tables_pass_through(spark):
     finally:
         spark.sql("DROP TABLE IF EXISTS dml_named")
         spark.sql("DROP TABLE IF EXISTS dml_parquet")
+
+
+def test_insert_select_with_repeated_auto_names_maps_by_position(spark, tmp_path):
+    """`SELECT id, CAST(id AS STRING)` names both columns `id`: INSERT maps them by position."""
+    path = str(tmp_path / "t")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, label STRING, p INT) USING delta PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} SELECT id, CAST(id AS STRING), CAST(id % 2 AS INT) FROM range(4)")
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert rows == [(0, "0", 0), (1, "1", 1), (2, "2", 0), (3, "3", 1)]

@@ -42,7 +42,13 @@ from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.schema import (
     COLUMN_MAPPING_ID_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
+    PARQUET_FIELD_ID_KEY,
+    PARQUET_FIELD_NESTED_IDS_KEY,
     TYPE_CHANGES_KEY,
+    ArrayType,
+    MapType,
+    StructField,
+    StructType,
     column_mapping_mode,
     walk_fields,
 )
@@ -75,6 +81,9 @@ class DataRewriter(TypingProtocol):
 
     def rewrite_files(self, paths: list[str]) -> None:
         """Rewrite these data files as they read now (e.g. in their widened types); data unchanged."""
+
+    def remove_column_mapping(self, metadata: Metadata) -> None:
+        """Rewrite every data file under `metadata` (no column mapping) and commit both together."""
 
 
 @dataclass(frozen=True)
@@ -325,12 +334,51 @@ def _mapping_clean(s: Snapshot) -> bool:
     return column_mapping_mode(s.metadata.configuration) == "none" and not _mapping_in_schema(s.metadata)
 
 
+_NAME_CHARS_NEEDING_MAPPING = set(" ,;{}()\n\t=")
+
+
+def without_column_mapping(metadata: Metadata) -> Metadata:
+    """`metadata` as a table without column mapping has it: mode `none`, no ids or physical
+    names in the schema, no max column id (the files must hold the logical names)."""
+    keys = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, PARQUET_FIELD_ID_KEY,
+            PARQUET_FIELD_NESTED_IDS_KEY)
+
+    def strip(dt: Any) -> Any:
+        if isinstance(dt, StructType):
+            return StructType(tuple(StructField(f.name, strip(f.type), f.nullable,
+                                                {k: v for k, v in f.metadata.items() if k not in keys})
+                                    for f in dt.fields))
+        if isinstance(dt, ArrayType):
+            return ArrayType(strip(dt.element_type), dt.contains_null)
+        if isinstance(dt, MapType):
+            return MapType(strip(dt.key_type), strip(dt.value_type), dt.value_contains_null)
+        return dt
+
+    configuration = {k: v for k, v in metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
+    configuration["delta.columnMapping.mode"] = "none"
+    return replace(metadata, schema_string=strip(metadata.schema).to_json(), configuration=configuration)
+
+
 def _mapping_pre(ctx: _Context) -> bool:
-    if _mapping_clean(ctx.snapshot()):
+    """Rewrite every data file with the logical column names under a metadata without mapping."""
+    snapshot = ctx.snapshot()
+    if _mapping_clean(snapshot):
         return False
-    raise DeltaNotImplementedError(
-        "dropping columnMapping rewrites every data file with its logical column names, which pydelta "
-        "does not do yet")
+    bad = [f.name for f in walk_fields(snapshot.metadata.schema) if set(f.name) & _NAME_CHARS_NEEDING_MAPPING]
+    if bad:
+        raise DeltaAnalysisError(
+            f"[DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES] Found invalid character(s) among ' ,;{{}}()\\n\\t=' in "
+            f"the column names of your schema ({', '.join(bad)}): columnMapping cannot be dropped. Please rename "
+            "these columns first.")
+    if "delta.clustering" in snapshot.domain_metadata:
+        raise DeltaNotImplementedError("dropping columnMapping from a clustered table (its clustering columns are "
+                                       "recorded by physical name) is not implemented yet")
+    if ctx.rewriter is None:
+        raise DeltaNotImplementedError(
+            "dropping columnMapping rewrites every data file with its logical column names, which needs Spark: "
+            "use DeltaTable.dropFeatureSupport or ALTER TABLE ... DROP FEATURE in Spark")
+    ctx.rewriter.remove_column_mapping(without_column_mapping(snapshot.metadata))
+    return True
 
 
 def _protection_pre(ctx: _Context) -> bool:

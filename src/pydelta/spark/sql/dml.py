@@ -205,6 +205,8 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
             f"columns, the target {len(columns)} ({', '.join(columns)})"
         )
     exprs = []
+    if not by_name:  # positional: the query's own names may repeat (CAST(id AS STRING) is named `id` too)
+        data = data.toDF(*[f"__pydelta_insert_{i}" for i in range(len(data.columns))])
     for source_col, name in zip(data.columns, columns):
         field = field_of(name)
         exprs.append(F.col(quote_parts([source_col])).cast(nullable_type(field.dataType)).alias(field.name))
