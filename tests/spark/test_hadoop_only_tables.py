@@ -74,16 +74,30 @@ def test_write_read_dml_optimize_vacuum(spark, mounted):
     assert not os.path.exists(os.path.join(local, "_pydelta_staging"))
 
 
-def test_deletion_vector_tables_stay_copy_on_write(spark, mounted):
+def test_deletion_vectors_through_the_hadoop_file_system(spark, mounted):
     uri, local = mounted
     spark.range(0, 50, numPartitions=2).write.format("delta").option("delta.enableDeletionVectors", "true").save(uri)
-    DeltaTable.forPath(spark, uri).delete("id % 5 = 0")
+    table = DeltaTable.forPath(spark, uri)
+    table.delete("id % 5 = 0")
+    table.update("id = 1", {"id": "-1"})
     snap = pydelta.load_snapshot(local)
-    assert snap.files().column("deletion_vector").null_count == snap.num_files  # files rewritten, no DVs
-    assert _rows(spark.read.format("delta").load(uri)) == [(i,) for i in range(50) if i % 5]
+    assert snap.files().column("deletion_vector").null_count < snap.num_files  # DVs written, files kept
+    assert any(name.startswith("deletion_vector_") for name in os.listdir(local))
+    expected = sorted([(-1,)] + [(i,) for i in range(2, 50) if i % 5])
+    assert _rows(spark.read.format("delta").load(uri)) == expected
     count = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(local)).execute(
-        "SELECT count(*) AS n FROM t").read_all()).column("n")[0].as_py()
-    assert count == 40
+        "SELECT count(*) AS n, min(id) AS low FROM t").read_all())
+    assert count.column("n")[0].as_py() == len(expected) and count.column("low")[0].as_py() == -1
+    table.optimize().executePurge()  # REORG ... APPLY (PURGE): rewrites the files with DVs
+    assert pydelta.load_snapshot(local).files().column("deletion_vector").null_count == \
+        pydelta.load_snapshot(local).num_files
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        table.vacuum(0)
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert not any(name.startswith("deletion_vector_") for name in os.listdir(local))  # vacuumed
+    assert _rows(spark.read.format("delta").load(uri)) == expected
 
 
 def test_stream_into_a_table_at_a_hadoop_uri(spark, mounted, tmp_path):

@@ -442,15 +442,22 @@ class DeletionVectorDescriptor:
 # ---- reading ------------------------------------------------------------------------
 
 
+def _open_dv_file(path: str) -> Any:
+    """A binary file object over the DV file: local, or read whole through the table's storage
+    (object stores, or the Spark session's Hadoop FileSystem) when `path` is a remote URI."""
+    if not _is_remote_uri(path):
+        return open(path, "rb")
+    import io
+
+    from pydelta.log.storage import storage_for
+
+    return io.BytesIO(storage_for(path).read(path))
+
+
 def _read_stored_bitmap(path: str, offset: int, size: int) -> bytes:
     """Read and verify one DV record (size, bitmap, CRC-32) at ``offset`` of a DV file."""
-    if "://" in path and not path.startswith("file:"):
-        from pydelta.errors import DeltaNotImplementedError
-
-        raise DeltaNotImplementedError(f"reading deletion vector files of tables at remote URIs ({path}) is not "
-                                       "implemented yet: pydelta reads DV files from the local file system only")
     try:
-        with open(path, "rb") as f:
+        with _open_dv_file(path) as f:
             version = f.read(1)
             if not version:
                 raise CorruptedLogError(f"deletion vector file {path} is empty")
@@ -501,8 +508,6 @@ def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str) -> 
     else:
         path = descriptor.absolute_path(table_root)
         assert path is not None
-        if _is_remote_uri(path):
-            raise DeltaIllegalArgumentError(f"reading deletion vectors from remote storage is not supported: {path}")
         # The protocol says to read an absent offset as 0, but byte 0 is always the version
         # byte; like delta-kernel-rs we read the first record right after it.
         offset = 1 if descriptor.offset is None else descriptor.offset
@@ -535,8 +540,6 @@ def write_deletion_vectors(table_root: str, row_index_sets: list[Any], prefix: s
     """
     if prefix and not (prefix.isascii() and prefix.isalnum()):
         raise DeltaIllegalArgumentError(f"deletion vector prefix must be ASCII alphanumeric, got {prefix!r}")
-    if _is_remote_uri(table_root):
-        raise DeltaIllegalArgumentError(f"writing deletion vectors to remote storage is not supported: {table_root}")
     file_id = uuid.uuid4()
     chunks = [struct.pack(">B", DV_FILE_FORMAT_VERSION)]
     position = 1
@@ -553,9 +556,17 @@ def write_deletion_vectors(table_root: str, row_index_sets: list[Any], prefix: s
             offset=position,
         ))
         position += len(chunks[-1])
+    name = f"deletion_vector_{file_id}.bin"
+    if _is_remote_uri(table_root):  # through the table's storage (atomic create, like a commit)
+        from pydelta.log.storage import storage_for
+
+        root = table_root.rstrip("/")
+        storage_for(table_root).put_if_absent(f"{root}/{prefix}/{name}" if prefix else f"{root}/{name}",
+                                              b"".join(chunks))
+        return descriptors
     directory = os.path.join(_local_path(table_root), prefix) if prefix else _local_path(table_root)
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"deletion_vector_{file_id}.bin"), "xb") as f:
+    with open(os.path.join(directory, name), "xb") as f:
         f.write(b"".join(chunks))
     return descriptors
 

@@ -505,6 +505,7 @@ def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
     import os
 
     from pydelta.log.replay import canonical_path
+    from pydelta.log.storage import is_remote_uri, storage_for
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     actions = list(actions)
@@ -521,7 +522,10 @@ def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
             if path is None:
                 continue
             try:
-                os.remove(path)
+                if is_remote_uri(path):
+                    storage_for(path).delete(path)
+                else:
+                    os.remove(path)
             except OSError:
                 pass
 

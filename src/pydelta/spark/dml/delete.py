@@ -98,7 +98,7 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
             txn.read_files(removed.column("path").to_pylist())
             deleted_rows = logical_record_count(removed)
             scan_ms = elapsed_ms(started)
-        elif persistent_dvs(spark, txn.metadata, snapshot.protocol, "delete", snapshot.table_root):
+        elif persistent_dvs(spark, txn.metadata, snapshot.protocol, "delete"):
             # Case 3 with deletion vectors: mark the matching rows deleted, rewrite nothing.
             candidates = candidate_files(snapshot, files, txn, predicate)
             new_rows = matching_rows(spark, snapshot, candidates, cond.column, alias) if candidates.num_rows else {}

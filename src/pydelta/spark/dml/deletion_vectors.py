@@ -30,17 +30,13 @@ from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
 ENABLE_KEY = "delta.enableDeletionVectors"
 
 
-def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: str, table_root: str = "") -> bool:
+def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: str) -> bool:
     """Whether `command` ("delete" / "update" / "merge") writes deletion vectors: delta-spark's rule, the
-    table property plus spark.databricks.delta.<command>.deletionVectors.persistent (default true).
-    Tables at remote URIs (hdfs://, s3://...) stay copy-on-write: DV files are written and read
-    on the driver's disk only so far."""
-    from pydelta.log.storage import is_remote_uri
-
+    table property plus spark.databricks.delta.<command>.deletionVectors.persistent (default true)."""
     enabled = str(metadata.configuration.get(ENABLE_KEY, "false")).strip().lower() == "true"
     conf = f"spark.databricks.delta.{command}.deletionVectors.persistent"
     persistent = str(spark.conf.get(conf, "true")).strip().lower() != "false"
-    return enabled and persistent and protocol.has_feature("deletionVectors") and not is_remote_uri(table_root)
+    return enabled and persistent and protocol.has_feature("deletionVectors")
 
 
 def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None) -> dict[str, np.ndarray]:

@@ -753,7 +753,7 @@ def prepare_merge(
             dedupe_deletes = write_changes and overcount > 0
             # Deletion vectors: changed target rows are marked deleted in their files and only
             # new rows are written (no copies); with duplicate matches, copy-on-write as before.
-            with_dvs = (persistent_dvs(spark, metadata, snapshot.protocol, "merge", snapshot.table_root)
+            with_dvs = (persistent_dvs(spark, metadata, snapshot.protocol, "merge")
                         and not need_dedupe and not dedupe_deletes and out_schema == schema)
             target = scan(spark, snapshot, touched, with_file=need_dedupe or dedupe_deletes or with_dvs,
                           row_ids=keep_ids).alias(t_alias)

@@ -214,7 +214,7 @@ def prepare_update(
             to_rewrite = files_matching_partitions(spark, snapshot, files, cond.column, alias)
             txn.read_predicate(cond.predicate())
         txn.read_files(to_rewrite.column("path").to_pylist())
-    elif persistent_dvs(spark, metadata, snapshot.protocol, "update", snapshot.table_root):
+    elif persistent_dvs(spark, metadata, snapshot.protocol, "update"):
         # Deletion vectors: the old versions of the updated rows are marked deleted in
         # their files, and only the updated rows are written, to new files.
         candidates = candidate_files(snapshot, files, txn, cond.predicate())
