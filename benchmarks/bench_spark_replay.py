@@ -26,6 +26,7 @@ def main() -> None:
     parser.add_argument("--files", default="100000,1000000")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--dir", default="/tmp/pydelta-bench-spark-replay")
+    parser.add_argument("--driver-memory", default="12g")  # local mode: the executors share it
     args = parser.parse_args()
     import pydelta
     from pydelta.log.segment import build_segment
@@ -33,7 +34,9 @@ def main() -> None:
     from pydelta.spark.log_replay import replay_segment_on_spark
     from pydelta.spark.session import local_session
 
-    spark = local_session("bench-spark-replay", hive=False, **{"spark.master": args.master})
+    spark = local_session("bench-spark-replay", hive=False,
+                          **{"spark.master": args.master, "spark.driver.memory": args.driver_memory,
+                             "spark.driver.maxResultSize": "0"})  # the whole state comes back
     for n in [int(x) for x in args.files.split(",")]:
         root = os.path.join(args.dir, f"t{n}")
         generate(root, n, n_commits=10)

@@ -10,7 +10,9 @@ paths give the same `TableState`.
 `install(spark)` makes `load_snapshot` use it for logs larger than
 `spark.pydelta.logReplay.sparkMinBytes` (checkpoint plus commit bytes; default 4 GiB,
 about 10M files: on small machines the driver's vectorized replay is faster, see
-benchmarks/bench_spark_replay.py).
+benchmarks/bench_spark_replay.py). The reconciled state is collected to the driver as Arrow
+(pydelta's snapshots live there), so `spark.driver.maxResultSize` must exceed it (about
+400 bytes per file with statistics).
 """
 
 from __future__ import annotations
@@ -72,8 +74,10 @@ def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segme
     actions = actions.persist()
     try:
         small_commits = _small_commits(actions, table_root)
+        # About 64 MiB of log per shuffle partition, so huge logs sort in small pieces.
+        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200")), _log_bytes(segment) >> 26)
         file_actions = actions.where("add IS NOT NULL OR remove IS NOT NULL").select(
-            "version", "add", "remove", _file_key(table_root).alias("key"))
+            "version", "add", "remove", _file_key(table_root).alias("key")).repartition(partitions, "key")
         newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
         latest = file_actions.withColumn("rank", newest).where("rank = 1")
         adds = _arrow_column(latest.where("add IS NOT NULL").select("add"), "add", ADD_TYPE)
