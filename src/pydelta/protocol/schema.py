@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Union
 
@@ -697,6 +697,26 @@ def walk_fields(dt: DataType) -> Iterator[StructField]:
     elif isinstance(dt, MapType):
         yield from walk_fields(dt.key_type)
         yield from walk_fields(dt.value_type)
+
+
+def without_field_metadata(dt: DataType, keys: Iterable[str] | None = None) -> DataType:
+    """`dt` with these metadata keys (all of them when `keys` is None) removed from every
+    field, however deeply nested (structs, array elements, map keys and values)."""
+    dropped = None if keys is None else frozenset(keys)
+
+    def strip(t: DataType) -> DataType:
+        if isinstance(t, StructType):
+            return StructType(tuple(
+                StructField(f.name, strip(f.type), f.nullable,
+                            {} if dropped is None else {k: v for k, v in f.metadata.items() if k not in dropped})
+                for f in t.fields))
+        if isinstance(t, ArrayType):
+            return ArrayType(strip(t.element_type), t.contains_null)
+        if isinstance(t, MapType):
+            return MapType(strip(t.key_type), strip(t.value_type), t.value_contains_null)
+        return t
+
+    return strip(dt)
 
 
 def column_mapping_mode(configuration: Mapping[str, str] | None) -> str:

@@ -24,6 +24,7 @@ from pydelta.protocol.schema import (
     StructType,
     is_widening_type_change,
     type_changes,
+    without_field_metadata,
 )
 
 ENABLE_KEY = "delta.enableTypeWidening"
@@ -123,16 +124,7 @@ def record_evolution(old: StructField, new_type: DataType) -> StructField:
 
 def without_type_changes(dt: DataType) -> DataType:
     """`dt` with every `delta.typeChanges` entry removed (DROP FEATURE typeWidening, once files are rewritten)."""
-    if isinstance(dt, StructType):
-        return StructType(tuple(
-            StructField(f.name, without_type_changes(f.type), f.nullable,
-                        {k: v for k, v in f.metadata.items() if k != TYPE_CHANGES_KEY})
-            for f in dt.fields))
-    if isinstance(dt, ArrayType):
-        return ArrayType(without_type_changes(dt.element_type), dt.contains_null)
-    if isinstance(dt, MapType):
-        return MapType(without_type_changes(dt.key_type), without_type_changes(dt.value_type), dt.value_contains_null)
-    return dt
+    return without_field_metadata(dt, (TYPE_CHANGES_KEY,))
 
 
 def has_type_changes(field: StructField) -> bool:

@@ -43,6 +43,7 @@ from pydelta.protocol.schema import (
     column_mapping_mode,
     quote_path,
     walk_fields,
+    without_field_metadata,
 )
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
@@ -487,7 +488,7 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
             from pydelta.spark.column_defaults import checked_default
 
             checked_default(spark, change.default, _type_sql(old.type), quote_path(full), "ALTER TABLE")
-        if change.data_type is not None and not parent and _without_metadata(change.data_type) != _without_metadata(
+        if change.data_type is not None and not parent and without_field_metadata(change.data_type) != without_field_metadata(
                 old.type):
             from pydelta.spark.alter_mapping import check_not_referenced
 
@@ -509,7 +510,7 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
 
 
 def _changed_field(old: StructField, change: ColumnChange, full: Sequence[str], widening: bool) -> StructField:
-    if change.data_type is not None and _without_metadata(change.data_type) != _without_metadata(old.type):
+    if change.data_type is not None and without_field_metadata(change.data_type) != without_field_metadata(old.type):
         if not widening or not isinstance(change.data_type, (PrimitiveType, DecimalType)):
             raise DeltaAnalysisError(
                 f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN is not supported for "
@@ -713,16 +714,6 @@ def _check_name_characters(field: StructField) -> None:
             "[DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES] Found invalid character(s) among ' ,;{}()\\n\\t=' in the "
             f"column names of your schema. Invalid column names: {', '.join(bad)}. Please use other characters and "
             "try again. Alternatively, enable Column Mapping to keep using these characters.")
-
-
-def _without_metadata(dt: DataType) -> DataType:
-    if isinstance(dt, StructType):
-        return StructType(tuple(StructField(f.name, _without_metadata(f.type), f.nullable) for f in dt.fields))
-    if isinstance(dt, ArrayType):
-        return ArrayType(_without_metadata(dt.element_type), dt.contains_null)
-    if isinstance(dt, MapType):
-        return MapType(_without_metadata(dt.key_type), _without_metadata(dt.value_type), dt.value_contains_null)
-    return dt
 
 
 def _type_sql(dt: DataType) -> str:

@@ -109,11 +109,7 @@ def _prune(df: Any) -> Any:
             replacements[attr_id] = _scan_over(spark, leaf, scan, pruned)
     if not replacements:
         return df
-    plan, _ = _replace(analyzed, replacements)
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    jds = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
-    return DataFrame(jds, spark)
+    return _with_scans_replaced(spark, analyzed, replacements)
 
 
 def restrict(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
@@ -133,9 +129,14 @@ def restrict(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
             replacements[_first_attribute_id(leaf)] = _scan_over(spark, leaf, scan, files)
     if not replacements:
         return df
-    plan, _ = _replace(analyzed, replacements)
+    return _with_scans_replaced(spark, analyzed, replacements)
+
+
+def _with_scans_replaced(spark: Any, analyzed: Any, replacements: dict[int, Any]) -> Any:
+    """A DataFrame of `analyzed` with the LogicalRelations keyed in `replacements` swapped."""
     from pyspark.sql.classic.dataframe import DataFrame
 
+    plan, _ = _replace(analyzed, replacements)
     jds = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
     return DataFrame(jds, spark)
 

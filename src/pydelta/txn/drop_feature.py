@@ -45,12 +45,9 @@ from pydelta.protocol.schema import (
     PARQUET_FIELD_ID_KEY,
     PARQUET_FIELD_NESTED_IDS_KEY,
     TYPE_CHANGES_KEY,
-    ArrayType,
-    MapType,
-    StructField,
-    StructType,
     column_mapping_mode,
     walk_fields,
+    without_field_metadata,
 )
 from pydelta.protocol import type_widening
 from pydelta.txn import protocol_upgrade as pu
@@ -342,21 +339,10 @@ def without_column_mapping(metadata: Metadata) -> Metadata:
     names in the schema, no max column id (the files must hold the logical names)."""
     keys = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, PARQUET_FIELD_ID_KEY,
             PARQUET_FIELD_NESTED_IDS_KEY)
-
-    def strip(dt: Any) -> Any:
-        if isinstance(dt, StructType):
-            return StructType(tuple(StructField(f.name, strip(f.type), f.nullable,
-                                                {k: v for k, v in f.metadata.items() if k not in keys})
-                                    for f in dt.fields))
-        if isinstance(dt, ArrayType):
-            return ArrayType(strip(dt.element_type), dt.contains_null)
-        if isinstance(dt, MapType):
-            return MapType(strip(dt.key_type), strip(dt.value_type), dt.value_contains_null)
-        return dt
-
     configuration = {k: v for k, v in metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
     configuration["delta.columnMapping.mode"] = "none"
-    return replace(metadata, schema_string=strip(metadata.schema).to_json(), configuration=configuration)
+    return replace(metadata, schema_string=without_field_metadata(metadata.schema, keys).to_json(),
+                   configuration=configuration)
 
 
 def _mapping_pre(ctx: _Context) -> bool:
