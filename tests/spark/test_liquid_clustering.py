@@ -13,6 +13,7 @@ from pydelta import DeltaTable, errors
 pytestmark = pytest.mark.spark
 
 MAX_FILE = "spark.databricks.delta.optimize.maxFileSize"
+MIN_CUBE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 
 
 def _domain(path: str) -> dict:
@@ -30,6 +31,21 @@ def _append_scattered(spark, path: str, start: int, commits: int = 6) -> None:
         (spark.range(lo, lo + 1000, numPartitions=1).selectExpr("id", "CAST(id % 100 AS INT) AS k",
                                                                  "CAST(id AS STRING) AS v")
          .write.format("delta").mode("append").save(path))
+
+
+def _paths(path: str) -> set[str]:
+    return set(pydelta.load_snapshot(path).files().column("path").to_pylist())
+
+
+def _cubes(path: str) -> dict[str, tuple[list[str], int]]:
+    """ZCube ID -> (clustering columns, number of files), from the live files' tags."""
+    out: dict[str, tuple[list[str], int]] = {}
+    for tags in pydelta.load_snapshot(path).files().column("tags").to_pylist():
+        tags = dict(tags or [])
+        if "ZCUBE_ID" in tags:
+            columns, n = out.get(tags["ZCUBE_ID"], (json.loads(tags["ZCUBE_ZORDER_BY"]), 0))
+            out[tags["ZCUBE_ID"]] = (columns, n + 1)
+    return out
 
 
 def _files_read(spark, path: str, where: str) -> int:
@@ -59,19 +75,41 @@ def test_cluster_by_optimize_and_skipping(spark, tmp_path):
     assert set(files.column("clustering_provider").to_pylist()) == {"liquid"} and files.num_rows > 1
     assert _files_read(spark, path, "k = 7") < files.num_rows  # clustered: k = 7 no longer in every file
     assert spark.read.format("delta").load(path).where("k = 7").count() == 60
-    # Incremental: only files no clustering run wrote are clustered next time; FULL takes all.
+    cubes = _cubes(path)
+    assert len(cubes) == 1 and list(cubes.values())[0][0] == ["k"]  # one job, one ZCube
+    version = pydelta.load_snapshot(path).version
+    spark.sql(f"OPTIMIZE {t}")  # a lone ZCube with nothing new beside it stays as it is
+    assert pydelta.load_snapshot(path).version == version
+    # Incremental: new files are clustered together with ZCubes still below the minimum cube size ...
     clustered = set(files.column("path").to_pylist())
     _append_scattered(spark, path, 6000, commits=2)
     DeltaTable.forPath(spark, path).optimize().executeCompaction()
-    removed = int(_last(spark, path).operationMetrics["numRemovedFiles"])
-    assert removed == 2 and clustered <= set(pydelta.load_snapshot(path).files().column("path").to_pylist())
+    assert int(_last(spark, path).operationMetrics["numRemovedFiles"]) == len(clustered) + 2
+    assert len(_cubes(path)) == 1 and not clustered & _paths(path)
+    # ... while ZCubes at or above it are left alone: only the new files make a new ZCube.
+    clustered, (old_cube,) = _paths(path), _cubes(path)
+    spark.conf.set(MIN_CUBE, "1k")
+    try:
+        _append_scattered(spark, path, 8000, commits=2)
+        spark.sql(f"OPTIMIZE {t}")
+        assert int(_last(spark, path).operationMetrics["numRemovedFiles"]) == 2
+        assert clustered <= _paths(path) and old_cube in _cubes(path) and len(_cubes(path)) == 2
+    finally:
+        spark.conf.unset(MIN_CUBE)
     spark.sql(f"OPTIMIZE {t} FULL")
     assert _last(spark, path).operationParameters["isFull"] == "true"
-    assert not clustered & set(pydelta.load_snapshot(path).files().column("path").to_pylist())
-    assert spark.read.format("delta").load(path).count() == 8000
+    assert not clustered & _paths(path) and len(_cubes(path)) == 1
+    assert spark.read.format("delta").load(path).count() == 10000
+    # New clustering columns: files clustered on k are skipped until OPTIMIZE FULL reclusters them on id.
+    spark.sql(f"ALTER TABLE {t} CLUSTER BY (id)")
+    version = pydelta.load_snapshot(path).version
+    spark.sql(f"OPTIMIZE {t}")
+    assert pydelta.load_snapshot(path).version == version
+    spark.sql(f"OPTIMIZE {t} FULL")
+    assert [c[0] for c in _cubes(path).values()] == [["id"]]
     import deltalake
 
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 8000
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 10000
 
 
 def test_alter_cluster_by_and_builder(spark, tmp_path):

@@ -114,3 +114,32 @@ def test_metadata_row_id_and_row_commit_version_on_reads(spark, tmp_path):
     spark.range(3).write.format("delta").save(plain)
     with pytest.raises(Exception, match="row_id"):
         spark.read.format("delta").load(plain).select("_metadata.row_id").collect()
+
+
+def test_drop_row_tracking_feature_through_sql(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
+              "TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true')")
+    spark.range(0, 100, numPartitions=2).selectExpr("id", "CAST(id AS STRING) AS v").write.format("delta") \
+        .mode("append").save(path)
+    DeltaTable.forPath(spark, path).update("id < 10", {"v": "'u'"})  # rewritten rows carry materialized IDs
+    DeltaTable.forPath(spark, path).delete("id % 9 = 0")
+    expected = sorted((r.id, r.v) for r in spark.read.format("delta").load(path).collect())
+    spark.sql(f"ALTER TABLE delta.`{path}` DROP FEATURE rowTracking")
+    snap = pydelta.load_snapshot(path)
+    assert not snap.protocol.has_feature("rowTracking")
+    assert all(base is None for _, base, _ in _files(path))
+    assert not any("rowtracking" in k.lower() for k in snap.metadata.configuration)
+    assert sorted((r.id, r.v) for r in spark.read.format("delta").load(path).collect()) == expected
+    with pytest.raises(Exception, match="row_id"):
+        spark.read.format("delta").load(path).select("_metadata.row_id").collect()
+    import deltalake
+
+    import pyarrow as pa
+
+    rows = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(
+        "SELECT id, v FROM t").read_all()).to_pylist()  # deltalake's SQL engine applies the DVs
+    assert sorted((r["id"], r["v"]) for r in rows) == expected
+    DeltaTable.forPath(spark, path).update("id = 1", {"v": "'again'"})  # still writable, no IDs assigned
+    assert all(base is None for _, base, _ in _files(path))
+    assert spark.read.format("delta").load(path).where("id = 1").first().v == "again"

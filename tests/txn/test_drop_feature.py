@@ -190,3 +190,44 @@ def test_checkpoint_protection_drops_only_with_truncated_history(tmp_path: Path)
     log = Path(root) / "_delta_log"
     assert not any((log / f"{v:020d}.json").exists() for v in range(protected))
     _check_readers_agree(root)
+
+
+def test_row_tracking_drop_unbackfills_then_downgrades(tmp_path: Path) -> None:
+    root = _table(tmp_path, {"delta.enableRowTracking": "true"})
+    before = pydelta.load_snapshot(root)
+    assert before.files().column("base_row_id").null_count == 0
+    assert "delta.rowTracking" in before.domain_metadata
+    drop_feature(root, "rowTracking")
+    after = pydelta.load_snapshot(root)
+    assert not after.protocol.has_feature("rowTracking")
+    assert after.protocol.has_feature("domainMetadata")  # delta-spark keeps the feature it required
+    assert "checkpointProtection" not in (after.protocol.writer_features or ())  # no history protection
+    conf = after.metadata.configuration
+    assert not [k for k in conf if k.startswith("delta.rowTracking") or k in ("delta.enableRowTracking",)]
+    assert "delta.rowTracking" not in after.domain_metadata
+    files = after.files()
+    assert files.column("base_row_id").null_count == files.num_rows
+    assert files.column("default_row_commit_version").null_count == files.num_rows
+    assert sorted(files.column("path").to_pylist()) == sorted(before.files().column("path").to_pylist())
+    assert _operations(root)[-3:] == ["SET TBLPROPERTIES", "ROW TRACKING UNBACKFILL", "DROP FEATURE"]
+    unbackfill = _history(root)[-2]
+    assert unbackfill["operationParameters"] == {"batchId": "0"}
+    _check_readers_agree(root)
+    append(root, [{"id": 4, "part": "c", "value": "w"}])  # new files carry no row IDs any more
+    grown = pydelta.load_snapshot(root)
+    assert grown.num_files == files.num_rows + 1
+    assert grown.files().column("base_row_id").null_count == grown.num_files
+
+
+def test_row_tracking_cannot_be_enabled_and_suspended(tmp_path: Path) -> None:
+    from pydelta.errors import InvalidTableError
+
+    root = _table(tmp_path, {"delta.enableRowTracking": "true"})
+    snap = pydelta.load_snapshot(root)
+    conf = {**snap.metadata.configuration, "delta.rowTrackingSuspended": "true"}
+    txn = OptimisticTransaction(root, snap)
+    with pytest.raises(InvalidTableError, match="DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION"):
+        from dataclasses import replace
+
+        txn.update_metadata(replace(snap.metadata, configuration=conf))
+    assert pydelta.load_snapshot(root).version == snap.version

@@ -51,6 +51,7 @@ from pydelta.protocol.schema import (
 )
 from pydelta.protocol import type_widening
 from pydelta.txn import protocol_upgrade as pu
+from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
 PROTECTION_VERSION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -133,6 +134,7 @@ class Removable:
     file_uses: Callable[[dict], bool] = lambda a: False  # ... for add/remove/cdc
     checkpoint_uses: Callable[[str], bool] = lambda kind: False  # ... for a checkpoint of this kind
     properties_at_downgrade: tuple[str, ...] = ()
+    domains_at_downgrade: tuple[str, ...] = ()  # domain metadata removed by the drop commit itself
 
 
 def _dv_clean(s: Snapshot) -> bool:
@@ -384,6 +386,26 @@ def _protection_pre(ctx: _Context) -> bool:
     return False
 
 
+def _row_tracking_clean(s: Snapshot) -> bool:
+    conf = s.metadata.configuration
+    return (not _true(conf, row_tracking.ENABLE_KEY) and _true(conf, row_tracking.SUSPENDED_KEY)
+            and not row_tracking.has_row_ids(s))
+
+
+def _row_tracking_pre(ctx: _Context) -> bool:
+    """Disable and suspend row IDs (one SET TBLPROPERTIES), then strip them from every file."""
+    snapshot = ctx.snapshot()
+    if _row_tracking_clean(snapshot):
+        return False
+    wanted = {row_tracking.ENABLE_KEY: "false", row_tracking.SUSPENDED_KEY: "true"}
+    if any(snapshot.metadata.configuration.get(k) != v for k, v in wanted.items()):
+        conf = {**snapshot.metadata.configuration, **wanted}
+        ctx.commit_metadata(snapshot, replace(snapshot.metadata, configuration=conf),
+                            Operation.set_table_properties(wanted))
+    row_tracking.unbackfill(ctx.snapshot(), ctx.engine_info)
+    return True
+
+
 def _no_traces(ctx: _Context) -> bool:
     return False
 
@@ -404,6 +426,10 @@ REMOVABLE: dict[str, Removable] = {
         Removable("vacuumProtocolCheck", True, lambda s: True, _no_traces),
         Removable("inCommitTimestamp", False, _ict_clean, _ict_pre),
         Removable("checkConstraints", False, lambda s: not _constraint_names(s), _constraints_pre),
+        Removable("rowTracking", False, _row_tracking_clean, _row_tracking_pre,
+                  properties_at_downgrade=(row_tracking.ENABLE_KEY, row_tracking.SUSPENDED_KEY,
+                                           row_tracking.ROW_ID_COLUMN_KEY, row_tracking.COMMIT_VERSION_COLUMN_KEY),
+                  domains_at_downgrade=(row_tracking.DOMAIN,)),
         Removable("domainMetadata", False, lambda s: not s.domain_metadata, _domains_pre),
         Removable("checkpointProtection", False, lambda s: PROTECTION_VERSION_KEY not in s.metadata.configuration,
                   _protection_pre),
@@ -599,6 +625,9 @@ def _commit_downgrade(ctx: _Context, feature: Removable, truncate_history: bool,
         txn = ctx.transaction(snapshot)
         txn.read_whole_table()  # any concurrent change makes us re-check the invariants
         txn.downgrade_protocol(_downgraded_protocol(snapshot.protocol, feature, protect), metadata)
+        for domain in feature.domains_at_downgrade:
+            if domain in snapshot.domain_metadata:
+                txn.add_domain_metadata(domain, snapshot.domain_metadata[domain], removed=True)
         operation = Operation("DROP FEATURE", {"featureName": feature.name, "truncateHistory": truncate_history})
         try:
             return txn.commit([], operation)

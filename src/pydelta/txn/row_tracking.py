@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
+import pyarrow.compute as pc
+
 from pydelta.protocol.actions import Metadata, Protocol
 
 if TYPE_CHECKING:
@@ -114,6 +116,50 @@ def assign(file_actions: list[dict[str, Any]], version: int, mark: int,
     return out, mark
 
 
+def validate_configuration(conf: Mapping[str, str]) -> None:
+    """Row IDs cannot be both required (enabled) and switched off (suspended)."""
+    from pydelta.errors import InvalidTableError
+
+    if _true(conf, ENABLE_KEY) and _true(conf, SUSPENDED_KEY):
+        raise InvalidTableError(
+            "[DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION] Illegal table state was detected. Table properties "
+            f"`{ENABLE_KEY}` and `{SUSPENDED_KEY}` are both set to true. The issue can be resolved by disabling "
+            "any of the two table properties.")
+
+
+def has_row_ids(snapshot: "Snapshot") -> bool:
+    """Does any live file still carry a baseRowId or defaultRowCommitVersion?"""
+    files = snapshot.files()
+    return any(c in files.column_names and files.column(c).null_count < files.num_rows
+               for c in ("base_row_id", "default_row_commit_version"))
+
+
+def unbackfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot":
+    """Recommit every file that carries row-tracking fields without them (delta-spark's ROW TRACKING
+    UNBACKFILL, the last step before dropping the feature); row IDs must be suspended first."""
+    from pydelta.txn.clone import add_action_from_file_row
+    from pydelta.txn.commit_info import Operation
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    if enabled(snapshot.metadata) or not _true(snapshot.metadata.configuration, SUSPENDED_KEY):
+        raise AssertionError("unbackfill needs row tracking disabled and suspended")
+    if not has_row_ids(snapshot):
+        return snapshot
+    files = snapshot.files()
+    tracked = files.filter(pc.or_(files.column("base_row_id").is_valid(),
+                                  files.column("default_row_commit_version").is_valid()))
+    adds = []
+    for row in tracked.to_pylist():
+        add = {**add_action_from_file_row(row), "dataChange": False}
+        add.pop("baseRowId", None)
+        add.pop("defaultRowCommitVersion", None)
+        adds.append({"add": add})
+    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
+    txn.read_files([a["add"]["path"] for a in adds])
+    txn.commit(adds, Operation("ROW TRACKING UNBACKFILL", {"batchId": "0"}), data_change=False)
+    return snapshot.update()
+
+
 def backfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot":
     """Before `delta.enableRowTracking` goes on for a table with data: support the feature, then
     recommit every file without a `baseRowId` so it gets one (delta-spark's ROW TRACKING BACKFILL)."""
@@ -134,6 +180,6 @@ def backfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot"
         adds = [{**add_action_from_file_row(row), "dataChange": False} for row in missing.to_pylist()]
         txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
         txn.read_files([a["path"] for a in adds])
-        txn.commit([{"add": a} for a in adds], Operation("ROW TRACKING BACKFILL", {}), data_change=False)
+        txn.commit([{"add": a} for a in adds], Operation("ROW TRACKING BACKFILL", {"batchId": "0"}), data_change=False)
         snapshot = snapshot.update()
     return snapshot

@@ -818,6 +818,7 @@ def _validate_metadata(metadata: Metadata) -> None:
     from pydelta.protocol import identity
 
     identity.validate(schema, metadata.partition_columns)
+    row_tracking.validate_configuration(metadata.configuration)
 
 
 def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":

@@ -37,7 +37,7 @@ from pydelta.errors import (
     DeltaIllegalArgumentError,
 )
 from pydelta.log.snapshot import Snapshot
-from pydelta.protocol import clustering
+from pydelta.protocol import clustering, zcubes
 from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
 from pydelta.spark.spark_errors import boundary_class
@@ -269,6 +269,18 @@ def plan_bins(
             if zorder or len(g) > 1 or (len(g) == 1 and _has_dv(all_rows[g[0]])):
                 bins.append(Bin(key, files.take(pa.array(g, pa.int64()))))
     return bins
+
+
+def _clustering_bins(spark: Any, candidates: pa.Table, columns: list[str], full: bool) -> list[Bin]:
+    """delta-spark's ClusteringStrategy: the files to recluster, grouped into new ZCubes."""
+    min_cube = conf_bytes(spark, zcubes.MIN_CUBE_SIZE_CONF, zcubes.DEFAULT_MIN_CUBE_SIZE)
+    target_cube = conf_bytes(spark, zcubes.TARGET_CUBE_SIZE_CONF, zcubes.DEFAULT_TARGET_CUBE_SIZE)
+    rows = candidates.to_pylist()
+    for i, row in enumerate(rows):
+        row["_index"] = i
+    chosen = zcubes.clustering_candidates(rows, columns, full=full, min_cube_size=min_cube)
+    groups = zcubes.group_into_cubes(chosen, max(min_cube, target_cube))
+    return [Bin((), candidates.take(pa.array([r["_index"] for r in g], pa.int64()))) for g in groups]
 
 
 # ---- Z-order --------------------------------------------------------------------------------------
@@ -616,8 +628,7 @@ def optimize(
     add_noise = conf_bool(spark, ADD_NOISE_CONF, True)
 
     candidates = select_partitions(spark, snapshot, filters)
-    if cluster_by and not full:  # incremental clustering: what no clustering run wrote yet
-        candidates = candidates.filter(candidates.column("clustering_provider").is_null())
+    cube_tags: list[dict[str, str]] = []  # per bin, when clustering
     if purge:
         candidates = candidates.filter(candidates.column("deletion_vector").is_valid())
         min_file_size, max_ratio = 0, 0.0
@@ -625,6 +636,10 @@ def optimize(
         candidates = candidates.filter(pc.is_in(candidates.column("path"), pa.array(list(rewrite_paths), pa.string())))
         bins = [Bin(_partition_key(candidates.slice(i, 1).to_pylist()[0]), candidates.slice(i, 1))
                 for i in range(candidates.num_rows)]
+    elif cluster_by:
+        bins = _clustering_bins(spark, candidates, cluster_by, full)
+        candidates = pa.concat_tables([b.files for b in bins]) if bins else candidates.slice(0, 0)
+        cube_tags = [zcubes.new_cube_tags(cluster_by) for _ in bins]
     else:
         bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=min_file_size,
                          max_file_size=max_file_size, max_deleted_rows_ratio=max_ratio)
@@ -642,12 +657,13 @@ def optimize(
         else:
             with ThreadPoolExecutor(max_workers=min(max_threads, len(bins))) as pool:
                 outputs = list(pool.map(run, bins))
-        for adds, removes in outputs:
+        for i, (adds, removes) in enumerate(outputs):
+            if cluster_by:
+                for add in adds:  # each bin is one new ZCube
+                    add["clusteringProvider"] = clustering.PROVIDER
+                    add["tags"] = {**(add.get("tags") or {}), **cube_tags[i]}
             result.adds.extend(adds)
             result.removes.extend(removes)
-        if cluster_by:
-            for add in result.adds:
-                add["clusteringProvider"] = clustering.PROVIDER
         for b in bins:
             result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
 
