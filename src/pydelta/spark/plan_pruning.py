@@ -267,4 +267,14 @@ def _pruning(method: Any) -> Any:
 
     pruned.__name__ = method.__name__
     pruned.__doc__ = method.__doc__
+    pruned._pydelta_unpruned = method  # type: ignore[attr-defined]
     return pruned
+
+
+def unpruned(df: Any, method: str, *args: Any) -> Any:
+    """`df.<method>(*args)` (filter or join) without the pruning pass: for plans pydelta builds
+    itself over files it already chose (deletion vectors, partition values, DML row matching)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    plain = getattr(DataFrame, method)
+    return getattr(plain, "_pydelta_unpruned", plain)(df, *args)

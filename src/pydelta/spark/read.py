@@ -31,6 +31,10 @@ from pydelta.spark.predicates import filter_condition, translate
 
 FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
+_DV_KEY = "__pydelta_deleted_row_key"
+_FILE_SIZE_COL = "__pydelta_file_size"
+_FILE_MTIME_COL = "__pydelta_file_mtime"
+_DV_KEY_MTIME = "__pydelta_deleted_row_mtime"
 ROW_ID_COL = "__pydelta_row_id"  # stable row ID (row tracking)
 ROW_VERSION_COL = "__pydelta_row_commit_version"  # stable row commit version (row tracking)
 _PART_PREFIX = "__pydelta_part_"
@@ -128,6 +132,9 @@ def build_dataframe(
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]
         if has_dv or with_file or row_ids:
             extra.append(F.col("_metadata.row_index").alias(ROW_COL))
+        if has_dv:
+            extra.append(F.col("_metadata.file_size").alias(_FILE_SIZE_COL))
+            extra.append(F.col("_metadata.file_modification_time").alias(_FILE_MTIME_COL))
         df = df.select("*", *extra)
     if has_dv:
         df = _drop_deleted_rows(spark, snapshot, files, paths, df)
@@ -268,19 +275,82 @@ def _arrow_df(spark: Any, table: pa.Table) -> Any:
     return spark.createDataFrame(table, schema=SparkStructType(fields))
 
 
+def row_key_shift(files: pa.Table) -> int | None:
+    """The bit shift that makes `file_size + (row_index << shift)` injective over `files`' rows:
+    every file smaller than 2**shift, every row index below 2**(63 - shift); None if impossible."""
+    sizes, records = files.column("size"), files.column("num_records")
+    if files.num_rows == 0 or records.null_count:
+        return None
+    shift = max(1, int(pc.max(sizes).as_py() or 0).bit_length())
+    if shift >= 63 or int(pc.max(records).as_py() or 0) >= 1 << (63 - shift):
+        return None
+    return shift
+
+
+def _shared_sizes(files: pa.Table) -> set[int]:
+    """Sizes of files with a deletion vector that another file read has too."""
+    counts = {v["values"]: v["counts"] for v in pc.value_counts(files.column("size")).to_pylist()}
+    dv_sizes = pc.filter(files.column("size"), files.column("deletion_vector").is_valid()).to_pylist()
+    return {size for size in dv_sizes if counts[size] > 1}
+
+
+def _local_mtimes_us(paths: list[str]) -> list[int] | None:
+    """Modification times (microseconds, as Spark's `_metadata.file_modification_time`) of local files."""
+    import os
+
+    try:
+        return [os.stat(p).st_mtime_ns // 1_000_000 * 1000 for p in paths]
+    except (OSError, ValueError):
+        return None
+
+
 def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[str], df: Any) -> Any:
+    """`df` without the rows the files' deletion vectors delete.
+
+    A broadcast anti join on one long per row, file size + (row index << shift), which Spark
+    hashes far faster than (file path, row index). Files of equal size are told apart by
+    modification time (local files whose times differ), else the join is on the file path.
+    """
     from pyspark.sql import functions as F
 
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
 
-    uris, rows = [], []
-    for path, dv in zip(paths, files.column("deletion_vector").to_pylist()):
+    shift = row_key_shift(files)
+    mtime_of: dict[str, int] = {}
+    if shift is not None and (shared := _shared_sizes(files)):
+        twins = [(path, size) for path, size in zip(paths, files.column("size").to_pylist()) if size in shared]
+        mtimes = _local_mtimes_us([p for p, _ in twins])
+        if mtimes is None or len(set(zip((s for _, s in twins), mtimes))) < len(twins):
+            shift = None
+        else:
+            mtime_of = {p: m for (p, _), m in zip(twins, mtimes)}
+    uris, rows, keys, key_mtimes = [], [], [], []
+    for path, size, dv in zip(paths, files.column("size").to_pylist(), files.column("deletion_vector").to_pylist()):
         if not dv:
             continue
-        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root)
-        uris.append(pa.array([spark_file_uri(path)] * len(deleted), pa.string()))
-        rows.append(pa.array(deleted.astype("int64"), pa.int64()))
-    if not uris:
+        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root).astype("int64")
+        if shift is not None:
+            keys.append(pa.array((deleted << shift) + size, pa.int64()))
+            key_mtimes.append(pa.nulls(len(deleted), pa.int64()) if path not in mtime_of
+                              else pa.array([mtime_of[path]] * len(deleted), pa.int64()))
+        else:
+            uris.append(pa.array([spark_file_uri(path)] * len(deleted), pa.string()))
+            rows.append(pa.array(deleted, pa.int64()))
+    if shift is not None:
+        if not keys:
+            return df
+        table = {_DV_KEY: pa.concat_arrays(keys)}
+        if mtime_of:
+            table[_DV_KEY_MTIME] = pa.concat_arrays(key_mtimes)
+        build = _arrow_df(spark, pa.table(table))
+        if len(table[_DV_KEY]) <= 20_000_000:
+            build = F.broadcast(build)
+        condition = (F.shiftleft(F.col(ROW_COL), shift) + F.col(_FILE_SIZE_COL)) == build[_DV_KEY]
+        if mtime_of:
+            condition = condition & (build[_DV_KEY_MTIME].isNull()
+                                     | (F.unix_micros(F.col(_FILE_MTIME_COL)) == build[_DV_KEY_MTIME]))
+        return plan_pruning.unpruned(df, "join", build, condition, "left_anti")
+    if not rows:
         return df
     deleted_df = _arrow_df(
         spark, pa.table({FILE_COL: pa.concat_arrays(uris), ROW_COL: pa.concat_arrays(rows)})
@@ -305,7 +375,7 @@ def _join_on_file(df: Any, small: Any, how: str, with_row: bool = False) -> Any:
     for k in keys:
         part = df[k] == renamed[f"__r{k}"]
         condition = part if condition is None else condition & part
-    out = df.join(renamed, condition, how)
+    out = plan_pruning.unpruned(df, "join", renamed, condition, how)
     return out.drop(*[f"__r{k}" for k in keys]) if how != "left_anti" else out
 
 

@@ -24,6 +24,7 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows, write_deletion_vectors
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.stats import TIGHT_BOUNDS
+from pydelta.spark import plan_pruning
 from pydelta.spark.dml.common import remove_actions, scan
 from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
 
@@ -46,18 +47,37 @@ def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: An
     df = scan(spark, snapshot, files, with_file=True)
     if alias:
         df = df.alias(alias)
-    return rows_by_file(df.filter(F.coalesce(condition, F.lit(False))))
+    uris = [spark_file_uri(snapshot.absolute_path(p)) for p in files.column("path").to_pylist()]
+    # `files` are already the candidates the condition left: no pruning pass on these plans.
+    return rows_by_file(plan_pruning.unpruned(df, "filter", F.coalesce(condition, F.lit(False))), uris)
 
 
-def rows_by_file(df: Any) -> dict[str, np.ndarray]:
-    """Per file URI, the sorted row indexes of the rows of `df` (which carries FILE_COL and ROW_COL)."""
+def rows_by_file(df: Any, uris: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Per file URI, the sorted row indexes of the rows of `df` (which carries FILE_COL and ROW_COL).
+
+    With the candidate file `uris` known, rows are collected as (file number, row index) longs
+    through a broadcast join on the few matching rows, with no shuffle; else grouped in Spark.
+    """
     from pyspark.sql import functions as F
 
-    table = df.groupBy(FILE_COL).agg(F.collect_list(F.col(ROW_COL)).alias("rows")).toArrow()
-    out: dict[str, np.ndarray] = {}
-    for uri, rows in zip(table.column(FILE_COL).to_pylist(), table.column("rows").to_numpy(zero_copy_only=False)):
-        out[uri] = np.unique(np.asarray(rows, dtype=np.int64))
-    return out
+    if uris is None:
+        table = df.groupBy(FILE_COL).agg(F.collect_list(F.col(ROW_COL)).alias("rows")).toArrow()
+        out: dict[str, np.ndarray] = {}
+        for uri, rows in zip(table.column(FILE_COL).to_pylist(),
+                             table.column("rows").to_numpy(zero_copy_only=False)):
+            out[uri] = np.unique(np.asarray(rows, dtype=np.int64))
+        return out
+    numbers = F.broadcast(df.sparkSession.createDataFrame(
+        pa.table({"__file_number": pa.array(range(len(uris)), pa.int64()), "__file_uri": pa.array(uris, pa.string())})))
+    pairs = (plan_pruning.unpruned(df, "join", numbers, df[FILE_COL] == numbers["__file_uri"], "inner")
+             .select("__file_number", F.col(ROW_COL).alias("__row")).toArrow())
+    file_numbers = pairs.column("__file_number").to_numpy()
+    rows = pairs.column("__row").to_numpy()
+    order = np.lexsort((rows, file_numbers))
+    file_numbers, rows = file_numbers[order], rows[order]
+    starts = np.flatnonzero(np.diff(file_numbers, prepend=-1))
+    ends = list(starts[1:]) + [len(rows)]
+    return {uris[int(file_numbers[a])]: np.unique(rows[a:b]) for a, b in zip(starts, ends)}
 
 
 @dataclass
