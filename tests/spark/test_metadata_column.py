@@ -80,3 +80,35 @@ def test_zorder_on_a_partitioned_table_then_metadata(spark, tmp_path):
         "delta").partitionBy("p").save(path)
     DeltaTable.forPath(spark, path).optimize().executeZOrderBy("v")
     check(spark, path)
+
+
+def test_metadata_in_sql_queries(spark, tmp_path):
+    """SQL queries over Delta tables keep `_metadata` (and row tracking's row_id) selectable,
+    also with an alias, a join, time travel and a catalog name; `*` never shows it."""
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, p INT) USING delta PARTITIONED BY (p) "
+              "TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true')")
+    spark.range(30, numPartitions=2).selectExpr("id", "CAST(id % 3 AS INT) AS p").write.format("delta") \
+        .mode("append").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 4")
+    files = live_uris(path)
+    rows = spark.sql(f"SELECT id, p, _metadata.file_path, _metadata.file_size, _metadata.row_index, "
+                     f"_metadata.row_id FROM delta.`{path}` WHERE id > 2").collect()
+    assert sorted(r.id for r in rows) == [i for i in range(3, 30) if i != 4]
+    assert {r.file_path for r in rows} <= set(files) and all(r.file_size == files[r.file_path] for r in rows)
+    assert all(f"/p={r.p}/" in r.file_path for r in rows)
+    assert len({r.row_id for r in rows}) == len(rows)  # stable row IDs, unique
+    df = spark.read.format("delta").load(path)
+    expected = {r.id: r.row_id for r in df.select("id", "_metadata.row_id").collect()}
+    assert all(expected[r.id] == r.row_id for r in rows)  # the same values as DataFrame reads
+    assert "_metadata" not in spark.sql(f"SELECT * FROM delta.`{path}`").columns
+    joined = spark.sql(f"SELECT a.id, a._metadata.row_index AS ai, b._metadata.file_name AS bn "
+                       f"FROM delta.`{path}` a JOIN delta.`{path}` VERSION AS OF 1 b ON a.id = b.id "
+                       "WHERE a.id = 7").collect()
+    assert len(joined) == 1 and joined[0].bn in {os.path.basename(u) for u in files}
+    spark.sql(f"CREATE TABLE meta_sql_t USING delta LOCATION '{path}'")
+    try:
+        named = spark.sql("SELECT count(DISTINCT _metadata.file_path) AS n FROM meta_sql_t").first().n
+        assert named == len(files)
+    finally:
+        spark.sql("DROP TABLE meta_sql_t")

@@ -37,6 +37,7 @@ class DeltaRelation:
     default_alias: str = ""
     conditions: list[str] = field(default_factory=list)  # conjuncts (unqualified SQL) for file pruning
     change_range: dict[str, Any] | None = None  # table_changes(...): change-feed read options
+    node_id: int | None = None  # JVM identity of the parsed node the relation replaces
 
 
 @dataclass
@@ -99,6 +100,7 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
         if item.kind == "UnresolvedTableValuedFunction":
             changes = _table_changes(spark, node, cache)
             if changes is not None:
+                changes.node_id = _identity(spark, node)
                 if item.parent is not None and item.parent.kind == "SubqueryAlias":
                     alias = str(item.parent.node.alias())
                     if text[changes.stop] == ")":
@@ -118,10 +120,11 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
         span = jplan.span(node)
         if span is None:
             continue
-        rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1])
+        rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1], node_id=_identity(spark, node))
         parent = item.parent
         if parent is not None and parent.kind == "RelationTimeTravel":
             tt = parent.node
+            rel.node_id = _identity(spark, tt)
             at_syntax = _AT_SYNTAX.match(text, rel.stop + 1)
             if at_syntax is not None:  # t@v5 / t@yyyyMMddHHmmssSSS (the node's span also covers an alias)
                 rel.stop = at_syntax.end() - 1
@@ -296,6 +299,47 @@ def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[s
             replacement += f" AS `{rel.default_alias.replace('`', '``')}`"
         out = out[:rel.start] + replacement + out[rel.stop + 1:]
     return out, views
+
+
+def _identity(spark: Any, node: Any) -> int:
+    return int(spark._jvm.java.lang.System.identityHashCode(node))
+
+
+def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> Any | None:
+    """The query `plan` run with each Delta relation's parsed node replaced by pydelta's scan, as a
+    DataFrame; None when a relation sits where only the text substitution reaches (a subquery
+    expression, a CTE definition).
+
+    Unlike a temporary view, the scan's plan keeps its metadata columns: `_metadata.file_path`,
+    `_metadata.row_index` and, with row tracking, `_metadata.row_id` are selectable in SQL.
+    """
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from pydelta.spark.plan_pruning import _scala_seq
+
+    by_node = {rel.node_id: rel for rel in relations}
+    if None in by_node or len(by_node) != len(relations):
+        return None
+    replaced: set[int] = set()
+
+    def rebuilt(node: Any) -> Any:
+        rel = by_node.get(_identity(spark, node))
+        if rel is not None:
+            replaced.add(rel.node_id)  # type: ignore[arg-type]
+            df = relation_dataframe(spark, rel).alias(rel.default_alias)
+            return df._jdf.queryExecution().analyzed()
+        kids = jplan.children(node)
+        if not kids:
+            return node
+        new_kids = [rebuilt(k) for k in kids]
+        if all(a is b for a, b in zip(new_kids, kids)):
+            return node
+        return node.withNewChildren(_scala_seq(node, new_kids))
+
+    new_plan = rebuilt(plan)
+    if len(replaced) != len(relations):
+        return None
+    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, new_plan), spark)
 
 
 def drop_views(spark: Any, views: list[str]) -> None:

@@ -15,7 +15,13 @@ from typing import Any, Callable
 
 from pydelta.spark import plan_pruning
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.queries import drop_views, find_delta_relations, is_table_changes, substitute
+from pydelta.spark.sql.queries import (
+    drop_views,
+    find_delta_relations,
+    is_table_changes,
+    substitute,
+    substitute_plan,
+)
 from pydelta.spark.sql.utility import run_utility
 from pydelta.spark.sql.utility_grammar import parse_utility
 
@@ -58,7 +64,8 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
         return plan_pruning.prune(original(text))
     else:
         refuse_unserved_delta_command(spark, plan, resolved)
-    return plan_pruning.prune(run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved))
+    return plan_pruning.prune(run_with_delta_relations(spark, text, plan, original, summary.has_subqueries, resolved,
+                                                       plan_substitution=not has_args))
 
 
 # Commands on a Delta table that Spark's catalog serves correctly on its own.
@@ -92,11 +99,16 @@ def refuse_unserved_delta_command(spark: Any, plan: Any, cache: dict) -> None:
 
 
 def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callable[[str], Any],
-                              has_subqueries: bool = True, resolved: dict | None = None) -> Any:
+                              has_subqueries: bool = True, resolved: dict | None = None,
+                              plan_substitution: bool = False) -> Any:
     """Run `text` in Spark with every Delta relation in it replaced by pydelta's scan."""
     relations = find_delta_relations(spark, text, plan, subqueries=has_subqueries, cache=resolved)
     if not relations:
         return original(text)
+    if plan_substitution and not jplan.is_command(spark, plan):
+        df = substitute_plan(spark, plan, relations)  # a query: keeps the scans' metadata columns
+        if df is not None:
+            return df
     rewritten, views = substitute(spark, text, relations)
     keep = jplan.kind(plan) in _KEEPS_VIEWS
     try:
