@@ -84,7 +84,7 @@ def test_zorder_on_a_partitioned_table_then_metadata(spark, tmp_path):
 
 def test_metadata_in_sql_queries(spark, tmp_path):
     """SQL queries over Delta tables keep `_metadata` (and row tracking's row_id) selectable,
-    also with an alias, a join, time travel and a catalog name; `*` never shows it."""
+    also with an alias, a join, time travel, CTEs and a catalog name; `*` never shows it."""
     path = str(tmp_path / "t")
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, p INT) USING delta PARTITIONED BY (p) "
               "TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true')")
@@ -106,6 +106,9 @@ def test_metadata_in_sql_queries(spark, tmp_path):
                        f"FROM delta.`{path}` a JOIN delta.`{path}` VERSION AS OF 1 b ON a.id = b.id "
                        "WHERE a.id = 7").collect()
     assert len(joined) == 1 and joined[0].bn in {os.path.basename(u) for u in files}
+    in_cte = spark.sql(f"WITH c AS (SELECT id, _metadata.row_id AS rid FROM delta.`{path}` x WHERE id > 2), "
+                       "d AS (SELECT * FROM c WHERE id < 10) SELECT id, rid FROM d").collect()
+    assert {r.id: r.rid for r in in_cte} == {i: expected[i] for i in range(3, 10) if i != 4}
     spark.sql(f"CREATE TABLE meta_sql_t USING delta LOCATION '{path}'")
     try:
         named = spark.sql("SELECT count(DISTINCT _metadata.file_path) AS n FROM meta_sql_t").first().n

@@ -308,7 +308,7 @@ def _identity(spark: Any, node: Any) -> int:
 def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> Any | None:
     """The query `plan` run with each Delta relation's parsed node replaced by pydelta's scan, as a
     DataFrame; None when a relation sits where only the text substitution reaches (a subquery
-    expression, a CTE definition).
+    expression).
 
     Unlike a temporary view, the scan's plan keeps its metadata columns: `_metadata.file_path`,
     `_metadata.row_index` and, with row tracking, `_metadata.row_id` are selectable in SQL.
@@ -328,6 +328,8 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
             replaced.add(rel.node_id)  # type: ignore[arg-type]
             df = relation_dataframe(spark, rel).alias(rel.default_alias)
             return df._jdf.queryExecution().analyzed()
+        if jplan.kind(node) == "UnresolvedWith" and int(node.productArity()) == 3:
+            return _with_ctes_rebuilt(spark, node, rebuilt)
         kids = jplan.children(node)
         if not kids:
             return node
@@ -340,6 +342,28 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
     if len(replaced) != len(relations):
         return None
     return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, new_plan), spark)
+
+
+def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
+    """A WITH node with its query and its CTE definitions (not children in Spark's sense) rebuilt."""
+    from pydelta.spark.plan_pruning import _scala_seq
+
+    child = node.child()
+    new_child = rebuilt(child)
+    pairs = jplan.seq(node.cteRelations())
+    new_pairs = [(pair, rebuilt(pair._2())) for pair in pairs]
+    if new_child is child and all(new is pair._2() for pair, new in new_pairs):
+        return node
+    tuples = [pair if new is pair._2() else _with_second(spark, pair, new) for pair, new in new_pairs]
+    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith(
+        new_child, _scala_seq(node, tuples), node.productElement(2))
+
+
+def _with_second(spark: Any, pair: Any, value: Any) -> Any:
+    """The CTE entry `pair` (a Scala tuple: name, definition[, ...]) with its definition replaced."""
+    items = [pair.productElement(i) for i in range(int(pair.productArity()))]
+    items[1] = value
+    return getattr(spark._jvm.scala, f"Tuple{len(items)}")(*items)
 
 
 def drop_views(spark: Any, views: list[str]) -> None:
