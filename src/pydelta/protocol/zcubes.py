@@ -15,9 +15,10 @@ import json
 import uuid
 from typing import Any, Iterable, Mapping, Sequence
 
+from pydelta.protocol.clustering import PROVIDER
+
 ZCUBE_ID_TAG = "ZCUBE_ID"
 ZORDER_BY_TAG = "ZCUBE_ZORDER_BY"
-CLUSTERING_PROVIDER = "liquid"
 
 MIN_CUBE_SIZE_CONF = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 TARGET_CUBE_SIZE_CONF = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.targetCubeSize"
@@ -55,19 +56,18 @@ def logical_size(row: FileRow) -> int:
     return size
 
 
-def _by_cube(files: Iterable[FileRow]) -> list[list[FileRow]]:
-    """Runs of files: each unclustered file alone, each ZCube's files together (input sorted by cube)."""
-    runs: list[list[FileRow]] = []
+def _by_cube(files: Iterable[tuple[FileRow, Any]]) -> list[list[tuple[FileRow, Any]]]:
+    """Runs of (file, cube): each unclustered file alone, each ZCube's files together (input sorted by cube)."""
+    runs: list[list[tuple[FileRow, Any]]] = []
     current_id: str | None = None
-    for row in files:
-        cube = cube_of(row)
+    for row, cube in files:
         if cube is None:
-            runs.append([row])
+            runs.append([(row, cube)])
             current_id = None
         elif cube[0] == current_id:
-            runs[-1].append(row)
+            runs[-1].append((row, cube))
         else:
-            runs.append([row])
+            runs.append([(row, cube)])
             current_id = cube[0]
     return runs
 
@@ -75,20 +75,21 @@ def _by_cube(files: Iterable[FileRow]) -> list[list[FileRow]]:
 def clustering_candidates(files: Sequence[FileRow], columns: Sequence[str], *, full: bool,
                           min_cube_size: int) -> list[FileRow]:
     """The files one clustering OPTIMIZE rewrites, unclustered files first, then by ZCube ID."""
-    ordered = sorted(files, key=lambda r: ("" if cube_of(r) is None else "~" + cube_of(r)[0], r["path"]))
+    with_cubes = sorted(((row, cube_of(row)) for row in files),
+                        key=lambda rc: ("" if rc[1] is None else "~" + rc[1][0], rc[0]["path"]))
     candidates, skipped = [], []
-    for row in ordered:
-        provider_ok = row.get("clustering_provider") in (None, CLUSTERING_PROVIDER)
-        cube = cube_of(row)
-        (candidates if provider_ok and (cube is None or cube[1] == list(columns)) else skipped).append(row)
-    runs = _by_cube(candidates)
-    small = [run for run in runs
-             if cube_of(run[0]) is None or sum(logical_size(r) for r in run) < min_cube_size]
+    for row, cube in with_cubes:
+        provider_ok = row.get("clustering_provider") in (None, PROVIDER)
+        same_columns = cube is None or cube[1] == list(columns)
+        (candidates if provider_ok and same_columns else skipped).append((row, cube))
+    small = [run for run in _by_cube(candidates)
+             if run[0][1] is None or sum(logical_size(r) for r, _ in run) < min_cube_size]
+    chosen = [row for run in small for row, _ in run]
     if full and skipped:
-        return [r for run in small for r in run] + skipped
-    if len(small) == 1 and cube_of(small[0][0]) is not None:
+        return chosen + [row for row, _ in skipped]
+    if len(small) == 1 and small[0][0][1] is not None:
         return []  # one partial ZCube and nothing new: already as clustered as it gets
-    return [r for run in small for r in run]
+    return chosen
 
 
 def group_into_cubes(files: Sequence[FileRow], max_cube_size: int) -> list[list[FileRow]]:

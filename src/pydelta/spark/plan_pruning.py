@@ -49,10 +49,6 @@ class _Scan:
 _SCANS: OrderedDict[int, _Scan] = OrderedDict()
 
 
-def _identity(spark: Any, obj: Any) -> int:
-    return int(spark._jvm.java.lang.System.identityHashCode(obj))
-
-
 def _relation_leaves(plan: Any) -> list[Any]:
     return [leaf for leaf in jplan.seq(plan.collectLeaves()) if jplan.kind(leaf) == "LogicalRelation"]
 
@@ -64,7 +60,7 @@ def register(df: Any, snapshot: Snapshot, files: pa.Table, read_schema: Any, bas
         if len(leaves) != 1:
             return
         location = leaves[0].relation().location()
-        key = _identity(df.sparkSession, location)
+        key = jplan.identity(df.sparkSession, location)
         roots = location.rootPaths()
         scan = _Scan(snapshot, files, read_schema, base_path, int(roots.size()), str(roots.head()))
     except Exception as e:  # noqa: BLE001 - pruning is an optimization
@@ -147,7 +143,7 @@ def _registered(spark: Any, leaf: Any) -> _Scan | None:
     if relation.getClass().getSimpleName() != "HadoopFsRelation":  # file scans only have a FileIndex
         return None
     location = relation.location()
-    scan = _SCANS.get(_identity(spark, location))
+    scan = _SCANS.get(jplan.identity(spark, location))
     if scan is None:
         return None
     roots = location.rootPaths()
@@ -209,7 +205,7 @@ def _scan_over(spark: Any, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
     jvm = spark._jvm
     if files.num_rows == 0:
         return jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
-            leaf.output(), _scala_seq(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
+            leaf.output(), jplan.scala_list(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
     from pydelta.spark.read import _read_parquet
 
     paths = [scan.snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
@@ -233,18 +229,8 @@ def _replace(node: Any, replacements: dict[int, Any]) -> tuple[Any, bool]:
     rebuilt = [_replace(k, replacements) for k in kids]
     if not any(changed for _, changed in rebuilt):
         return node, False
-    seq = _scala_seq(node, [n for n, _ in rebuilt])
+    seq = jplan.scala_list(node, [n for n, _ in rebuilt])
     return node.withNewChildren(seq), True
-
-
-def _scala_seq(node: Any, items: list[Any]) -> Any:
-    """A Scala immutable Seq of `items` (py4j cannot pass a Python list as one)."""
-    from py4j.java_collections import ListConverter
-    from py4j.java_gateway import JavaClass
-
-    gateway = node._gateway_client
-    converters = JavaClass("scala.jdk.javaapi.CollectionConverters", gateway)
-    return converters.asScala(ListConverter().convert(items, gateway)).toList()
 
 
 def install() -> None:

@@ -25,7 +25,7 @@ from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_del
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.stats import TIGHT_BOUNDS
 from pydelta.spark import plan_pruning
-from pydelta.spark.dml.common import remove_actions, scan
+from pydelta.spark.dml.common import file_uris, remove_actions, scan
 from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
 
 ENABLE_KEY = "delta.enableDeletionVectors"
@@ -47,7 +47,7 @@ def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: An
     df = scan(spark, snapshot, files, with_file=True)
     if alias:
         df = df.alias(alias)
-    uris = [spark_file_uri(snapshot.absolute_path(p)) for p in files.column("path").to_pylist()]
+    uris = file_uris(snapshot, files)
     # `files` are already the candidates the condition left: no pruning pass on these plans.
     return rows_by_file(plan_pruning.unpruned(df, "filter", F.coalesce(condition, F.lit(False))), uris)
 

@@ -52,6 +52,21 @@ def children(node: Any) -> list[Any]:
     return seq(node.children())
 
 
+def scala_list(node: Any, items: list[Any]) -> Any:
+    """A Scala immutable Seq of `items` (py4j cannot pass a Python list as one)."""
+    from py4j.java_collections import ListConverter
+    from py4j.java_gateway import JavaClass
+
+    gateway = node._gateway_client
+    converters = JavaClass("scala.jdk.javaapi.CollectionConverters", gateway)
+    return converters.asScala(ListConverter().convert(items, gateway)).toList()
+
+
+def identity(spark: Any, obj: Any) -> int:
+    """The JVM identity hash of a Java object (tells apart equal but distinct nodes)."""
+    return int(spark._jvm.java.lang.System.identityHashCode(obj))
+
+
 def span(node: Any) -> tuple[int, int] | None:
     """(start, stop-inclusive) character offsets of `node` in the statement, if known."""
     origin = node.origin()

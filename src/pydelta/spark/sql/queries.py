@@ -100,7 +100,7 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
         if item.kind == "UnresolvedTableValuedFunction":
             changes = _table_changes(spark, node, cache)
             if changes is not None:
-                changes.node_id = _identity(spark, node)
+                changes.node_id = jplan.identity(spark, node)
                 if item.parent is not None and item.parent.kind == "SubqueryAlias":
                     alias = str(item.parent.node.alias())
                     if text[changes.stop] == ")":
@@ -120,11 +120,11 @@ def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
         span = jplan.span(node)
         if span is None:
             continue
-        rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1], node_id=_identity(spark, node))
+        rel = DeltaRelation(target, span[0], span[1], default_alias=parts[-1], node_id=jplan.identity(spark, node))
         parent = item.parent
         if parent is not None and parent.kind == "RelationTimeTravel":
             tt = parent.node
-            rel.node_id = _identity(spark, tt)
+            rel.node_id = jplan.identity(spark, tt)
             at_syntax = _AT_SYNTAX.match(text, rel.stop + 1)
             if at_syntax is not None:  # t@v5 / t@yyyyMMddHHmmssSSS (the node's span also covers an alias)
                 rel.stop = at_syntax.end() - 1
@@ -301,10 +301,6 @@ def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[s
     return out, views
 
 
-def _identity(spark: Any, node: Any) -> int:
-    return int(spark._jvm.java.lang.System.identityHashCode(node))
-
-
 def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> Any | None:
     """The query `plan` run with each Delta relation's parsed node replaced by pydelta's scan, as a
     DataFrame; None when a relation sits where only the text substitution reaches (a subquery
@@ -315,15 +311,13 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
     """
     from pyspark.sql.classic.dataframe import DataFrame
 
-    from pydelta.spark.plan_pruning import _scala_seq
-
     by_node = {rel.node_id: rel for rel in relations}
     if None in by_node or len(by_node) != len(relations):
         return None
     replaced: set[int] = set()
 
     def rebuilt(node: Any) -> Any:
-        rel = by_node.get(_identity(spark, node))
+        rel = by_node.get(jplan.identity(spark, node))
         if rel is not None:
             replaced.add(rel.node_id)  # type: ignore[arg-type]
             df = relation_dataframe(spark, rel).alias(rel.default_alias)
@@ -336,7 +330,7 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
         new_kids = [rebuilt(k) for k in kids]
         if all(a is b for a, b in zip(new_kids, kids)):
             return node
-        return node.withNewChildren(_scala_seq(node, new_kids))
+        return node.withNewChildren(jplan.scala_list(node, new_kids))
 
     new_plan = rebuilt(plan)
     if len(replaced) != len(relations):
@@ -346,8 +340,6 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
 
 def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
     """A WITH node with its query and its CTE definitions (not children in Spark's sense) rebuilt."""
-    from pydelta.spark.plan_pruning import _scala_seq
-
     child = node.child()
     new_child = rebuilt(child)
     pairs = jplan.seq(node.cteRelations())
@@ -356,7 +348,7 @@ def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
         return node
     tuples = [pair if new is pair._2() else _with_second(spark, pair, new) for pair, new in new_pairs]
     return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith(
-        new_child, _scala_seq(node, tuples), node.productElement(2))
+        new_child, jplan.scala_list(node, tuples), node.productElement(2))
 
 
 def _with_second(spark: Any, pair: Any, value: Any) -> Any:
