@@ -461,3 +461,35 @@ def test_merge_with_unique_source_keys_fast_paths(spark, tmp_path, threshold):
             table.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute()
     finally:
         spark.conf.unset("spark.pydelta.merge.onePassSourceRowsPerFile")
+
+
+def test_merge_one_pass_finds_multiple_matches_from_its_row_counts(spark, tmp_path):
+    """The one-pass rewrite runs without checking the source's keys first; when a target row
+    met several source rows its row counts differ from the files' statistics, the written
+    files are dropped and the merge starts over: the same errors and results as ever."""
+    path = str(tmp_path / "m")
+    spark.range(0, 40, numPartitions=2).selectExpr("id", "id * 2 AS v").write.format("delta").save(path)
+    table = pydelta.DeltaTable.forPath(spark, path)
+    spark.conf.set("spark.pydelta.merge.onePassSourceRowsPerFile", "1")
+    try:
+        files_before = set(pydelta.load_snapshot(path).files().column("path").to_pylist())
+        dup = spark.createDataFrame([(7, 1), (7, 2), (8, 3)], "id long, v long")
+        with pytest.raises(DeltaError, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+            table.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute()
+        assert version(path) == 0
+        data_files = {p.name for p in (tmp_path / "m").glob("*.parquet")}
+        assert data_files == files_before  # the discarded rewrite left nothing behind
+
+        # id 7 matched twice, but no clause modifies it: copied once; id 8 updated
+        (table.alias("t").merge(dup.alias("s"), "t.id = s.id")
+         .whenMatchedUpdate(condition="s.v = 3", set={"v": "s.v"}).execute())
+        got = sorted((r.id, r.v) for r in spark.read.format("delta").load(path).collect())
+        assert got == sorted([(i, i * 2) for i in range(40) if i != 8] + [(8, 3)])
+
+        # one unconditional delete is exempt (delta-spark): id 7 deleted once
+        result = table.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+        assert result_of(result)["num_deleted_rows"] == 2
+        assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [
+            i for i in range(40) if i not in (7, 8)]
+    finally:
+        spark.conf.unset("spark.pydelta.merge.onePassSourceRowsPerFile")

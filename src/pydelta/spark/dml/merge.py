@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError, DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
@@ -73,6 +73,7 @@ from pydelta.spark.dml.common import (
     discard_files,
     elapsed_ms,
     file_uris,
+    logical_record_count,
     new_transaction,
     observation,
     observed,
@@ -406,6 +407,22 @@ def _unique_on(source: Any, keys: list[str]) -> bool:
     return not dup.take(1)
 
 
+REREAD_NODES = {"Project", "Filter", "SubqueryAlias", "Range", "LocalRelation", "LogicalRelation"}
+
+
+def _cheap_to_reread(source: Any) -> bool:
+    """Whether reading the source again gives the same rows at little cost, so the merge need
+    not cache it: a deterministic plan of projections and filters over ranges, local rows or
+    files (file relations keep the file list they were planned with)."""
+    from pydelta.spark.sql import jplan
+
+    try:
+        plan = source._jdf.queryExecution().analyzed()
+        return bool(plan.deterministic()) and all(jplan.kind(node) in REREAD_NODES for node in jplan.walk(plan))
+    except Exception:  # noqa: BLE001 - a plan we cannot read: cache it
+        return False
+
+
 ONE_PASS_CONF = "spark.pydelta.merge.onePassSourceRowsPerFile"
 
 
@@ -532,8 +549,13 @@ def prepare_merge(
     *,
     schema_evolution: bool = False,
     alias: str | None = None,
+    check_source_first: bool = False,
 ) -> PreparedCommit:
     """Plan and run the merge's Spark jobs; returns the (uncommitted) result.
+
+    `check_source_first`: test the source's keys for uniqueness before a one-pass rewrite
+    (else the rewrite runs at once and its row counts tell whether a target row matched
+    several source rows; if one did, the merge starts over with this set).
 
     `result` of the returned PreparedCommit is (num_affected_rows, num_updated_rows,
     num_deleted_rows, num_inserted_rows).
@@ -676,6 +698,8 @@ def prepare_merge(
     need_dedupe = False
     persisted = False
     unique = False
+    unverified = False  # one pass without the source uniqueness check
+    expected_target_rows = logical_record_count(candidates)
     counts: dict[str, int] = {}
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
@@ -685,18 +709,25 @@ def prepare_merge(
         if not insert_only and candidates.num_rows:
             t0 = time.monotonic()
             level = source.storageLevel
-            if not (level.useMemory or level.useDisk):
+            if not (level.useMemory or level.useDisk) and not _cheap_to_reread(source):
                 source.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted = True
             metrics_timing["materializeSourceTimeMs"] = elapsed_ms(t0)
             t0 = time.monotonic()
             keys = None if by_source else _source_join_keys(merge_cond, join)
-            unique = keys is not None and _unique_on(source, keys)
-            if unique:
+            if (keys is not None and not check_source_first and expected_target_rows is not None
+                    and not persistent_dvs(spark, metadata, snapshot.protocol, "merge")):
                 num_source_rows = source.count()
-        if not insert_only and candidates.num_rows and unique and _one_pass(spark, num_source_rows, candidates.num_rows):
+                unverified = _one_pass(spark, num_source_rows, candidates.num_rows)
+            if not unverified:
+                unique = keys is not None and _unique_on(source, keys)
+                if unique and num_source_rows is None:
+                    num_source_rows = source.count()
+        if (not insert_only and candidates.num_rows and (unique or unverified)
+                and _one_pass(spark, num_source_rows, candidates.num_rows)):
             # So many source rows per candidate file that nearly every file is touched: skip the
-            # search and rewrite the candidates in one pass (unique keys: no multiple matches).
+            # search and rewrite the candidates in one pass (unique keys, or the rewrite's row
+            # counts show whether a target row matched several source rows).
             touched = candidates
             metrics_timing["scanTimeMs"] = elapsed_ms(t0)
         elif not insert_only and candidates.num_rows:
@@ -794,6 +825,14 @@ def prepare_merge(
             metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
             seen = observed(obs)
             counts = _counts(seen) if seen is not None else _count_actions(joined, resolved)
+            target_rows_out = sum(counts.get(k, 0) for k in ("copied", "matched_updated", "matched_deleted"))
+            if unverified and target_rows_out != expected_target_rows:
+                # A target row met several source rows: start over with the uniqueness check,
+                # which decides between the error and copying the row once.
+                discard_files(root, added + cdc)
+                added, cdc = [], []
+                return prepare_merge(spark, snapshot, source, condition, clauses, schema_evolution=schema_evolution,
+                                     alias=alias, check_source_first=True)
         elif not_matched:
             # ---- insert only: append source rows that match nothing -----------------------------------------
             t0 = time.monotonic()
