@@ -699,7 +699,7 @@ def prepare_merge(
     persisted = False
     unique = False
     unverified = False  # one pass without the source uniqueness check
-    expected_target_rows = logical_record_count(candidates)
+    expected_target_rows: int | None = None  # of the candidates, from their stats (unverified only)
     counts: dict[str, int] = {}
     added: list[dict[str, Any]] = []
     cdc: list[dict[str, Any]] = []
@@ -715,16 +715,18 @@ def prepare_merge(
             metrics_timing["materializeSourceTimeMs"] = elapsed_ms(t0)
             t0 = time.monotonic()
             keys = None if by_source else _source_join_keys(merge_cond, join)
-            if (keys is not None and not check_source_first and expected_target_rows is not None
-                    and not persistent_dvs(spark, metadata, snapshot.protocol, "merge")):
-                num_source_rows = source.count()
-                unverified = _one_pass(spark, num_source_rows, candidates.num_rows)
+            if keys is not None and not check_source_first and not persistent_dvs(
+                    spark, metadata, snapshot.protocol, "merge"):
+                expected_target_rows = logical_record_count(candidates)
+                if expected_target_rows is not None:
+                    num_source_rows = source.count()
+                    unverified = _one_pass(spark, num_source_rows, candidates.num_rows)
             if not unverified:
                 unique = keys is not None and _unique_on(source, keys)
                 if unique and num_source_rows is None:
                     num_source_rows = source.count()
-        if (not insert_only and candidates.num_rows and (unique or unverified)
-                and _one_pass(spark, num_source_rows, candidates.num_rows)):
+        if not insert_only and candidates.num_rows and (
+                unverified or (unique and _one_pass(spark, num_source_rows, candidates.num_rows))):
             # So many source rows per candidate file that nearly every file is touched: skip the
             # search and rewrite the candidates in one pass (unique keys, or the rewrite's row
             # counts show whether a target row matched several source rows).
@@ -825,8 +827,8 @@ def prepare_merge(
             metrics_timing["rewriteTimeMs"] = elapsed_ms(t0)
             seen = observed(obs)
             counts = _counts(seen) if seen is not None else _count_actions(joined, resolved)
-            target_rows_out = sum(counts.get(k, 0) for k in ("copied", "matched_updated", "matched_deleted"))
-            if unverified and target_rows_out != expected_target_rows:
+            if unverified and expected_target_rows != sum(
+                    counts.get(k, 0) for k in ("copied", "matched_updated", "matched_deleted")):
                 # A target row met several source rows: start over with the uniqueness check,
                 # which decides between the error and copying the row once.
                 discard_files(root, added + cdc)
