@@ -12,7 +12,7 @@ from pydelta.log.segment import build_segment
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import LocalStorage
 from pydelta.spark.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
-from tests.golden_paths import DELTA_SPARK
+from tests.golden_paths import DELTA_RS, DELTA_SPARK
 
 pytestmark = pytest.mark.spark
 
@@ -55,7 +55,47 @@ def test_checkpoint_commits_removes_dvs_txns_and_domains(spark, tmp_path):
     assert state.num_files >= 1 and state._state.txns["app"].version == 7
 
 
-@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "log-replay-special-characters", "canonicalized-paths-special-a", "canonicalized-paths-special-b", "log-replay-special-characters-a", "multi-part-checkpoint", "delete-re-add-same-file-different-transactions", "basic-with-inserts-deletes-checkpoint"])
+def test_v2_checkpoint_with_sidecars_and_later_commits(spark, tmp_path):
+    from pydelta.log.checkpoint_writer import write_checkpoint
+
+    path = str(tmp_path / "t")
+    (spark.range(0, 400, numPartitions=4).selectExpr("id", "CAST(id % 2 AS INT) AS p").write.format("delta")
+     .partitionBy("p").option("delta.checkpointPolicy", "v2").option("delta.enableDeletionVectors", "true")
+     .save(path))
+    table = DeltaTable.forPath(spark, path)
+    table.delete("id % 7 = 0")
+    spark.range(400, 410).selectExpr("id", "0 AS p").write.format("delta").mode("append") \
+        .option("txnAppId", "app").option("txnVersion", 3).save(path)
+    write_checkpoint(pydelta.load_snapshot(path), parts=3)  # a Parquet top-level file and three sidecars
+    segment = build_segment(LocalStorage(), pydelta.load_snapshot(path).table_root)
+    assert segment.checkpoint is not None and segment.checkpoint.kind == "v2"
+    table.delete("id < 50")  # removes after the checkpoint
+    state = _same_state(spark, path)
+    assert state._state.txns["app"].version == 3
+    assert spark.read.format("delta").load(path).count() == 410 - len([i for i in range(400) if i % 7 == 0 or i < 50])
+
+
+def test_missing_sidecar_is_reported(spark, tmp_path):
+    import glob
+    import os
+
+    from pydelta.errors import MissingDataFileError
+    from pydelta.log.checkpoint_writer import write_checkpoint
+
+    path = str(tmp_path / "t")
+    spark.range(0, 10).write.format("delta").option("delta.checkpointPolicy", "v2").save(path)
+    snapshot = pydelta.load_snapshot(path)
+    write_checkpoint(snapshot)
+    segment = build_segment(LocalStorage(), snapshot.table_root)
+    sidecars = glob.glob(os.path.join(path, "_delta_log", "_sidecars", "*.parquet"))
+    assert sidecars
+    for sidecar in sidecars:
+        os.remove(sidecar)
+    with pytest.raises(MissingDataFileError, match="sidecar"):
+        replay_segment_on_spark(spark, LocalStorage(), snapshot.table_root, segment)
+
+
+@pytest.mark.parametrize("name", ["v2-checkpoint-json", "v2-checkpoint-parquet", "dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "log-replay-special-characters", "canonicalized-paths-special-a", "canonicalized-paths-special-b", "log-replay-special-characters-a", "multi-part-checkpoint", "delete-re-add-same-file-different-transactions", "basic-with-inserts-deletes-checkpoint"])
 def test_golden_tables(spark, name):
     import os
 
@@ -63,6 +103,14 @@ def test_golden_tables(spark, name):
     if os.path.isdir(os.path.join(path, "delta")):
         path = os.path.join(path, "delta")
     assert os.path.isdir(os.path.join(path, "_delta_log")), f"golden table {name} missing"
+    _same_state(spark, path)
+
+
+def test_delta_rs_v2_checkpoint_table(spark):
+    import os
+
+    path = os.path.join(DELTA_RS, "checkpoint-v2-table")
+    assert os.path.isdir(os.path.join(path, "_delta_log", "_sidecars"))
     _same_state(spark, path)
 
 

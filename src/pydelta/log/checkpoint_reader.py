@@ -22,7 +22,7 @@ from pydelta.errors import CorruptedLogError, MissingDataFileError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, conform, rows_to_struct
 from pydelta.log.commits import parse_actions
 from pydelta.log.segment import Checkpoint
-from pydelta.log.storage import LocalStorage, Storage
+from pydelta.log.storage import FileInfo, LocalStorage, Storage
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 _TOP_LEVEL = ("add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata")
@@ -135,15 +135,38 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
         for table in _parquet_batches(storage, f.path):
             _small_actions(table, out, sidecars)
             _collect_files(table, adds, removes)
-    for sidecar in sidecars:
-        path = os.path.join(log_dir, "_sidecars", sidecar["path"]) if "/" not in sidecar["path"] else sidecar["path"]
-        if not storage.exists(path):
-            raise MissingDataFileError(f"sidecar file {path} of checkpoint {checkpoint.version} is missing")
-        for table in _parquet_batches(storage, path):
+    for sidecar in _existing_sidecars(storage, log_dir, checkpoint, sidecars):
+        for table in _parquet_batches(storage, sidecar.path):
             _collect_files(table, adds, removes)
     out.adds = _chunked(adds, ADD_TYPE)
     out.removes = _chunked(removes, REMOVE_TYPE)
     return out
+
+
+def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> list[FileInfo]:
+    """The sidecar files a V2 checkpoint's top-level file names (read from that file alone),
+    with the sizes it records for them."""
+    sidecars: list[dict] = []
+    for f in checkpoint.files:
+        if f.name.endswith(".json"):
+            sidecars.extend(parse_actions(storage.read(f.path), checkpoint.version, f.path).sidecars)
+            continue
+        pf = _open_parquet(storage, f.path)
+        if "sidecar" in pf.schema_arrow.names:
+            sidecars.extend(_non_null(pf.read(columns=["sidecar"]).column("sidecar")).to_pylist())
+    return _existing_sidecars(storage, log_dir, checkpoint, sidecars)
+
+
+def _existing_sidecars(storage: Storage, log_dir: str, checkpoint: Checkpoint,
+                       sidecars: list[dict]) -> list[FileInfo]:
+    """Sidecar actions as files: a bare name lives in `_delta_log/_sidecars`; every one must exist."""
+    files = []
+    for sidecar in sidecars:
+        path = os.path.join(log_dir, "_sidecars", sidecar["path"]) if "/" not in sidecar["path"] else sidecar["path"]
+        if not storage.exists(path):
+            raise MissingDataFileError(f"sidecar file {path} of checkpoint {checkpoint.version} is missing")
+        files.append(FileInfo(path, int(sidecar.get("sizeInBytes") or 0), int(sidecar.get("modificationTime") or 0)))
+    return files
 
 
 def _chunked(arrays: list[pa.Array], target: pa.DataType) -> pa.Array | pa.ChunkedArray:

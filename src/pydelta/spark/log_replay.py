@@ -23,10 +23,11 @@ from typing import Any
 import pyarrow as pa
 
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
+from pydelta.log.checkpoint_reader import sidecar_files
 from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
-from pydelta.log.storage import Storage
+from pydelta.log.storage import FileInfo, Storage
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
 DEFAULT_MIN_BYTES = 4 << 30
@@ -53,17 +54,8 @@ def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segme
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    frames = []
-    if segment.checkpoint is not None:
-        if segment.checkpoint.kind == "v2":
-            raise NotImplementedError("log replay on Spark reads classic and multi-part checkpoints only; "
-                                      "V2 checkpoints (sidecars) replay on the driver")
-        paths = [f.path for f in segment.checkpoint.files]
-        checkpoint = spark.read.schema(_checkpoint_schema()).parquet(*paths)
-        small = [F.to_json(F.col(n)).alias(n) if n != "commitInfo" else F.lit(None).cast("string").alias(n)
-                 for n in _SMALL]
-        frames.append(checkpoint.select(F.lit(segment.checkpoint.version).cast("long").alias("version"),
-                                        "add", "remove", *small))
+    sidecars = _sidecars(storage, segment)
+    frames = _checkpoint_frames(spark, segment, sidecars) if segment.checkpoint is not None else []
     if segment.commits:
         commits = spark.read.schema(_commit_schema()).json([info.path for _, info in segment.commits])
         version = F.regexp_extract(F.input_file_name(), r"(\d{20})\.[^/]*json$", 1).cast("long")
@@ -75,7 +67,7 @@ def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segme
     try:
         small_commits = _small_commits(actions, table_root)
         # About 64 MiB of log per shuffle partition, so huge logs sort in small pieces.
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200")), _log_bytes(segment) >> 26)
+        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200")), _log_bytes(segment, sidecars) >> 26)
         file_actions = actions.where("add IS NOT NULL OR remove IS NOT NULL").select(
             "version", "add", "remove", _file_key(table_root).alias("key")).repartition(partitions, "key")
         newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
@@ -88,6 +80,40 @@ def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segme
     state.adds, state.removes = adds, removes
     state.plain_add_paths = state.plain_remove_paths = None
     return state
+
+
+def _sidecars(storage: Storage, segment: LogSegment) -> list[FileInfo]:
+    checkpoint = segment.checkpoint
+    if checkpoint is None or checkpoint.kind != "v2":
+        return []
+    return sidecar_files(storage, segment.log_dir, checkpoint)
+
+
+def _checkpoint_frames(spark: Any, segment: LogSegment, sidecars: list[FileInfo]) -> list[Any]:
+    """The checkpoint's actions as (version, add, remove, small actions as JSON text) rows.
+
+    Parquet files (classic, multi-part, a V2 top-level file and its sidecars) are read with
+    the checkpoint schema (columns a file lacks, such as a sidecar's small actions, read as
+    null); a V2 top-level JSON file is read like a commit.
+    """
+    from pyspark.sql import functions as F
+
+    checkpoint = segment.checkpoint
+    assert checkpoint is not None
+    version = F.lit(checkpoint.version).cast("long").alias("version")
+    parquet = [f.path for f in checkpoint.files if not f.name.endswith(".json")]
+    text = [f.path for f in checkpoint.files if f.name.endswith(".json")]
+    parquet += [f.path for f in sidecars]
+    no_commit_info = F.lit(None).cast("string").alias("commitInfo")
+    frames = []
+    if parquet:
+        small = [F.to_json(F.col(n)).alias(n) for n in _SMALL if n != "commitInfo"]
+        frames.append(spark.read.schema(_checkpoint_schema()).parquet(*parquet)
+                      .select(version, "add", "remove", *small, no_commit_info))
+    if text:
+        frames.append(spark.read.schema(_commit_schema()).json(text)
+                      .select(version, "add", "remove", *[n for n in _SMALL if n != "commitInfo"], no_commit_info))
+    return frames
 
 
 def _checkpoint_schema() -> str:
@@ -148,13 +174,15 @@ def install(spark: Any) -> None:
 
     def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
         limit = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)))
-        if _log_bytes(segment) < limit or (segment.checkpoint is not None and segment.checkpoint.kind == "v2"):
+        if _log_bytes(segment, _sidecars(storage, segment)) < limit:
             return None
         return replay_segment_on_spark(spark, storage, table_root, segment)
 
     snapshot_module.set_large_log_replayer(replayer)
 
 
-def _log_bytes(segment: LogSegment) -> int:
+def _log_bytes(segment: LogSegment, sidecars: list[FileInfo]) -> int:
+    """Checkpoint (with a V2 checkpoint's sidecars) plus commit bytes."""
     checkpoint = sum(f.size for f in segment.checkpoint.files) if segment.checkpoint is not None else 0
+    checkpoint += sum(f.size for f in sidecars)
     return checkpoint + sum(info.size for _, info in segment.commits)
