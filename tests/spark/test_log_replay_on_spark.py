@@ -106,11 +106,13 @@ def test_golden_tables(spark, name):
     _same_state(spark, path)
 
 
-def test_delta_rs_v2_checkpoint_table(spark):
+@pytest.mark.parametrize("name", ["checkpoint-v2-table", "delta-1.2.1-only-struct-stats",
+                                  "delta-checkpoint-stats-optional"])
+def test_delta_rs_golden_tables(spark, name):
     import os
 
-    path = os.path.join(DELTA_RS, "checkpoint-v2-table")
-    assert os.path.isdir(os.path.join(path, "_delta_log", "_sidecars"))
+    path = os.path.join(DELTA_RS, name)
+    assert os.path.isdir(os.path.join(path, "_delta_log")), f"golden table {name} missing"
     _same_state(spark, path)
 
 

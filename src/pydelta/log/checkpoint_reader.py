@@ -220,17 +220,23 @@ def _stats_from_parsed(raw: pa.StructArray, adds: pa.StructArray) -> pa.StructAr
     return pa.StructArray.from_arrays(children, fields=list(adds.type), mask=adds.is_null() if adds.null_count else None)
 
 
-def stats_parsed_from_checkpoint(storage: Storage, checkpoint: Checkpoint) -> pa.Array | None:
-    """`add.stats_parsed` if every part of the checkpoint has it (used when `stats` is absent)."""
-    arrays = []
-    for f in checkpoint.files:
-        if not f.name.endswith(".parquet"):
-            return None
-        table = _read_parquet(storage, f.path)
-        if "add" not in table.column_names:
+def stats_from_parsed_stats(storage: Storage, paths: list[str], wanted: set[str]) -> dict[str, str]:
+    """JSON stats, from `add.stats_parsed`, of the adds in checkpoint files `paths` whose path
+    is in `wanted` (for checkpoints written with delta.checkpoint.writeStatsAsJson=false).
+
+    Reads only `add.path` and `add.stats_parsed`; files without stats_parsed give nothing.
+    """
+    out: dict[str, str] = {}
+    for path in paths:
+        pf = _open_parquet(storage, path)
+        if "add" not in pf.schema_arrow.names:
             continue
-        add = _non_null(table.column("add"))
-        if "stats_parsed" not in [x.name for x in add.type]:
-            return None
-        arrays.append(pc.struct_field(add, "stats_parsed"))
-    return pa.concat_arrays(arrays) if arrays else None
+        add_type = pf.schema_arrow.field("add").type
+        if add_type.get_field_index("stats_parsed") < 0:
+            continue
+        add = _non_null(pf.read(columns=["add.path", "add.stats_parsed"]).column("add"))
+        keep = pc.is_in(pc.struct_field(add, "path"), value_set=pa.array(sorted(wanted), pa.string()))
+        for row in add.filter(keep).to_pylist():
+            if row.get("stats_parsed"):
+                out[row["path"]] = json.dumps(_json_value(row["stats_parsed"]), separators=(",", ":"))
+    return out

@@ -21,9 +21,10 @@ from collections import defaultdict
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
-from pydelta.log.checkpoint_reader import sidecar_files
+from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats
 from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
@@ -73,6 +74,7 @@ def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segme
         newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
         latest = file_actions.withColumn("rank", newest).where("rank = 1")
         adds = _arrow_column(latest.where("add IS NOT NULL").select("add"), "add", ADD_TYPE)
+        adds = _stats_from_checkpoint(storage, adds, segment, sidecars)
         removes = _arrow_column(latest.where("add IS NULL").select("remove"), "remove", REMOVE_TYPE)
     finally:
         actions.unpersist()
@@ -114,6 +116,26 @@ def _checkpoint_frames(spark: Any, segment: LogSegment, sidecars: list[FileInfo]
         frames.append(spark.read.schema(_commit_schema()).json(text)
                       .select(version, "add", "remove", *[n for n in _SMALL if n != "commitInfo"], no_commit_info))
     return frames
+
+
+def _stats_from_checkpoint(storage: Storage, adds: pa.Array, segment: LogSegment,
+                           sidecars: list[FileInfo]) -> pa.Array:
+    """Fill `stats` of adds that have none from the checkpoint's `add.stats_parsed` (tables
+    checkpointed with delta.checkpoint.writeStatsAsJson=false), as the driver replay does."""
+    if segment.checkpoint is None or len(adds) == 0:
+        return adds
+    stats = pc.struct_field(adds, "stats")
+    if stats.null_count == 0:
+        return adds
+    paths = pc.struct_field(adds, "path")
+    wanted = set(pc.filter(paths, pc.is_null(stats)).to_pylist())
+    parquet = [f.path for f in segment.checkpoint.files if not f.name.endswith(".json")] + [f.path for f in sidecars]
+    found = stats_from_parsed_stats(storage, parquet, wanted)
+    if not found:
+        return adds
+    filled = [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist())]
+    children = [pa.array(filled, pa.string()) if f.name == "stats" else adds.field(i) for i, f in enumerate(adds.type)]
+    return pa.StructArray.from_arrays(children, fields=list(adds.type))
 
 
 def _checkpoint_schema() -> str:
