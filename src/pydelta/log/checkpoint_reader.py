@@ -220,6 +220,22 @@ def _stats_from_parsed(raw: pa.StructArray, adds: pa.StructArray) -> pa.StructAr
     return pa.StructArray.from_arrays(children, fields=list(adds.type), mask=adds.is_null() if adds.null_count else None)
 
 
+def stats_parsed_from_checkpoint(storage: Storage, checkpoint: Checkpoint) -> pa.Array | None:
+    """`add.stats_parsed` if every part of the checkpoint has it (used when `stats` is absent)."""
+    arrays = []
+    for f in checkpoint.files:
+        if not f.name.endswith(".parquet"):
+            return None
+        table = _read_parquet(storage, f.path)
+        if "add" not in table.column_names:
+            continue
+        add = _non_null(table.column("add"))
+        if "stats_parsed" not in [x.name for x in add.type]:
+            return None
+        arrays.append(pc.struct_field(add, "stats_parsed"))
+    return pa.concat_arrays(arrays) if arrays else None
+
+
 def stats_from_parsed_stats(storage: Storage, paths: list[str], wanted: set[str]) -> dict[str, str]:
     """JSON stats, from `add.stats_parsed`, of the adds in checkpoint files `paths` whose path
     is in `wanted` (for checkpoints written with delta.checkpoint.writeStatsAsJson=false).
