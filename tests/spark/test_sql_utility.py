@@ -89,6 +89,23 @@ def test_convert_and_generate(spark, tmp_path):
     assert (Path(src) / "_symlink_format_manifest").is_dir()
 
 
+def test_convert_no_statistics(spark, tmp_path):
+    import json
+
+    from deltalake import DeltaTable as RsTable
+
+    src = str(tmp_path / "pq")
+    spark.range(8, numPartitions=2).selectExpr("id", "CAST(id % 2 AS INT) AS k").write.parquet(src)
+    spark.sql(f"CONVERT TO DELTA parquet.`{src}` NO STATISTICS")
+    snap = pydelta.load_snapshot(src)
+    assert snap.num_files == 2 and snap.files().column("stats").null_count == 2
+    commit = [json.loads(line) for line in open(os.path.join(src, "_delta_log", "00000000000000000000.json"))]
+    assert all("stats" not in a["add"] for a in commit if "add" in a)
+    assert next(a for a in commit if "commitInfo" in a)["commitInfo"]["operationParameters"]["collectStats"] is False
+    assert RsTable(src).to_pyarrow_table().num_rows == 8  # delta-rs reads it
+    assert spark.sql(f"SELECT count(*) FROM delta.`{src}` WHERE id > 3").first()[0] == 4
+
+
 def test_refused_statements_name_themselves(spark, table):
     t = f"delta.`{table}`"
     with pytest.raises(errors.DeltaNotImplementedError, match="UPGRADE UNIFORM"):

@@ -180,8 +180,13 @@ def merge_file_schemas(schemas: list[StructType]) -> StructType:
     return merged if merged is not None else StructType(())
 
 
-def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None) -> Any:
-    """CONVERT TO DELTA parquet.`path` [PARTITIONED BY (...)]; returns the DeltaTable."""
+def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *,
+                     collect_stats: bool = True) -> Any:
+    """CONVERT TO DELTA parquet.`path` [PARTITIONED BY (...)]; returns the DeltaTable.
+
+    `collect_stats` False is SQL's NO STATISTICS: the add actions carry no statistics (as
+    with spark.databricks.delta.stats.collect=false), so no footer is read for them.
+    """
     from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.file_stats import collect_stats_for_files
     from pydelta.spark.session import enable
@@ -233,7 +238,7 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None) -
     full_schema = as_nullable(StructType(data_fields + tuple(partition_fields)))
     metadata = new_table_metadata(full_schema, [f.name for f in partition_fields], {})
 
-    collect = conf_bool(spark, STATS_COLLECT_CONF, True)
+    collect = collect_stats and conf_bool(spark, STATS_COLLECT_CONF, True)
     stats: list[tuple[int, str] | None]
     if collect:
         stats = list(collect_stats_for_files(paths, data_schema))

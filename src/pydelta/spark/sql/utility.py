@@ -104,14 +104,12 @@ def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
 
 
 def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
-    from pydelta.tables import DeltaTable
-
     if stmt.table.path is None:
         raise DeltaNotImplementedError("CONVERT TO DELTA of a catalog table is not implemented in pydelta yet; "
                                        "use CONVERT TO DELTA parquet.`/path`")
     if stmt.source_format not in (None, "parquet"):
         raise DeltaNotImplementedError(f"CONVERT TO DELTA from {stmt.source_format} is not supported; only parquet")
-    if stmt.no_statistics:
-        raise DeltaNotImplementedError("CONVERT TO DELTA ... NO STATISTICS is not implemented in pydelta yet")
-    DeltaTable.convertToDelta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema)
+    from pydelta.spark.maintenance.convert import convert_to_delta
+
+    convert_to_delta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema, collect_stats=not stmt.no_statistics)
     return jplan.empty_result(spark)
