@@ -154,3 +154,79 @@ def test_clustering_refusals(spark, tmp_path):
     spark.range(4).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
     with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"):
         spark.sql(f"ALTER TABLE delta.`{partitioned}` CLUSTER BY (id)")
+
+
+def test_create_table_as_select_cluster_by(spark, tmp_path):
+    from deltalake import DeltaTable as RsTable
+
+    path = str(tmp_path / "ctas")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} USING delta CLUSTER BY (k) AS "
+              "SELECT id, CAST(id % 10 AS INT) AS k FROM range(100)")
+    snap = pydelta.load_snapshot(path)
+    assert {"clustering", "domainMetadata"} <= set(snap.protocol.writer_features or ())
+    assert _domain(path)["clusteringColumns"] == [["k"]]
+    last = _last(spark, path)
+    assert last.operation == "CREATE TABLE AS SELECT" and last.operationParameters["clusterBy"] == '["k"]'
+    assert spark.sql(f"DESCRIBE DETAIL {t}").first().clusteringColumns == ["k"]
+    assert RsTable(path).to_pyarrow_table().num_rows == 100  # delta-rs reads it
+    spark.sql(f"OPTIMIZE {t}")
+    assert set(pydelta.load_snapshot(path).files().column("clustering_provider").to_pylist()) == {"liquid"}
+    # Replacing the table without CLUSTER BY drops the clustering domain; with it, sets the new columns.
+    spark.sql(f"CREATE OR REPLACE TABLE {t} USING delta CLUSTER BY (id) AS SELECT id, 1 AS k FROM range(5)")
+    assert _domain(path)["clusteringColumns"] == [["id"]]
+    spark.sql(f"REPLACE TABLE {t} USING delta AS SELECT id FROM range(3)")
+    assert "delta.clustering" not in pydelta.load_snapshot(path).domain_metadata
+    assert spark.read.format("delta").load(path).count() == 3
+
+
+def test_cluster_by_as_select_refusals_leave_nothing(spark, tmp_path):
+    path = str(tmp_path / "bad")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_COLUMN_NOT_FOUND_IN_SCHEMA"):
+        spark.sql(f"CREATE TABLE delta.`{path}` USING delta CLUSTER BY (nope) AS SELECT id FROM range(3)")
+    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED"):
+        spark.sql(f"CREATE TABLE delta.`{path}` USING delta CLUSTER BY (b) AS SELECT id, true AS b FROM range(3)")
+    import os
+
+    assert not os.path.exists(os.path.join(path, "_delta_log")) or not os.listdir(os.path.join(path, "_delta_log"))
+    assert not [f for f in (os.listdir(path) if os.path.exists(path) else []) if f.endswith(".parquet")]
+
+
+def test_writer_v2_cluster_by(spark, tmp_path):
+    name = "clustered_by_writer_v2"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    try:
+        spark.range(20).selectExpr("id", "CAST(id % 4 AS INT) AS k").writeTo(name).using("delta") \
+            .clusterBy("k").create()
+        detail = spark.sql(f"DESCRIBE DETAIL {name}").first()
+        assert detail.clusteringColumns == ["k"]
+        assert json.loads(pydelta.load_snapshot(detail.location).domain_metadata["delta.clustering"]) == \
+            {"clusteringColumns": [["k"]]}
+        assert spark.table(name).count() == 20
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_dataframe_writer_cluster_by(spark, tmp_path):
+    path = str(tmp_path / "v1")
+    df = spark.range(30).selectExpr("id", "CAST(id % 3 AS INT) AS k")
+    df.write.format("delta").clusterBy("k").save(path)
+    assert _domain(path)["clusteringColumns"] == [["k"]]
+    assert "clustering" in set(pydelta.load_snapshot(path).protocol.writer_features or ())
+    df.write.format("delta").mode("append").clusterBy("k").save(path)  # the same clustering: fine
+    version = pydelta.load_snapshot(path).version
+    with pytest.raises(errors.DeltaAnalysisError, match="CLUSTERING_COLUMNS_MISMATCH"):
+        df.write.format("delta").mode("append").clusterBy("id").save(path)
+    assert pydelta.load_snapshot(path).version == version  # nothing committed
+    assert spark.read.format("delta").load(path).count() == 60
+    name = "clustered_by_writer_v1"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    try:
+        df.write.format("delta").clusterBy("id", "k").saveAsTable(name)
+        assert spark.sql(f"DESCRIBE DETAIL {name}").first().clusteringColumns == ["id", "k"]
+        with pytest.raises(errors.DeltaAnalysisError, match="CLUSTERING_COLUMNS_MISMATCH"):
+            df.write.format("delta").mode("append").clusterBy("k").saveAsTable(name)
+        df.write.format("delta").mode("append").saveAsTable(name)  # no clusterBy: the table's stays
+        assert spark.table(name).count() == 60
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

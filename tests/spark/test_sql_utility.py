@@ -110,8 +110,6 @@ def test_refused_statements_name_themselves(spark, table):
     t = f"delta.`{table}`"
     with pytest.raises(errors.DeltaNotImplementedError, match="UPGRADE UNIFORM"):
         spark.sql(f"REORG TABLE {t} APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = 2))")
-    with pytest.raises(errors.DeltaNotImplementedError, match="CLUSTER BY .* AS SELECT"):
-        spark.sql(f"CREATE TABLE delta.`{table}_ctas` USING delta CLUSTER BY (id) AS SELECT 1 AS id")
     with pytest.raises(errors.DeltaTableNotFoundError):
         spark.sql("DESCRIBE HISTORY no_such_table_here")
     with pytest.raises(errors.DeltaTableNotFoundError):

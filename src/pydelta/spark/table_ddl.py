@@ -26,6 +26,7 @@ def table_as_select(
     comment: str | None = None,
     options: dict[str, Any] | None = None,
     managed: bool | None = None,
+    cluster_by: list[str] | None = None,
 ) -> int | None:
     """CREATE [OR REPLACE] / REPLACE TABLE ... AS SELECT: returns the committed version."""
     spark = df.sparkSession
@@ -47,7 +48,8 @@ def table_as_select(
             path == catalog.default_location(spark, name)
     props = dict(properties or {})
     operation = Operation.table_definition(operation_name, is_managed=managed, description=comment,
-                                           partition_by=partition_by or [], properties=props)
+                                           partition_by=partition_by or [], properties=props,
+                                           cluster_by=cluster_by)
     registered = False
     if name is not None:
         registered = catalog.register_table(spark, name, path, df.schema, comment)
@@ -55,7 +57,7 @@ def table_as_select(
         return write_dataframe(
             df, path, "overwrite" if replacing else "errorifexists", partition_by, dict(options or {}),
             operation=operation,
-            new_table=NewTableSpec(properties=props, description=comment, replace=replacing),
+            new_table=NewTableSpec(properties=props, description=comment, replace=replacing, cluster_by=cluster_by),
         )
     except BaseException:
         if registered:

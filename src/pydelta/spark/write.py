@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass, field as dataclass_field, replace
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -97,6 +97,7 @@ class NewTableSpec:
     properties: dict[str, str] = dataclass_field(default_factory=dict)
     description: str | None = None
     replace: bool = False  # the new definition replaces an existing table's metadata
+    cluster_by: list[str] | None = None  # CLUSTER BY columns (liquid clustering)
 
 
 def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions,
@@ -107,6 +108,10 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
         from pydelta.spark.write_options import session_conf, with_table_defaults
 
         explicit = {**(spec.properties if spec else {}), **opts.table_properties}
+        if spec is not None and spec.cluster_by:
+            from pydelta.protocol import clustering
+
+            explicit[f"delta.feature.{clustering.FEATURE}"] = "supported"
         properties = with_table_defaults(explicit, session_conf(spark))
         return new_table_metadata(as_nullable(incoming), opts.partition_by or [], properties,
                                   description=spec.description if spec else None)
@@ -284,6 +289,37 @@ def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicat
 # ---- the write itself ------------------------------------------------------------------------
 
 
+def _check_same_clustering(snapshot: Snapshot, cluster_by: Sequence[str], display: str) -> None:
+    """A write's clusterBy on an existing table must name its clustering columns, in order."""
+    from pydelta.protocol import clustering
+
+    metadata = snapshot.metadata
+    existing = clustering.logical_names(metadata.schema, metadata.configuration,
+                                        clustering.columns_of(snapshot.domain_metadata) or [])
+    if [c.lower() for c in cluster_by] != [c.lower() for c in existing]:
+        def as_text(names: Sequence[str]) -> str:
+            return json.dumps([n.split(".") for n in names], separators=(",", ":"))
+
+        raise DeltaAnalysisError(
+            f"[CLUSTERING_COLUMNS_MISMATCH] Specified clustering does not match that of the existing table "
+            f"{display}. Specified clustering columns: {as_text(cluster_by)}. Existing clustering columns: "
+            f"{as_text(existing)}.")
+
+
+def _define_clustering(txn: OptimisticTransaction, snapshot: Snapshot | None, metadata: Metadata,
+                       spec: NewTableSpec) -> None:
+    """A new table definition's clustering: the `delta.clustering` domain for CLUSTER BY
+    (columns checked as delta-spark does), or the old table's domain removed on replace."""
+    from pydelta.protocol import clustering
+
+    if spec.cluster_by:
+        columns = clustering.resolve(metadata.schema, metadata.partition_columns, metadata.configuration,
+                                     spec.cluster_by)
+        txn.add_domain_metadata(clustering.DOMAIN, clustering.domain_configuration(columns))
+    elif snapshot is not None and clustering.DOMAIN in snapshot.domain_metadata:
+        txn.add_domain_metadata(clustering.DOMAIN, snapshot.domain_metadata[clustering.DOMAIN], removed=True)
+
+
 def write_dataframe(
     df: Any,
     path: str,
@@ -293,10 +329,14 @@ def write_dataframe(
     *,
     operation: Operation | None = None,
     new_table: NewTableSpec | None = None,
+    cluster_by: list[str] | None = None,
+    display: str | None = None,
 ) -> int | None:
     """Write `df` to the Delta table at `path`; returns the committed version (None if skipped).
 
     `new_table` carries a CREATE/REPLACE TABLE AS SELECT's properties and comment.
+    `cluster_by` (the writer's clusterBy): the clustering of a table this write creates; an
+    existing table's clustering must be the same. `display` names the table in errors.
     """
     spark = df.sparkSession
     conf = {k: spark.conf.get(k, None) for k in (
@@ -313,6 +353,11 @@ def write_dataframe(
             raise TableAlreadyExistsError(f"Cannot write to already existent path {path} without setting mode('overwrite') or mode('append')")
         if opts.mode == "Ignore":
             return None
+    if cluster_by:
+        if snapshot is None:
+            new_table = replace(new_table or NewTableSpec(), cluster_by=list(cluster_by))
+        else:
+            _check_same_clustering(snapshot, cluster_by, display or f"delta.`{path}`")
     txn = OptimisticTransaction(root, snapshot, engine_info=engine_info(spark),
                                 isolation_level=isolation_level(snapshot.metadata if snapshot else None))
     if opts.txn_app_id is not None:
@@ -327,6 +372,8 @@ def write_dataframe(
         txn.update_metadata(metadata)
     metadata = txn.metadata  # protocol properties stripped, ICT settings, ...
     assert metadata is not None
+    if new_table is not None:
+        _define_clustering(txn, snapshot, metadata, new_table)
     from pydelta.spark import identity as identity_values
 
     generate = identity_values.columns_to_generate(df, metadata)

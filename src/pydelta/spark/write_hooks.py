@@ -1,7 +1,7 @@
 """Hooks on DataFrameWriter so `df.write.format("delta")...` is served by pydelta.
 
 save(path), saveAsTable(name) and insertInto(name) all work with every
-writer setting (mode, partitionBy, options); other formats are untouched.
+writer setting (mode, partitionBy, clusterBy, options); other formats are untouched.
 """
 
 from __future__ import annotations
@@ -30,6 +30,16 @@ def _record_partition_by(original):
     return partitionBy
 
 
+def _record_cluster_by(original):
+    def clusterBy(self, *cols):
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        _state(self)["cluster_by"] = list(cols)
+        return original(self, *cols)
+
+    return clusterBy
+
+
 def _settings(self: Any, mode: Any, partitionBy: Any, options: dict) -> tuple[Any, Any, dict]:
     st = _state(self)
     if isinstance(partitionBy, str):
@@ -56,7 +66,7 @@ def _save(original):
             raise DeltaIllegalArgumentError("save() of a Delta table needs a path")
         from pydelta.spark.write import write_dataframe
 
-        write_dataframe(self._df, path, mode, partition_by, opts)
+        write_dataframe(self._df, path, mode, partition_by, opts, cluster_by=st["cluster_by"])
 
     return save
 
@@ -91,11 +101,11 @@ def _save_as_table(original):
                 register_table(spark, name, location, self._df.schema)
             table_as_select(self._df, location, name=name, kind="createOrReplace" if exists else "create",
                             partition_by=partition_by, properties=properties, options=opts,
-                            managed=explicit_path is None)
+                            managed=explicit_path is None, cluster_by=st["cluster_by"])
             return
         if entry is None:  # a Delta directory at the default location, from before names were registered
             register_table(spark, name, location, self._df.schema)
-        write_dataframe(self._df, location, mode, partition_by, opts)
+        write_dataframe(self._df, location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name)
 
     return saveAsTable
 
@@ -130,6 +140,8 @@ def install(writer_class: Any) -> None:
     writer_class.options = _record_options(writer_class.options)
     writer_class.mode = _record_mode(writer_class.mode)
     writer_class.partitionBy = _record_partition_by(writer_class.partitionBy)
+    if hasattr(writer_class, "clusterBy"):
+        writer_class.clusterBy = _record_cluster_by(writer_class.clusterBy)
     writer_class.save = boundary(_save(writer_class.save))
     writer_class.saveAsTable = boundary(_save_as_table(writer_class.saveAsTable))
     writer_class.insertInto = boundary(_insert_into(writer_class.insertInto))

@@ -89,18 +89,15 @@ def _write_existing(writer: Any, mode: str, options: dict[str, Any]) -> None:
 
 
 def _as_select(writer: Any, kind: str) -> None:
-    from pydelta.errors import DeltaNotImplementedError
     from pydelta.spark.sql.targets import target_for_create
     from pydelta.spark.table_ddl import table_as_select
 
     st = _state(writer)
-    if st["cluster_by"]:
-        raise DeltaNotImplementedError("liquid clustering (clusterBy) is not implemented in pydelta yet")
     target = target_for_create(writer._spark, _name_parts(writer))
     existing = _target(writer)
     path = existing.path if existing is not None else target.path
     table_as_select(writer._df, path, name=target.name, kind=kind, partition_by=st["partition_by"],
-                    properties=st["properties"], options=st["options"])
+                    properties=st["properties"], options=st["options"], cluster_by=st["cluster_by"])
 
 
 def install() -> None:

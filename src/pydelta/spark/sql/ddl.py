@@ -81,9 +81,6 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
         builder_kind = "createOrReplace" if plan.orCreate() else "replace"
     partition_by = _partition_columns(plan)
     if kind.endswith("AsSelect"):
-        if _cluster_columns(plan) is not None:
-            raise DeltaNotImplementedError("CREATE TABLE ... CLUSTER BY ... AS SELECT is not implemented in pydelta "
-                                           "yet: create the table with CLUSTER BY, then INSERT")
         return _as_select(spark, text, plan, target.name, path, builder_kind, partition_by, spec, location is not None)
     columns = jplan.seq(plan.columns())
     if not columns:
@@ -173,7 +170,7 @@ def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, ki
         query, path, name=name, kind="create" if kind == "createIfNotExists" else kind,
         if_not_exists=kind == "createIfNotExists", partition_by=partition_by or None,
         properties=spec.properties, comment=spec.comment,
-        managed=None if name is not None and not has_location else False,
+        managed=None if name is not None and not has_location else False, cluster_by=_cluster_columns(plan),
     )
     return jplan.empty_result(spark)
 
