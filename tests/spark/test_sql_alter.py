@@ -106,6 +106,18 @@ def test_set_and_unset_tblproperties(spark, people):
     assert deltalake.DeltaTable(people).metadata().configuration == {"delta.logRetentionDuration": "interval 60 days"}
 
 
+def test_comment_on_table(spark, people):
+    t = f"delta.`{people}`"
+    spark.sql(f"COMMENT ON TABLE {t} IS 'people we know'")
+    assert _last_commit(people)["metaData"]["description"] == "people we know"
+    assert _info(people)["operation"] == "SET TBLPROPERTIES"
+    assert spark.sql(f"DESCRIBE DETAIL {t}").first().description == "people we know"
+    assert deltalake.DeltaTable(people).metadata().description == "people we know"
+    spark.sql(f"COMMENT ON TABLE {t} IS NULL")  # Spark's parser gives "": delta-spark stores that
+    assert _last_commit(people)["metaData"]["description"] == ""
+    assert json.loads(_info(people)["operationParameters"]["properties"]) == {"comment": ""}
+
+
 def test_set_tblproperties_upgrades_the_protocol_without_storing_requests(spark, tmp_path):
     cdf, dv, versions = (str(tmp_path / n) for n in ("cdf", "dv", "versions"))
     for path in (cdf, dv, versions):

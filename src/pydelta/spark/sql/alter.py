@@ -68,6 +68,21 @@ def _set_properties(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
+def _comment_on_table(spark: Any, text: str, plan: Any) -> Any:
+    """COMMENT ON TABLE t IS 'text' | NULL: the table comment is the metadata's description.
+
+    As in delta-spark, the statement is SET TBLPROPERTIES ('comment' = ...); Spark's parser
+    turns IS NULL into the empty string, so the description becomes "" (UNSET clears it).
+    """
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    comment = plan.comment()
+    alter.set_table_properties(spark, target.path, {"comment": "" if comment is None else str(comment)},
+                               display=target.display())
+    return jplan.empty_result(spark)
+
+
 def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
     target = _target(spark, plan.table())
     if target is None:
@@ -205,6 +220,7 @@ def _set_location(spark: Any, text: str, plan: Any) -> Any:
 ALTER_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     "SetTableProperties": _set_properties,
     "UnsetTableProperties": _unset_properties,
+    "CommentOnTable": _comment_on_table,
     "AddColumns": _add_columns,
     "AlterColumns": _alter_columns,
     "AddCheckConstraint": _add_check_constraint,
