@@ -280,6 +280,50 @@ def show_columns(spark: Any, text: str, plan: Any) -> Any:
     return spark.createDataFrame(names, COLUMNS_SCHEMA)
 
 
+# ---- SHOW PARTITIONS ----------------------------------------------------------------------
+
+
+def show_partitions(spark: Any, text: str, plan: Any) -> Any:
+    """SHOW PARTITIONS t [PARTITION (k = v, ...)], as delta-spark 4.4: one typed column per
+    partition column, one row per distinct partition of the live files."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from pydelta.protocol.partition_values import partition_values_to_arrow
+    from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
+    from pydelta.spark.read import spark_schema
+
+    table = load_table(spark, plan.table())
+    if table is None:
+        return NOT_DELTA
+    snapshot = table.snapshot
+    columns = list(snapshot.partition_columns)
+    if not columns:
+        raise DeltaAnalysisError(f"[DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_TABLE] SHOW PARTITIONS is not allowed on a "
+                                 f"table that is not partitioned: {table.v2_name()}")
+    spec: dict[str, str | None] = {}
+    pattern = jplan.option(plan.pattern())
+    if pattern is not None:
+        spec = {str(k): (None if v is None else str(v)) for k, v in jplan.scala_map(pattern.spec()).items()}
+    unknown = [k for k in spec if k not in columns]
+    if unknown:
+        raise DeltaAnalysisError(f"[DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_COLUMN] Non-partitioning column(s) "
+                                 f"[{', '.join(unknown)}] are specified for SHOW PARTITIONS")
+    fields = StructType(tuple(snapshot.schema.field(c) for c in columns))
+    mapped = column_mapping_mode(snapshot.metadata.configuration) != "none"
+    typed = partition_values_to_arrow(
+        snapshot.files().column("partition_values"), fields,
+        {f.name: physical_name(f) if mapped else f.name for f in fields.fields},
+        timezone=spark.conf.get("spark.sql.session.timeZone", "UTC"))
+    distinct = pa.Table.from_struct_array(typed).group_by(columns, use_threads=False).aggregate([])
+    rows = pc.take(distinct, pc.sort_indices(distinct, [(c, "ascending") for c in columns])).to_pylist()
+    out = spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], spark_schema(fields))
+    for name, value in spec.items():
+        out = out.where(F.col(f"`{name}`").eqNullSafe(F.lit(value)))
+    return out
+
+
 # ---- SHOW CREATE TABLE --------------------------------------------------------------------
 
 
@@ -361,6 +405,7 @@ DESCRIBE_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     "ShowTableProperties": show_properties,
     "ShowColumns": show_columns,
     "ShowCreateTable": show_create_table,
+    "ShowPartitions": show_partitions,
     "DescribeTablePartition": _unsupported("DESCRIBE ... PARTITION"),
     "DescribeRelationJsonCommand": _unsupported("DESCRIBE ... AS JSON"),
 }

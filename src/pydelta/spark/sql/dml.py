@@ -242,7 +242,8 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
 
 
 def _truncate(spark: Any, text: str, plan: Any) -> Any:
-    """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark."""
+    """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark
+    (4.3+): no commit when the table has no files; metrics numRemovedFiles and executionTimeMs."""
     table = plan.table()
     parts = jplan.identifier_parts(table)
     target = resolve(spark, parts)
@@ -252,10 +253,24 @@ def _truncate(spark: Any, text: str, plan: Any) -> Any:
     from pydelta.spark.dml.delete import prepare_delete
     from pydelta.txn.commit_info import Operation
 
-    prepared = prepare_delete(spark, load_snapshot(target.path), None)
+    snapshot = load_snapshot(target.path)
+    prepared = prepare_delete(spark, snapshot, None)
+    if snapshot.num_files == 0:
+        return jplan.empty_result(spark)
     prepared.operation = Operation.truncate()
+    prepared.metrics = {"numRemovedFiles": prepared.metrics.get("numRemovedFiles", snapshot.num_files),
+                        "executionTimeMs": prepared.metrics.get("executionTimeMs", 0)}
     prepared.commit()
     return jplan.empty_result(spark)
+
+
+def _truncate_partition(spark: Any, text: str, plan: Any) -> Any:
+    target = resolve(spark, jplan.identifier_parts(plan.table()))
+    if target is None:
+        return NOT_DELTA
+    raise DeltaAnalysisError("[DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED] Operation not allowed: TRUNCATE TABLE on "
+                             "Delta tables does not support partition predicates; use DELETE to delete specific "
+                             "partitions or rows.")
 
 
 DML_HANDLERS = {
@@ -264,4 +279,5 @@ DML_HANDLERS = {
     "MergeIntoTable": _merge,
     "InsertIntoStatement": _insert,
     "TruncateTable": _truncate,
+    "TruncatePartition": _truncate_partition,
 }

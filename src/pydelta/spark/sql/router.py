@@ -72,6 +72,9 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
 _SPARK_SERVES = {"RenameTable", "RefreshTable", "UncacheTable", "CacheTable", "DropTable", "ShowTables",
                  "ShowViews", "SetCatalogAndNamespace", "ShowNamespaces"}
 
+# Statements Spark refuses on v2 tables (and so on delta-spark's), by plan class.
+_SPARK_REFUSES_ON_V2 = {"AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE"}
+
 _STATEMENT_NAMES = {"TruncateTable": "TRUNCATE TABLE", "ShowPartitions": "SHOW PARTITIONS",
                     "AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE ... FOR COLUMNS",
                     "RecoverPartitions": "MSCK REPAIR TABLE", "RepairTable": "REPAIR TABLE",
@@ -94,6 +97,11 @@ def refuse_unserved_delta_command(spark: Any, plan: Any, cache: dict) -> None:
                 resolve(spark, jplan.identifier_parts(node), cache) is not None:
             from pydelta.errors import DeltaNotImplementedError
 
+            if kind in _SPARK_REFUSES_ON_V2:  # delta-spark's tables are v2 tables: Spark's own error
+                from pydelta.errors import DeltaAnalysisError
+
+                raise DeltaAnalysisError(f"[NOT_SUPPORTED_COMMAND_FOR_V2_TABLE] {_SPARK_REFUSES_ON_V2[kind]} is not "
+                                         "supported for v2 tables.")
             name = _STATEMENT_NAMES.get(kind, kind)
             raise DeltaNotImplementedError(f"{name} on a Delta table is not supported by pydelta yet")
 
