@@ -11,7 +11,6 @@ from pydelta.errors import (
     DeltaAnalysisError,
     DeltaError,
     DeltaIllegalArgumentError,
-    DeltaNotImplementedError,
     DeltaTableNotFoundError,
     TableAlreadyExistsError,
 )
@@ -446,7 +445,7 @@ class DeltaTableBuilder:
         from pydelta.spark.catalog import lookup, register_table, table_location, unregister_table
         from pydelta.spark.data_writer import file_rows_to_adds, remove_action
         from pydelta.spark.write import engine_info, new_table_metadata, try_load
-        from pydelta.spark.write_options import session_conf, with_table_defaults
+        from pydelta.spark.write_options import checked_table_properties, session_conf, with_table_defaults
         from pydelta.txn.commit_info import Operation
         from pydelta.txn.transaction import OptimisticTransaction
 
@@ -474,7 +473,8 @@ class DeltaTableBuilder:
                 "exist. Use CREATE OR REPLACE TABLE to create the table.")
         schema = parse_schema(SparkStructType(self._columns).json())
         # create and replace both make a new table: the session's table defaults apply (delta-spark).
-        properties = with_table_defaults(self._properties, session_conf(self._spark))
+        properties = with_table_defaults(checked_table_properties(self._spark, self._properties),
+                                         session_conf(self._spark))
         cluster_by = self._cluster_by
         if cluster_by is not None:
             from pydelta.protocol import clustering

@@ -87,3 +87,29 @@ def test_analyze_table_is_refused_as_for_v2_tables(spark, partitioned):
         spark.sql(f"ANALYZE TABLE delta.`{partitioned}` COMPUTE STATISTICS")
     with pytest.raises(errors.DeltaAnalysisError, match="ANALYZE TABLE is not supported for v2 tables"):
         spark.sql(f"ANALYZE TABLE delta.`{partitioned}` COMPUTE STATISTICS FOR COLUMNS id")
+
+
+def test_create_table_options(spark, tmp_path):
+    plain, ctas = str(tmp_path / "plain"), str(tmp_path / "ctas")
+    spark.sql(f"CREATE TABLE delta.`{plain}` (id INT) USING delta OPTIONS ('dataSkippingNumIndexedCols' = 33, "
+              "'delta.deletedFileRetentionDuration' = 'interval 2 weeks')")
+    # A plain CREATE TABLE stores each option twice, as given and option.-prefixed (delta-spark).
+    assert pydelta.load_snapshot(plain).metadata.configuration == {
+        "dataSkippingNumIndexedCols": "33", "option.dataSkippingNumIndexedCols": "33",
+        "delta.deletedFileRetentionDuration": "interval 2 weeks",
+        "option.delta.deletedFileRetentionDuration": "interval 2 weeks"}
+    # AS SELECT: only delta.* options become properties; the others are write options.
+    spark.sql(f"CREATE TABLE delta.`{ctas}` USING delta OPTIONS ('delta.appendOnly' = true, 'userMetadata' = 'hi') "
+              "AS SELECT id FROM range(3)")
+    assert pydelta.load_snapshot(ctas).metadata.configuration == {"delta.appendOnly": "true"}
+    assert DeltaTable.forPath(spark, ctas).history(1).first().userMetadata == "hi"
+    with pytest.raises(errors.DeltaAnalysisError):
+        spark.sql(f"CREATE TABLE delta.`{tmp_path}/bad` (id INT) USING delta OPTIONS ('delta.nonsense' = 'x')")
+    named = "options_with_path"
+    spark.sql(f"DROP TABLE IF EXISTS {named}")
+    try:
+        elsewhere = str(tmp_path / "elsewhere")
+        spark.sql(f"CREATE TABLE {named} USING delta OPTIONS (path '{elsewhere}') AS SELECT 1 AS id")
+        assert pydelta.load_snapshot(elsewhere).num_files == 1 and spark.table(named).count() == 1
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {named}")

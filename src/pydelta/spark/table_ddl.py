@@ -46,7 +46,9 @@ def table_as_select(
     if managed is None:
         managed = name is not None and catalog.lookup(spark, name) is None and \
             path == catalog.default_location(spark, name)
-    props = dict(properties or {})
+    from pydelta.spark.write_options import checked_table_properties
+
+    props = checked_table_properties(spark, properties or {})
     operation = Operation.table_definition(operation_name, is_managed=managed, description=comment,
                                            partition_by=partition_by or [], properties=props,
                                            cluster_by=cluster_by)

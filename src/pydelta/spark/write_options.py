@@ -95,6 +95,15 @@ def session_conf(spark: Any = None) -> dict[str, str]:
     return dict(get_all() if callable(get_all) else get_all)
 
 
+def checked_table_properties(spark: Any, properties: Mapping[str, str]) -> dict[str, str]:
+    """A new table's explicit properties checked as delta-spark's validateConfigurations does
+    (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
+    from pydelta.spark.alter import ALLOW_ARBITRARY_PROPERTIES, validate_properties
+
+    allow = str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES, "false")).strip().lower() == "true"
+    return validate_properties(properties, allow)
+
+
 def with_table_defaults(properties: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
     """The properties of a NEW table: session defaults as `delta.<key>`, explicit properties win.
 

@@ -38,6 +38,39 @@ def _cluster_columns(plan: Any) -> list[str] | None:
     return None
 
 
+def _option_value(expression: Any) -> str:
+    """An OPTIONS value (a literal expression) as the string the catalog stores."""
+    value = expression.eval(None) if expression.foldable() else None
+    if value is None:
+        raise DeltaAnalysisError(f"OPTIONS values must be constants, not {expression.sql()}")
+    return str(value.toString()) if hasattr(value, "toString") else str(value).lower() if isinstance(
+        value, bool) else str(value)
+
+
+LEGACY_OPTIONS_AS_PROPERTIES = "spark.databricks.delta.legacy.storeOptionsAsProperties"
+
+
+def _with_options(spark: Any, kind: str, spec: "_Spec") -> tuple[dict[str, str], dict[str, str]]:
+    """(table properties, write options) of CREATE/REPLACE TABLE ... OPTIONS (...), as delta-spark.
+
+    A plain CREATE TABLE stores every option as a table property twice, as given and
+    `option.`-prefixed (Spark hands the catalog both). REPLACE and AS SELECT statements take
+    only `delta.*` options as properties (all of them with the legacy conf); the rest are
+    options of the write.
+    """
+    properties = dict(spec.properties)
+    if kind == "CreateTable":
+        for key, value in spec.options.items():
+            properties.setdefault(key, value)
+            properties[f"option.{key}"] = value
+        return properties, {}
+    legacy = str(spark.conf.get(LEGACY_OPTIONS_AS_PROPERTIES, "false")).strip().lower() == "true"
+    for key, value in spec.options.items():
+        if legacy or key.lower().startswith("delta."):
+            properties.setdefault(key, value)
+    return properties, dict(spec.options)
+
+
 class _Spec:
     """The parts of Spark's UnresolvedTableSpec a Delta table uses."""
 
@@ -47,7 +80,8 @@ class _Spec:
         self.comment = jplan.option(spec.comment())
         self.properties = {str(k): str(v) for k, v in jplan.scala_map(spec.properties()).items()}
         options = spec.optionExpression()
-        self.has_options = bool(jplan.seq(options.options())) if options is not None else False
+        self.options = {str(pair._1()): _option_value(pair._2())
+                        for pair in (jplan.seq(options.options()) if options is not None else [])}
         serde = jplan.option(spec.serde())
         if serde is not None:
             raise DeltaAnalysisError("ROW FORMAT / STORED AS cannot be used with USING DELTA")
@@ -63,8 +97,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
     spec = _Spec(plan.tableSpec())
     if not spec.is_delta:
         return NOT_DELTA
-    if spec.has_options:
-        raise DeltaNotImplementedError("OPTIONS (...) on CREATE TABLE ... USING DELTA is not implemented in pydelta yet")
+    spec.properties, write_options = _with_options(spark, kind, spec)
     parts = jplan.identifier_parts(plan.name())
     target = target_for_create(spark, parts)
     location = spec.location
@@ -81,7 +114,8 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
         builder_kind = "createOrReplace" if plan.orCreate() else "replace"
     partition_by = _partition_columns(plan)
     if kind.endswith("AsSelect"):
-        return _as_select(spark, text, plan, target.name, path, builder_kind, partition_by, spec, location is not None)
+        return _as_select(spark, text, plan, target.name, path, builder_kind, partition_by, spec, location is not None,
+                          write_options)
     columns = jplan.seq(plan.columns())
     if not columns:
         return _register_existing(spark, target.name, path, builder_kind, spec, partition_by)
@@ -162,7 +196,7 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
 
 
 def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, kind: str,
-               partition_by: list[str], spec: _Spec, has_location: bool) -> Any:
+               partition_by: list[str], spec: _Spec, has_location: bool, options: dict[str, str]) -> Any:
     from pydelta.spark.table_ddl import table_as_select
 
     query = spark.sql(jplan.text_of(text, plan.query()))  # routed again: Delta sources are read by pydelta
@@ -171,6 +205,7 @@ def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, ki
         if_not_exists=kind == "createIfNotExists", partition_by=partition_by or None,
         properties=spec.properties, comment=spec.comment,
         managed=None if name is not None and not has_location else False, cluster_by=_cluster_columns(plan),
+        options=options,
     )
     return jplan.empty_result(spark)
 
