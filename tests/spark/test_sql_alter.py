@@ -428,8 +428,8 @@ def test_alter_column_refusals_leave_the_table_unchanged(spark, people):
              r"DELTA_UNSUPPORTED_RENAME_COLUMN.*Column Mapping")  # needs column mapping, as in delta-spark
     _refused(spark, people, f"ALTER TABLE {t} DROP COLUMN name", errors.DeltaAnalysisError,
              r"DELTA_UNSUPPORTED_DROP_COLUMN.*Column Mapping")
-    _refused(spark, people, f"ALTER TABLE {t} REPLACE COLUMNS (id BIGINT)", errors.DeltaNotImplementedError,
-             "REPLACE COLUMNS")
+    _refused(spark, people, f"ALTER TABLE {t} REPLACE COLUMNS (id BIGINT)", errors.DeltaAnalysisError,
+             "DELTA_UNSUPPORTED_ALTER_TABLE_REPLACE_COL_OP")
     spark.sql(f"ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT")  # the same type is no change
     assert _info(people)["operation"] == "CHANGE COLUMN"
 

@@ -93,6 +93,19 @@ def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
+def _replace_columns(spark: Any, text: str, plan: Any) -> Any:
+    from pydelta.spark.alter_replace import replace_columns
+
+    target = _target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    columns = [alter.NewColumn(tuple(str(p) for p in jplan.seq(col.name())), _delta_type(col.dataType()),
+                               bool(col.nullable()), jplan.option(col.comment()))
+               for col in jplan.seq(plan.columnsToAdd())]
+    replace_columns(spark, target.path, columns, display=target.display())
+    return jplan.empty_result(spark)
+
+
 def _add_columns(spark: Any, text: str, plan: Any) -> Any:
     target = _target(spark, plan.table())
     if target is None:
@@ -188,18 +201,6 @@ def _drop_columns(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _not_implemented(reason: str) -> Callable[[Any, str, Any], Any]:
-    """A handler refusing the statement on Delta tables with DeltaNotImplementedError."""
-
-    def handler(spark: Any, text: str, plan: Any) -> Any:
-        target = _target(spark, _table_of(plan))
-        if target is None:
-            return NOT_DELTA
-        raise DeltaNotImplementedError(f"{_command(plan)} on {target.display()}: {reason}")
-
-    return handler
-
-
 def _not_allowed(spark: Any, text: str, plan: Any) -> Any:
     """Partition and SerDe statements: delta-spark refuses them on Delta tables."""
     target = _target(spark, _table_of(plan))
@@ -228,7 +229,7 @@ ALTER_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     "DropConstraint": _drop_constraint,
     "RenameColumn": _rename_column,
     "DropColumns": _drop_columns,
-    "ReplaceColumns": _not_implemented("REPLACE COLUMNS is not implemented in pydelta yet"),
+    "ReplaceColumns": _replace_columns,
     "AddPartitions": _not_allowed,
     "DropPartitions": _not_allowed,
     "RenamePartitions": _not_allowed,
