@@ -156,6 +156,22 @@ def test_drop_column_mapping_rewrites_with_logical_names(spark, tmp_path):
         str(i) for i in range(20))
 
 
+def test_drop_column_mapping_of_an_id_mode_table_writes_no_field_ids(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "ids")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, s STRUCT<a: INT>) USING delta "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'id')")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, named_struct('a', 2))")
+    spark.sql(f"ALTER TABLE delta.`{path}` DROP FEATURE columnMapping")
+    snap = pydelta.load_snapshot(path)
+    for rel in snap.files().column("path").to_pylist():
+        schema = pq.read_schema(snap.absolute_path(rel))
+        assert schema.names == ["id", "s"]
+        assert not schema.field("id").metadata and not schema.field("s").type.field(0).metadata  # no field ids
+    assert [tuple(r) for r in spark.read.format("delta").load(path).selectExpr("id", "s.a").collect()] == [(1, 2)]
+
+
 def test_drop_column_mapping_refuses_names_that_need_it(spark, tmp_path):
     path = str(tmp_path / "cm")
     t = f"delta.`{path}`"

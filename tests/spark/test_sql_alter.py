@@ -192,9 +192,9 @@ def test_enabling_name_column_mapping_keeps_existing_files_readable(spark, tmp_p
     new_col = deltalake.DeltaTable(path).schema().to_json()
     assert '"name":"new col"' in new_col and '"delta.columnMapping.id":5' in new_col
     _refused(spark, path, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')",
-             errors.DeltaNotImplementedError, "removing column mapping")
+             errors.DeltaAnalysisError, "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING.*new col")
     _refused(spark, path, f"ALTER TABLE {t} UNSET TBLPROPERTIES ('delta.columnMapping.mode')",
-             errors.DeltaNotImplementedError, "removing column mapping")
+             errors.DeltaAnalysisError, "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING.*new col")
 
 
 # ---- ADD COLUMNS -----------------------------------------------------------------------------------

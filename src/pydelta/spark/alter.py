@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import (
@@ -47,6 +47,7 @@ from pydelta.protocol.schema import (
 )
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
+from pydelta.spark import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
@@ -268,6 +269,12 @@ def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *
         from pydelta.spark.write import engine_info
 
         snapshot = row_tracking.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
+    if (validated.get(COLUMN_MAPPING_MODE_KEY) == "none" and remove_cm.removal_allowed(spark)
+            and column_mapping_mode(snapshot.metadata.configuration) != "none"):
+        version = remove_cm.remove_column_mapping(spark, path, unset=False)  # rewrites every file, own commit
+        if len(validated) == 1:
+            return version
+        snapshot = load_snapshot(path)  # the other properties follow in a second commit, as in delta-spark
     metadata = snapshot.metadata
     added: dict[str, str] = {}
     for key, value in validated.items():
@@ -306,12 +313,9 @@ def _column_mapping_schema(metadata: Metadata, configuration: dict[str, str]) ->
         schema, updated = assign_column_mapping(_physical_names_as_is(metadata.schema), configuration)  # type: ignore[arg-type]
         configuration.update(updated)
         return schema
-    if new == "none":
-        raise DeltaNotImplementedError(
-            f"removing column mapping (delta.columnMapping.mode '{old}' -> 'none') rewrites every data file, "
-            "which pydelta cannot do yet")
-    raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] Changing column mapping mode from "
-                             f"'{old}' to '{new}' is not supported.")
+    # Other changes are refused, and so is name/id -> none when set_table_properties did not remove mapping
+    # (spark.databricks.delta.columnMapping.allowRemoval=false, or a value other than exactly 'none').
+    raise remove_cm.mode_change_refused(old, new)
 
 
 def _physical_names_as_is(dt: DataType) -> DataType:
@@ -338,9 +342,15 @@ def unset_table_properties(spark: Any, path: str, keys: Sequence[str], if_exists
             if key not in metadata.configuration:
                 raise DeltaAnalysisError(f"[DELTA_UNSET_NON_EXISTENT_PROPERTY] Attempted to unset non-existent "
                                          f"property '{key}' in table {_display(path, display)}")
-    if COLUMN_MAPPING_MODE_KEY in normalized and column_mapping_mode(metadata.configuration) != "none":
-        raise DeltaNotImplementedError("removing column mapping (UNSET delta.columnMapping.mode) rewrites every "
-                                       "data file, which pydelta cannot do yet")
+    old_mode = column_mapping_mode(metadata.configuration)
+    if COLUMN_MAPPING_MODE_KEY in normalized and old_mode != "none":
+        if not remove_cm.removal_allowed(spark):
+            raise remove_cm.mode_change_refused(old_mode)
+        version = remove_cm.remove_column_mapping(spark, path, unset=True)  # rewrites every file, own commit
+        if len(normalized) == 1:
+            return version
+        snapshot = load_snapshot(path)  # the other keys follow in a second commit, as in delta-spark
+        metadata = snapshot.metadata
     configuration = {k: v for k, v in metadata.configuration.items() if k not in normalized}
     description = None if "comment" in normalized else metadata.description
     new = replace(metadata, configuration=configuration, description=description)

@@ -44,6 +44,7 @@ from pydelta.protocol.schema import (
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
     PARQUET_FIELD_ID_KEY,
     PARQUET_FIELD_NESTED_IDS_KEY,
+    COLUMN_MAPPING_NESTED_IDS_KEY,
     TYPE_CHANGES_KEY,
     column_mapping_mode,
     walk_fields,
@@ -339,8 +340,8 @@ _NAME_CHARS_NEEDING_MAPPING = set(" ,;{}()\n\t=")
 def without_column_mapping(metadata: Metadata) -> Metadata:
     """`metadata` as a table without column mapping has it: mode `none`, no ids or physical
     names in the schema, no max column id (the files must hold the logical names)."""
-    keys = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, PARQUET_FIELD_ID_KEY,
-            PARQUET_FIELD_NESTED_IDS_KEY)
+    keys = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, COLUMN_MAPPING_NESTED_IDS_KEY,
+            PARQUET_FIELD_ID_KEY, PARQUET_FIELD_NESTED_IDS_KEY)
     configuration = {k: v for k, v in metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
     configuration["delta.columnMapping.mode"] = "none"
     return replace(metadata, schema_string=without_field_metadata(metadata.schema, keys).to_json(),

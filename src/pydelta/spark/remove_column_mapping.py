@@ -1,0 +1,184 @@
+"""Removing column mapping: `ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')`
+or `UNSET TBLPROPERTIES ('delta.columnMapping.mode')` on a table in mode name or id.
+
+delta-spark's RemoveColumnMappingCommand: the files hold physical names (or field ids), so a
+metadata-only change would lose every column. One transaction therefore commits the schema
+without column-mapping metadata, the configuration without the mode (or with `none`) and
+without `delta.columnMapping.maxColumnId`, and every data file rewritten with the logical
+names as Parquet column names (dataChange=false adds and removes; deleted rows dropped; row
+IDs kept). The protocol keeps the columnMapping feature (DROP FEATURE removes it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any, Iterator, Sequence
+
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol.actions import Metadata
+from pydelta.protocol.schema import (
+    COLUMN_MAPPING_ID_KEY,
+    COLUMN_MAPPING_MODE_KEY,
+    COLUMN_MAPPING_NESTED_IDS_KEY,
+    COLUMN_MAPPING_PHYSICAL_NAME_KEY,
+    PARQUET_FIELD_ID_KEY,
+    PARQUET_FIELD_NESTED_IDS_KEY,
+    ArrayType,
+    DataType,
+    MapType,
+    StructType,
+    without_field_metadata,
+)
+from pydelta.txn import row_tracking
+from pydelta.txn.commit_info import Operation
+
+ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
+MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
+PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"
+OPERATION = Operation("REMOVE COLUMN MAPPING", {})
+_MAPPING_FIELD_KEYS = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, COLUMN_MAPPING_NESTED_IDS_KEY,
+                       PARQUET_FIELD_ID_KEY, PARQUET_FIELD_NESTED_IDS_KEY)
+_INVALID_CHARS = frozenset(" ,;{}()\n\t=")
+
+
+def removal_allowed(spark: Any) -> bool:
+    """spark.databricks.delta.columnMapping.allowRemoval (default true)."""
+    return str(spark.conf.get(ALLOW_REMOVAL, "true")).strip().lower() == "true"
+
+
+def mode_change_refused(old: str, new: str = "none") -> DeltaAnalysisError:
+    """DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE, e.g. name -> none while removal is not allowed."""
+    return DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] Changing column mapping mode from "
+                              f"'{old}' to '{new}' is not supported.")
+
+
+# ---- the metadata (pure; belongs with pydelta.txn.drop_feature.without_column_mapping) ----------
+
+
+def metadata_without_mapping(metadata: Metadata, *, unset: bool) -> Metadata:
+    """`metadata` with no column-mapping field metadata, no max column id, and the mode `none`
+    (SET) or absent (UNSET); names that need column mapping are refused first."""
+    schema = without_field_metadata(metadata.schema, _MAPPING_FIELD_KEYS)
+    assert isinstance(schema, StructType)
+    invalid = [name for name in _nested_names(schema) if _INVALID_CHARS & set(name)]
+    if invalid:
+        raise DeltaAnalysisError(
+            "[DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING] Found invalid character(s) among "
+            "' ,;{}()\\n\\t=' in the column names of your schema. Invalid column names: "
+            f"{', '.join(invalid)}. Column mapping cannot be removed when there are invalid characters in the "
+            "column names. Please rename the columns to remove the invalid characters and execute this command "
+            "again.")
+    configuration = {k: v for k, v in metadata.configuration.items() if k != MAX_COLUMN_ID_KEY}
+    if unset:
+        configuration.pop(COLUMN_MAPPING_MODE_KEY, None)
+    else:
+        configuration[COLUMN_MAPPING_MODE_KEY] = "none"
+    return replace(metadata, schema_string=schema.to_json(), configuration=configuration)
+
+
+def _nested_names(schema: StructType) -> Iterator[str]:
+    """delta-spark's explodeNestedFieldNames: every field's dotted path, parents first
+    (`element`/`key`/`value` inside arrays and maps, parts with a dot in backticks)."""
+    def paths(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+        if isinstance(dt, StructType):
+            for f in dt.fields:
+                yield (*prefix, f.name)
+                yield from paths(f.type, (*prefix, f.name))
+        elif isinstance(dt, ArrayType):
+            yield from paths(dt.element_type, (*prefix, "element"))
+        elif isinstance(dt, MapType):
+            yield from paths(dt.key_type, (*prefix, "key"))
+            yield from paths(dt.value_type, (*prefix, "value"))
+
+    for parts in paths(schema, ()):
+        yield ".".join(f"`{p}`" if "." in p else p for p in parts)
+
+
+# ---- the Spark rewrite -----------------------------------------------------------------------
+
+
+def remove_column_mapping(spark: Any, path: str, *, unset: bool) -> int:
+    """Rewrite the table at `path` without column mapping in one commit; returns its version."""
+    snapshot = load_snapshot(path)
+    new = metadata_without_mapping(snapshot.metadata, unset=unset)  # refuses bad names before any work
+    if "delta.clustering" in snapshot.domain_metadata:
+        raise DeltaNotImplementedError("removing column mapping from a clustered table (its clustering columns are "
+                                       "recorded by physical name) is not implemented yet")
+    return rewrite_and_commit(spark, snapshot, new)
+
+
+def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> int:
+    """The REMOVE COLUMN MAPPING commit: `metadata` (without mapping) and every file of `snapshot`
+    rewritten under it (DROP FEATURE columnMapping commits through here too)."""
+    from pydelta.spark.dml.common import check_row_ids_preserved
+
+    check_row_ids_preserved(snapshot, "REMOVE COLUMN MAPPING")
+    snapshot.protocol.check_writable()
+    adds, removes = _rewrite(spark, snapshot, metadata)
+    return _commit(spark, snapshot, metadata, adds, removes)
+
+
+def _rewrite(spark: Any, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
+    """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
+    from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.dml.common import materialized_names, materializes_row_ids
+    from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
+
+    files = snapshot.files()
+    if files.num_rows == 0:
+        return [], []
+    keep_ids = materializes_row_ids(snapshot.metadata)
+    hidden = materialized_names(snapshot.metadata) if keep_ids else []
+    df = _without_field_ids(build_dataframe(spark, snapshot, files, row_ids=keep_ids), metadata)
+    if keep_ids:
+        df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
+    adds = write_data_files(df, snapshot.table_root, metadata, data_change=False, hidden=hidden,
+                            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"))
+    now = int(time.time() * 1000)
+    removes = [remove_action(a, data_change=False, timestamp_ms=now) for a in file_rows_to_adds(files)]
+    return adds, removes
+
+
+def _without_field_ids(df: Any, metadata: Metadata) -> Any:
+    """`df` with the column (and nested field) metadata of `metadata`'s schema: an id-mode read
+    leaves `parquet.field.id` on the columns, and Spark would write it into the new files."""
+    from pyspark.sql import functions as F
+
+    from pydelta.protocol.schema import quote_identifier
+    from pydelta.spark.read import spark_schema
+
+    fields = spark_schema(metadata.schema).fields
+    table = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in fields]
+    others = [F.col(quote_identifier(c)) for c in df.columns[len(fields):]]  # row-tracking columns follow
+    return df.select(*table, *others)
+
+
+def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
+    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),
+                                isolation_level=isolation_level(snapshot.metadata))
+    txn.read_whole_table()  # every file is rewritten: any concurrent data change conflicts
+    txn.update_metadata(metadata)
+    tags = {PRESERVED_ROW_TRACKING_TAG: "true"} if row_tracking.enabled(snapshot.metadata) else None
+    actions = [{"remove": r} for r in removes] + [{"add": a} for a in adds]
+    return txn.commit(actions, OPERATION, operation_metrics=_metrics(adds, removes), tags=tags, data_change=False)
+
+
+def _metrics(adds: Sequence[dict], removes: Sequence[dict]) -> dict[str, int]:
+    """The keys of delta-spark's REMOVE_COLUMN_MAPPING metric set."""
+    return {
+        "numRewrittenFiles": len(removes),
+        "numOutputBytes": sum(a.get("size") or 0 for a in adds),
+        "numRemovedBytes": sum(r.get("size") or 0 for r in removes),
+        "numCopiedRows": sum(json.loads(a["stats"]).get("numRecords", 0) for a in adds if a.get("stats")),
+        "numDeletionVectorsRemoved": sum(1 for r in removes if r.get("deletionVector")),
+    }
+
+
+__all__ = ["ALLOW_REMOVAL", "metadata_without_mapping", "mode_change_refused", "removal_allowed",
+           "remove_column_mapping", "rewrite_and_commit"]
