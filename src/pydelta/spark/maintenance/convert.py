@@ -6,6 +6,10 @@ from the files' footers (Spark's own schema when the file carries it, else the P
 schema), merged over all files, made nullable, followed by the partition columns of
 `partitionSchema`. Each file gets statistics from its footer. Partition values are taken
 from the directory names, checked against their declared types.
+
+A Parquet table of Spark's catalog (`db.tbl`) converts its location the same way, with
+the partition columns and properties of its catalog entry; the entry then says provider
+delta (`convert_catalog_table`).
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ IGNORE_CAST_FAILURE_CONF = "spark.databricks.delta.convert.partitionValues.ignor
 _IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`((?:[^`]|``)*)`\s*$")
 
 
-def parse_identifier(identifier: str) -> tuple[str, str]:
-    """(format, path) of "parquet.`/path`", "delta.`/path`" or a plain path."""
+def parse_identifier(identifier: str) -> tuple[str | None, str]:
+    """(format, path) of "parquet.`/path`", "delta.`/path`" or a plain path; (None, name) for a table name."""
     if not isinstance(identifier, str) or not identifier.strip():
         raise DeltaIllegalArgumentError(f"invalid table identifier {identifier!r}")
     m = _IDENTIFIER.match(identifier)
@@ -47,10 +51,7 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
     text = identifier.strip()
     if text.startswith(("/", "file:", ".")) or os.sep in text or os.path.exists(text):
         return "parquet", text
-    raise DeltaNotImplementedError(
-        f"converting the catalog table {identifier} is not implemented in pydelta; "
-        "pass parquet.`/path/to/table` or the directory path"
-    )
+    return None, text
 
 
 def parse_partition_schema(partition_schema: Any) -> StructType | None:
@@ -182,20 +183,18 @@ def merge_file_schemas(schemas: list[StructType]) -> StructType:
 
 def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *,
                      collect_stats: bool = True) -> Any:
-    """CONVERT TO DELTA parquet.`path` [PARTITIONED BY (...)]; returns the DeltaTable.
+    """CONVERT TO DELTA parquet.`path` | db.tbl [PARTITIONED BY (...)]; returns the DeltaTable.
 
     `collect_stats` False is SQL's NO STATISTICS: the add actions carry no statistics (as
     with spark.databricks.delta.stats.collect=false), so no footer is read for them.
     """
-    from pydelta.log.snapshot import load_snapshot
-    from pydelta.protocol.file_stats import collect_stats_for_files
     from pydelta.spark.session import enable
-    from pydelta.spark.write import engine_info, new_table_metadata
     from pydelta.tables import DeltaTable
-    from pydelta.txn.transaction import OptimisticTransaction
 
     enable(spark)
     fmt, raw_path = parse_identifier(identifier)
+    if fmt is None:
+        return convert_catalog_table(spark, raw_path, partitionSchema, collect_stats=collect_stats)
     root = to_local_path(raw_path).rstrip("/") or "/"
     if fmt == "delta":
         return DeltaTable.forPath(spark, root)
@@ -203,21 +202,52 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
         raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a {fmt} source: {identifier}")
     if not os.path.isdir(root):
         raise DeltaAnalysisError(f"Path does not exist: {raw_path}")
-    if os.path.isdir(os.path.join(root, "_delta_log")):
-        from pydelta.errors import DeltaTableNotFoundError
+    if _existing_snapshot(root) is None:
+        part_schema = parse_partition_schema(partitionSchema)
+        part_names = [f.name for f in part_schema.fields] if part_schema is not None else []
+        _convert_directory(spark, root, raw_path, part_schema, {}, collect_stats=collect_stats,
+                           operation_partitions=part_names, catalog_table=None)
+    return DeltaTable.forPath(spark, root)  # an existing Delta table is left as it is
 
-        try:
-            load_snapshot(root)
-            return DeltaTable.forPath(spark, root)  # already a Delta table: nothing to do
-        except DeltaTableNotFoundError:
-            pass
-    part_schema = parse_partition_schema(partitionSchema)
+
+def _existing_snapshot(root: str) -> Any:
+    """The snapshot of the Delta table at `root`, or None (a `_delta_log` without commits is no table)."""
+    from pydelta.errors import DeltaTableNotFoundError
+    from pydelta.log.snapshot import load_snapshot
+
+    if not os.path.isdir(os.path.join(root, "_delta_log")):
+        return None
+    try:
+        return load_snapshot(root)
+    except DeltaTableNotFoundError:
+        return None
+
+
+def _convert_directory(spark: Any, root: str, display: str, part_schema: StructType | None,
+                       configuration: dict[str, str], *, collect_stats: bool, operation_partitions: list[str],
+                       catalog_table: str | None) -> None:
+    """Commit version 0 of a Delta log over the Parquet files under `root`.
+
+    `operation_partitions` is what commitInfo records as partitionedBy: the user's
+    PARTITIONED BY columns, which for a catalog table differ from `part_schema`.
+    """
+    from pydelta.protocol.file_stats import collect_stats_for_files
+    from pydelta.protocol.schema import column_mapping_mode
+    from pydelta.spark.write import engine_info, new_table_metadata
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    if column_mapping_mode(configuration) != "none":  # the files have neither field ids nor physical names
+        raise DeltaAnalysisError(
+            "[DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING] CONVERT TO DELTA cannot convert to a table with column "
+            f"mapping mode {column_mapping_mode(configuration)}; remove delta.columnMapping.mode from the table properties"
+        )
     timezone = spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC"
     ignore_cast = conf_bool(spark, IGNORE_CAST_FAILURE_CONF, False)
 
     paths = list_data_files(root)
     if not paths:
-        raise DeltaAnalysisError(f"Unable to infer schema for CONVERT TO DELTA: no Parquet files found in {raw_path}")
+        raise DeltaAnalysisError(f"[DELTA_EMPTY_DIRECTORY] No file found in the directory: {display} "
+                                 "(CONVERT TO DELTA found no Parquet files to infer the schema from)")
     rels = [os.path.relpath(p, root) for p in paths]
     values = [partition_values_of(r, part_schema, timezone=timezone, ignore_cast_failure=ignore_cast) for r in rels]
 
@@ -236,7 +266,7 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
     data_fields = tuple(f for f in data_schema.fields if f.name.lower() not in part_lower)
     data_schema = StructType(data_fields)
     full_schema = as_nullable(StructType(data_fields + tuple(partition_fields)))
-    metadata = new_table_metadata(full_schema, [f.name for f in partition_fields], {})
+    metadata = new_table_metadata(full_schema, [f.name for f in partition_fields], configuration)
 
     collect = collect_stats and conf_bool(spark, STATS_COLLECT_CONF, True)
     stats: list[tuple[int, str] | None]
@@ -261,6 +291,177 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
 
     txn = OptimisticTransaction(root, None, engine_info=engine_info(spark))
     txn.update_metadata(metadata)
-    operation = Operation.convert(len(adds), [f.name for f in partition_fields], collect, source_format="parquet")
+    operation = Operation.convert(len(adds), operation_partitions, collect, catalog_table=catalog_table,
+                                  source_format="parquet")
     txn.commit(adds, operation, operation_metrics={"numConvertedFiles": len(adds)})
-    return DeltaTable.forPath(spark, root)
+
+
+# ---- catalog tables ------------------------------------------------------------------
+
+PARQUET_HIVE_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
+METADATA_CHECK_CONF = "spark.databricks.delta.convert.metadataCheck.enabled"
+
+
+def _not_a_view(name: str) -> DeltaAnalysisError:
+    return DeltaAnalysisError(
+        "[DELTA_OPERATION_NOT_ALLOWED_DETAIL] Operation not allowed: `Converting a view to a Delta table` is not "
+        f"supported for Delta tables: {name}"
+    )
+
+
+def _catalog_table(spark: Any, name: str) -> Any:
+    """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
+    from pydelta.spark.catalog import _identifier, _jcatalog
+
+    ident = _identifier(spark, name)
+    catalog = _jcatalog(spark)
+    if catalog.isTempView(ident):
+        raise _not_a_view(name)
+    try:
+        return catalog.getTableMetadata(ident)
+    except Exception as e:  # noqa: BLE001 - py4j's NoSuchTableException / NoSuchDatabaseException
+        if "NoSuch" in str(e) or "NOT_FOUND" in str(e):
+            return None
+        raise
+
+
+def _fmt_schema(schema: StructType) -> str:
+    return ", ".join(f"{f.name} {getattr(f.type, 'name', f.type)}" for f in schema.fields) or "(none)"
+
+
+def _check_user_partitions(display: str, catalog_parts: StructType, user_parts: StructType | None) -> None:
+    """delta-spark refuses a PARTITIONED BY that differs from the catalog's partition columns."""
+    if user_parts is None:
+        return
+
+    def key(s: StructType) -> list[tuple[str, Any]]:
+        return [(f.name.lower(), f.type) for f in s.fields]
+
+    if key(user_parts) != key(catalog_parts):
+        raise DeltaAnalysisError(
+            "[DELTA_UNEXPECTED_PARTITION_SCHEMA_FROM_USER] CONVERT TO DELTA was called with a partition schema "
+            f"different from the partition schema of the catalog table {display}; leave PARTITIONED BY out so that "
+            f"the catalog's is used. Catalog partition schema: {_fmt_schema(catalog_parts)}; provided partition "
+            f"schema: {_fmt_schema(user_parts)}"
+        )
+
+
+def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *, collect_stats: bool = True) -> Any:
+    """CONVERT TO DELTA of a Parquet table in Spark's catalog (delta-spark's ConvertToDeltaCommand on a V1Table).
+
+    The table's location gets a Delta log whose partition columns come from the catalog and
+    whose configuration is the catalog's table properties (minus Hive's
+    transient_lastDdlTime). Only after that commit does the catalog entry say provider
+    delta, so a failed conversion leaves the entry as it was; a log left without its
+    catalog change (e.g. the metastore failed) is completed by converting again.
+    """
+    from pydelta.spark.catalog import delta_location
+    from pydelta.tables import DeltaTable
+
+    meta = _catalog_table(spark, name)
+    if meta is None:
+        location = delta_location(spark, name, None)  # a Delta directory at the default location, unregistered
+        if location is not None:
+            return DeltaTable.forPath(spark, location)
+        from pydelta.errors import DeltaTableNotFoundError
+
+        raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {name} cannot be found.")
+    display = meta.identifier().toString()  # `spark_catalog`.`db`.`tbl`, as delta-spark's commitInfo says
+    if meta.tableType().name() == "VIEW":
+        raise _not_a_view(display)
+    provider = (meta.provider().get() if meta.provider().isDefined() else "").lower()
+    if provider == "delta":
+        return DeltaTable.forName(spark, name)  # already converted: a no-op, as in delta-spark
+    serde = meta.storage().serde().get() if meta.storage().serde().isDefined() else None
+    if provider != "parquet" and not (provider == "hive" and serde == PARQUET_HIVE_SERDE):
+        raise DeltaAnalysisError(f"[DELTA_CONVERT_NON_PARQUET_TABLE] CONVERT TO DELTA only supports parquet tables, "
+                                 f"but you are trying to convert a {provider or 'unknown'} source: {display}")
+    catalog_parts = parse_schema(meta.partitionSchema().json())
+    user_parts = parse_partition_schema(partitionSchema)
+    _check_user_partitions(display, catalog_parts, user_parts)
+    root = to_local_path(meta.location().toString()).rstrip("/") or "/"
+    props = _scala_props(meta.properties())
+    props.pop("transient_lastDdlTime", None)  # Hive's, not the table's
+    user_names = [f.name for f in user_parts.fields] if user_parts is not None else []
+
+    snapshot = _existing_snapshot(root)
+    if snapshot is None:
+        if not os.path.isdir(root):
+            raise DeltaAnalysisError(f"Path does not exist: {root} (the location of {display})")
+        _convert_directory(spark, root, root, catalog_parts if catalog_parts.fields else None, props,
+                           collect_stats=collect_stats, operation_partitions=user_names, catalog_table=display)
+    else:
+        _merge_catalog_properties(spark, snapshot, props, user_names, display)
+    table = DeltaTable.forPath(spark, root)
+    _mark_as_delta(spark, meta, table.snapshot().metadata.schema_string)
+    return table
+
+
+def _scala_props(scala_map: Any) -> dict[str, str]:
+    from pydelta.spark.sql.jplan import scala_map as to_dict
+
+    return {str(k): str(v) for k, v in to_dict(scala_map).items()}
+
+
+def _merge_catalog_properties(spark: Any, snapshot: Any, props: dict[str, str], user_names: list[str],
+                              display: str) -> None:
+    """delta-spark's handleExistingTransactionLog: the catalog's properties join the log's configuration.
+
+    A log whose configuration the catalog would change is refused while
+    spark.databricks.delta.convert.metadataCheck.enabled is on (the default).
+    """
+    from dataclasses import replace
+
+    from pydelta.spark.write import engine_info
+    from pydelta.txn.transaction import OptimisticTransaction
+
+    config = dict(snapshot.metadata.configuration)
+    merged = {**config, **props}
+    if merged == config:
+        return
+    if config and conf_bool(spark, METADATA_CHECK_CONF, True):
+        raise DeltaAnalysisError(
+            "[DELTA_CONVERT_METASTORE_METADATA_MISMATCH] You are trying to convert a table which already has a delta "
+            "log where the table properties in the catalog don't match the configuration in the delta log. Table "
+            f"properties in catalog: {props} Delta configuration: {config} If you would like to merge the "
+            f"configurations (update existing fields and insert new ones), set the SQL configuration "
+            f"`{METADATA_CHECK_CONF}` to false."
+        )
+    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark))
+    txn.update_metadata(replace(snapshot.metadata, configuration=merged))
+    txn.commit([], Operation.convert(0, user_names, False, catalog_table=display, source_format="parquet"))
+
+
+def _case_copy(obj: Any, **changes: Any) -> Any:
+    """`obj.copy(field=value, ...)` of a Scala case class, through py4j (which has no named arguments)."""
+    names = [obj.productElementName(i) for i in range(obj.productArity())]
+    unknown = set(changes) - set(names)
+    if unknown:
+        raise DeltaNotImplementedError(f"this Spark's {obj.getClass().getSimpleName()} has no field(s) {sorted(unknown)}")
+    args = [changes[n] if n in changes else obj.productElement(i) for i, n in enumerate(names)]
+    return obj.copy(*args)
+
+
+def _mark_as_delta(spark: Any, meta: Any, schema_json: str) -> None:
+    """Rewrite the catalog entry as a Delta table's (delta-spark's convertMetadata).
+
+    One alterTable keeps the location, the table type and the files: DROP TABLE +
+    CREATE would delete a MANAGED table's data, or turn it into an external one. The
+    entry keeps no partition columns, properties or serde of its own, since the log now
+    holds them; the schema is the Delta table's, informational as for pydelta's other
+    Delta entries (the Hive metastore keeps its old copy anyway).
+    """
+    from pydelta.spark.catalog import _jcatalog
+
+    jvm = spark._jvm
+    none = jvm.scala.Option.empty()
+    storage = _case_copy(meta.storage(), inputFormat=none, outputFormat=none, serde=none)
+    new_meta = _case_copy(
+        meta,
+        provider=jvm.scala.Some("delta"),
+        schema=spark._jsparkSession.parseDataType(schema_json),
+        partitionColumnNames=jvm.PythonUtils.toSeq(jvm.java.util.ArrayList()),
+        properties=jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap()),
+        storage=storage,
+    )
+    _jcatalog(spark).alterTable(new_meta)

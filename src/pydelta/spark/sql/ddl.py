@@ -83,7 +83,7 @@ class _Spec:
         self.options = {str(pair._1()): _option_value(pair._2())
                         for pair in (jplan.seq(options.options()) if options is not None else [])}
         serde = jplan.option(spec.serde())
-        if serde is not None:
+        if serde is not None and self.is_delta:  # STORED AS alone is a Hive table: Spark's
             raise DeltaAnalysisError("ROW FORMAT / STORED AS cannot be used with USING DELTA")
 
     @property

@@ -104,12 +104,14 @@ def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
 
 
 def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
+    """CONVERT TO DELTA parquet.`/path` or a catalog table name [NO STATISTICS] [PARTITIONED BY (...)]."""
+    from pydelta.spark.maintenance.convert import convert_catalog_table, convert_to_delta
+
+    collect = not stmt.no_statistics
     if stmt.table.path is None:
-        raise DeltaNotImplementedError("CONVERT TO DELTA of a catalog table is not implemented in pydelta yet; "
-                                       "use CONVERT TO DELTA parquet.`/path`")
+        convert_catalog_table(spark, stmt.table.display(), stmt.partition_schema, collect_stats=collect)
+        return jplan.empty_result(spark)
     if stmt.source_format not in (None, "parquet"):
         raise DeltaNotImplementedError(f"CONVERT TO DELTA from {stmt.source_format} is not supported; only parquet")
-    from pydelta.spark.maintenance.convert import convert_to_delta
-
-    convert_to_delta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema, collect_stats=not stmt.no_statistics)
+    convert_to_delta(spark, f"parquet.`{stmt.table.path}`", stmt.partition_schema, collect_stats=collect)
     return jplan.empty_result(spark)
