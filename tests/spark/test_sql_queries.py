@@ -89,8 +89,34 @@ def test_parameters_formatting_and_table_changes(spark, events):
     assert spark.sql(f"SELECT count(*) FROM {t} WHERE id < ?", args=[10]).first()[0] == 10
     small = spark.createDataFrame([(1,), (2,)], "id BIGINT")
     assert spark.sql(f"SELECT count(*) FROM {t} e JOIN {{small}} s ON e.id = s.id", small=small).first()[0] == 2
-    with pytest.raises(errors.DeltaNotImplementedError, match="parameter markers"):
-        spark.sql(f"DELETE FROM {t} WHERE id = :id", args={"id": 1})
     with pytest.raises(errors.DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
         spark.sql(f"SELECT * FROM table_changes_by_path('{events}', 0)")
     assert pydelta.load_snapshot(events).version == 2
+
+
+def test_parameter_markers_in_delta_statements(spark, events, tmp_path):
+    import datetime
+
+    from pydelta.spark.sql.parameters import _markers
+
+    text = "SELECT ':no', `a:b`, \"?\" -- ? :c\n/* :d ? */ x::int, :e, ?"
+    assert [(text[s:e], n) for s, e, n in _markers(text)] == [(":e", "e"), ("?", None)]
+    t = f"delta.`{events}`"
+    before = spark.read.format("delta").load(events).count()
+    result = spark.sql(f"DELETE FROM {t} WHERE id = :id OR v = :v", args={"id": 1, "v": "it's"}).first()
+    assert result.num_affected_rows == 1
+    spark.sql(f"UPDATE {t} SET v = ? WHERE id < ?", args=["two?", 3])
+    assert {r.v for r in spark.sql(f"SELECT v FROM {t} WHERE id < 3").collect()} == {"two?"}
+    spark.sql(f"INSERT INTO {t} VALUES (:id, :part, :v)", args={"id": 100_000, "v": "new", "part": 9})
+    assert spark.read.format("delta").load(events).count() == before
+    version = pydelta.load_snapshot(events).version
+    spark.sql(f"DESCRIBE HISTORY {t} LIMIT :n", args={"n": 1})  # Delta's own statements too
+    spark.sql(f"RESTORE TABLE {t} TO VERSION AS OF :v", args={"v": version - 1})
+    assert spark.read.format("delta").load(events).count() == before - 1
+    target = str(tmp_path / "params")
+    spark.sql(f"CREATE TABLE delta.`{target}` USING delta TBLPROPERTIES ('delta.appendOnly' = 'true') AS "
+              "SELECT :d AS d", args={"d": datetime.date(2024, 1, 2)})
+    assert spark.read.format("delta").load(target).first().d == datetime.date(2024, 1, 2)
+    with pytest.raises(errors.DeltaAnalysisError, match="UNBOUND_SQL_PARAMETER"):
+        spark.sql(f"DELETE FROM {t} WHERE id = :missing", args={"id": 1})
+    assert pydelta.load_snapshot(events).version == version + 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pydelta.errors import DeltaParseError
 from pydelta.spark import plan_pruning
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.queries import (
@@ -34,10 +35,16 @@ _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheT
 def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: bool = False) -> Any:
     """Run `text` as spark.sql does, with Delta tables served by pydelta.
 
-    With parameter markers (`has_args`), queries over Delta tables work; Delta's own
-    statements and DML/DDL on a Delta table are refused by name.
+    With parameter markers (`has_args`), queries over Delta tables run in Spark with the
+    arguments; Delta's own statements and DML/DDL on a Delta table raise
+    _ParametersNeedBinding before doing anything (the caller binds the markers into the text).
     """
-    utility = parse_utility(text)
+    try:
+        utility = parse_utility(text)
+    except DeltaParseError:
+        if has_args:  # a marker where the grammar wants a value: bind, then parse again
+            _refuse_parameters("a Delta statement")
+        raise
     if utility is not None:
         if has_args:
             _refuse_parameters(type(utility).__name__)
@@ -54,7 +61,7 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
     changes = any(k == "UnresolvedTableValuedFunction" and is_table_changes(p) for k, p in summary.names)
     handler = HANDLERS.get(kind)
     if handler is not None:
-        if has_args and _names_delta_table(spark, summary, resolved):
+        if has_args:  # served from its text (when on a Delta table): bind the markers first
             _refuse_parameters(kind)
         result = handler(spark, text, plan)
         if result is not NOT_DELTA:
@@ -126,12 +133,12 @@ def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callabl
             drop_views(spark, views)
 
 
-def _refuse_parameters(statement: str) -> None:
-    from pydelta.errors import DeltaNotImplementedError
+class _ParametersNeedBinding(Exception):
+    """A statement pydelta serves from its text carries parameter markers: bind them first."""
 
-    raise DeltaNotImplementedError(
-        f"parameter markers (spark.sql(..., args=...)) in {statement} on a Delta table are not supported by "
-        "pydelta yet; queries over Delta tables accept them")
+
+def _refuse_parameters(statement: str) -> None:
+    raise _ParametersNeedBinding(statement)
 
 
 def _names_delta_table(spark: Any, summary: jplan.TreeSummary, cache: dict) -> bool:
@@ -163,7 +170,15 @@ def install() -> None:
                 return sql(self, formatter.format(sqlQuery, **kwargs), args)
             finally:
                 formatter.clear()
-        return run_sql(self, sqlQuery, lambda text: original_sql(self, text, args), has_args=bool(args))
+        if not args:
+            return run_sql(self, sqlQuery, lambda text: original_sql(self, text))
+        try:
+            return run_sql(self, sqlQuery, lambda text: original_sql(self, text, args), has_args=True)
+        except _ParametersNeedBinding:
+            from pydelta.spark.sql.parameters import bind_parameters
+
+            bound = bind_parameters(self, sqlQuery, args)
+            return run_sql(self, bound, lambda text: original_sql(self, text))
 
     SparkSession._pydelta_original_sql = original_sql
     from pydelta.spark.spark_errors import boundary
