@@ -25,3 +25,15 @@ def canonical(value: Any) -> Any:
 
 def canonical_rows(rows: list[Any]) -> list[Any]:
     return [canonical(r) for r in rows]
+
+
+def last_commit_actions(path: str) -> list[dict]:
+    """The actions of the newest commit file of the Delta table at `path`, as JSON objects."""
+    import json
+    import os
+
+    import pydelta
+
+    version = pydelta.load_snapshot(path).version
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
+        return [json.loads(line) for line in f]

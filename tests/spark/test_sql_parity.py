@@ -3,21 +3,13 @@ ANALYZE TABLE (refused as Spark refuses it on v2 tables)."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 
 import pydelta
 from pydelta import DeltaTable, errors
+from tests.helpers import last_commit_actions
 
 pytestmark = pytest.mark.spark
-
-
-def _last_commit(path: str) -> list[dict]:
-    version = pydelta.load_snapshot(path).version
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f]
 
 
 @pytest.fixture
@@ -35,7 +27,7 @@ def test_truncate_table(spark, partitioned, tmp_path):
         spark.sql(f"TRUNCATE TABLE {t} PARTITION (p = 1)")
     files = pydelta.load_snapshot(partitioned).num_files
     spark.sql(f"TRUNCATE TABLE {t}")
-    actions = _last_commit(partitioned)
+    actions = last_commit_actions(partitioned)
     removes = [a["remove"] for a in actions if "remove" in a]
     assert len(removes) == files and all(r["dataChange"] for r in removes)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)

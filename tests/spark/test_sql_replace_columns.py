@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 
 import deltalake
 import pytest
 
 import pydelta
 from pydelta import errors
+from tests.helpers import last_commit_actions
 
 pytestmark = pytest.mark.spark
-
-
-def _last_commit(path: str) -> list[dict]:
-    version = pydelta.load_snapshot(path).version
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f]
 
 
 @pytest.fixture
@@ -33,7 +27,7 @@ def test_reorder_comment_and_nested_order(spark, people):
     t = f"delta.`{people}`"
     spark.sql(f"ALTER TABLE {t} REPLACE COLUMNS (address STRUCT<zip: STRING, city: STRING>, "
               "ID INT COMMENT 'the key', name STRING)")
-    actions = _last_commit(people)
+    actions = last_commit_actions(people)
     assert not [a for a in actions if "add" in a or "remove" in a]
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "REPLACE COLUMNS"
