@@ -105,3 +105,8 @@ def test_create_table_options(spark, tmp_path):
         assert pydelta.load_snapshot(elsewhere).num_files == 1 and spark.table(named).count() == 1
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {named}")
+
+
+def test_describe_partition_is_refused_as_for_v2_tables(spark, partitioned):
+    with pytest.raises(errors.DeltaAnalysisError, match="DESCRIBE does not support partition for v2 tables"):
+        spark.sql(f"DESCRIBE TABLE delta.`{partitioned}` PARTITION (p = 1, s = '1')")

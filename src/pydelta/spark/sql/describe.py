@@ -390,11 +390,12 @@ def show_create_table(spark: Any, text: str, plan: Any) -> Any:
 # ---- statements Delta tables do not support -----------------------------------------------
 
 
-def _unsupported(statement: str) -> Callable[[Any, str, Any], Any]:
+def _unsupported(message: str) -> Callable[[Any, str, Any], Any]:
+    """A statement Spark refuses on v2 tables (so on delta-spark's Delta tables), with its message."""
     def handler(spark: Any, text: str, plan: Any) -> Any:
         if jplan.kind(plan.child()) != "UnresolvedTableOrView" or load_table(spark, plan.child()) is None:
             return NOT_DELTA
-        raise DeltaAnalysisError(f"{statement} is not supported for Delta tables")
+        raise DeltaAnalysisError(message)
 
     return handler
 
@@ -406,6 +407,6 @@ DESCRIBE_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {
     "ShowColumns": show_columns,
     "ShowCreateTable": show_create_table,
     "ShowPartitions": show_partitions,
-    "DescribeTablePartition": _unsupported("DESCRIBE ... PARTITION"),
-    "DescribeRelationJsonCommand": _unsupported("DESCRIBE ... AS JSON"),
+    "DescribeTablePartition": _unsupported("DESCRIBE does not support partition for v2 tables."),
+    "DescribeRelationJsonCommand": _unsupported("DESCRIBE ... AS JSON is not supported for Delta tables"),
 }

@@ -80,7 +80,8 @@ _SPARK_SERVES = {"RenameTable", "RefreshTable", "UncacheTable", "CacheTable", "D
                  "ShowViews", "SetCatalogAndNamespace", "ShowNamespaces"}
 
 # Statements Spark refuses on v2 tables (and so on delta-spark's), by plan class.
-_SPARK_REFUSES_ON_V2 = {"AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE"}
+_SPARK_REFUSES_ON_V2 = {"AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE",
+                       "RepairTable": "MSCK REPAIR TABLE"}
 
 _STATEMENT_NAMES = {"TruncateTable": "TRUNCATE TABLE", "ShowPartitions": "SHOW PARTITIONS",
                     "AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE ... FOR COLUMNS",
