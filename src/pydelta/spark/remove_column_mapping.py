@@ -13,35 +13,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.schema import (
-    COLUMN_MAPPING_ID_KEY,
-    COLUMN_MAPPING_MODE_KEY,
-    COLUMN_MAPPING_NESTED_IDS_KEY,
-    COLUMN_MAPPING_PHYSICAL_NAME_KEY,
-    PARQUET_FIELD_ID_KEY,
-    PARQUET_FIELD_NESTED_IDS_KEY,
-    ArrayType,
-    DataType,
-    MapType,
-    StructType,
-    without_field_metadata,
-)
+from pydelta.protocol.column_mapping_removal import metadata_without_mapping
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
-MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"
 OPERATION = Operation("REMOVE COLUMN MAPPING", {})
-_MAPPING_FIELD_KEYS = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, COLUMN_MAPPING_NESTED_IDS_KEY,
-                       PARQUET_FIELD_ID_KEY, PARQUET_FIELD_NESTED_IDS_KEY)
-_INVALID_CHARS = frozenset(" ,;{}()\n\t=")
 
 
 def removal_allowed(spark: Any) -> bool:
@@ -53,48 +36,6 @@ def mode_change_refused(old: str, new: str = "none") -> DeltaAnalysisError:
     """DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE, e.g. name -> none while removal is not allowed."""
     return DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] Changing column mapping mode from "
                               f"'{old}' to '{new}' is not supported.")
-
-
-# ---- the metadata (pure; belongs with pydelta.txn.drop_feature.without_column_mapping) ----------
-
-
-def metadata_without_mapping(metadata: Metadata, *, unset: bool) -> Metadata:
-    """`metadata` with no column-mapping field metadata, no max column id, and the mode `none`
-    (SET) or absent (UNSET); names that need column mapping are refused first."""
-    schema = without_field_metadata(metadata.schema, _MAPPING_FIELD_KEYS)
-    assert isinstance(schema, StructType)
-    invalid = [name for name in _nested_names(schema) if _INVALID_CHARS & set(name)]
-    if invalid:
-        raise DeltaAnalysisError(
-            "[DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING] Found invalid character(s) among "
-            "' ,;{}()\\n\\t=' in the column names of your schema. Invalid column names: "
-            f"{', '.join(invalid)}. Column mapping cannot be removed when there are invalid characters in the "
-            "column names. Please rename the columns to remove the invalid characters and execute this command "
-            "again.")
-    configuration = {k: v for k, v in metadata.configuration.items() if k != MAX_COLUMN_ID_KEY}
-    if unset:
-        configuration.pop(COLUMN_MAPPING_MODE_KEY, None)
-    else:
-        configuration[COLUMN_MAPPING_MODE_KEY] = "none"
-    return replace(metadata, schema_string=schema.to_json(), configuration=configuration)
-
-
-def _nested_names(schema: StructType) -> Iterator[str]:
-    """delta-spark's explodeNestedFieldNames: every field's dotted path, parents first
-    (`element`/`key`/`value` inside arrays and maps, parts with a dot in backticks)."""
-    def paths(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-        if isinstance(dt, StructType):
-            for f in dt.fields:
-                yield (*prefix, f.name)
-                yield from paths(f.type, (*prefix, f.name))
-        elif isinstance(dt, ArrayType):
-            yield from paths(dt.element_type, (*prefix, "element"))
-        elif isinstance(dt, MapType):
-            yield from paths(dt.key_type, (*prefix, "key"))
-            yield from paths(dt.value_type, (*prefix, "value"))
-
-    for parts in paths(schema, ()):
-        yield ".".join(f"`{p}`" if "." in p else p for p in parts)
 
 
 # ---- the Spark rewrite -----------------------------------------------------------------------
@@ -180,5 +121,4 @@ def _metrics(adds: Sequence[dict], removes: Sequence[dict]) -> dict[str, int]:
     }
 
 
-__all__ = ["ALLOW_REMOVAL", "metadata_without_mapping", "mode_change_refused", "removal_allowed",
-           "remove_column_mapping", "rewrite_and_commit"]
+__all__ = ["ALLOW_REMOVAL", "mode_change_refused", "removal_allowed", "remove_column_mapping", "rewrite_and_commit"]

@@ -42,13 +42,9 @@ from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.schema import (
     COLUMN_MAPPING_ID_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
-    PARQUET_FIELD_ID_KEY,
-    PARQUET_FIELD_NESTED_IDS_KEY,
-    COLUMN_MAPPING_NESTED_IDS_KEY,
     TYPE_CHANGES_KEY,
     column_mapping_mode,
     walk_fields,
-    without_field_metadata,
 )
 from pydelta.protocol import type_widening
 from pydelta.txn import protocol_upgrade as pu
@@ -340,12 +336,9 @@ _NAME_CHARS_NEEDING_MAPPING = set(" ,;{}()\n\t=")
 def without_column_mapping(metadata: Metadata) -> Metadata:
     """`metadata` as a table without column mapping has it: mode `none`, no ids or physical
     names in the schema, no max column id (the files must hold the logical names)."""
-    keys = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY, COLUMN_MAPPING_NESTED_IDS_KEY,
-            PARQUET_FIELD_ID_KEY, PARQUET_FIELD_NESTED_IDS_KEY)
-    configuration = {k: v for k, v in metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
-    configuration["delta.columnMapping.mode"] = "none"
-    return replace(metadata, schema_string=without_field_metadata(metadata.schema, keys).to_json(),
-                   configuration=configuration)
+    from pydelta.protocol.column_mapping_removal import metadata_without_mapping
+
+    return metadata_without_mapping(metadata, unset=False)
 
 
 def _mapping_pre(ctx: _Context) -> bool:
