@@ -49,6 +49,25 @@ def _identifier(spark: Any, name: str) -> Any:
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}") from None
 
 
+def is_temp_view(spark: Any, name: str) -> bool:
+    return bool(_jcatalog(spark).isTempView(_identifier(spark, name)))
+
+
+def table_metadata(spark: Any, name: str) -> Any:
+    """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
+    try:
+        return _jcatalog(spark).getTableMetadata(_identifier(spark, name))
+    except Exception as e:  # noqa: BLE001 - py4j's NoSuchTableException / NoSuchDatabaseException
+        if "NoSuch" in str(e) or "NOT_FOUND" in str(e):
+            return None
+        raise
+
+
+def alter_table_metadata(spark: Any, metadata: Any) -> None:
+    """Replace a catalog entry by `metadata` (a CatalogTable): its data and location stay as they are."""
+    _jcatalog(spark).alterTable(metadata)
+
+
 def lookup(spark: Any, name: str) -> CatalogEntry | None:
     """The catalog entry of `name`, or None when the catalog has no such table."""
     ident = _identifier(spark, name)

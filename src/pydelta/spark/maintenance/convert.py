@@ -311,18 +311,11 @@ def _not_a_view(name: str) -> DeltaAnalysisError:
 
 def _catalog_table(spark: Any, name: str) -> Any:
     """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
-    from pydelta.spark.catalog import _identifier, _jcatalog
+    from pydelta.spark.catalog import is_temp_view, table_metadata
 
-    ident = _identifier(spark, name)
-    catalog = _jcatalog(spark)
-    if catalog.isTempView(ident):
+    if is_temp_view(spark, name):
         raise _not_a_view(name)
-    try:
-        return catalog.getTableMetadata(ident)
-    except Exception as e:  # noqa: BLE001 - py4j's NoSuchTableException / NoSuchDatabaseException
-        if "NoSuch" in str(e) or "NOT_FOUND" in str(e):
-            return None
-        raise
+    return table_metadata(spark, name)
 
 
 def _fmt_schema(schema: StructType) -> str:
@@ -451,7 +444,7 @@ def _mark_as_delta(spark: Any, meta: Any, schema_json: str) -> None:
     holds them; the schema is the Delta table's, informational as for pydelta's other
     Delta entries (the Hive metastore keeps its old copy anyway).
     """
-    from pydelta.spark.catalog import _jcatalog
+    from pydelta.spark.catalog import alter_table_metadata
 
     jvm = spark._jvm
     none = jvm.scala.Option.empty()
@@ -464,4 +457,4 @@ def _mark_as_delta(spark: Any, meta: Any, schema_json: str) -> None:
         properties=jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap()),
         storage=storage,
     )
-    _jcatalog(spark).alterTable(new_meta)
+    alter_table_metadata(spark, new_meta)
