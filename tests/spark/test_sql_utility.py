@@ -123,3 +123,23 @@ def test_truncate_and_unserved_commands(spark, table):
     spark.sql(f"TRUNCATE TABLE {t}")
     assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 0
     assert spark.sql(f"DESCRIBE HISTORY {t} LIMIT 1").first().operation == "TRUNCATE"
+
+
+def test_convert_applies_session_defaults_and_needs_stats_for_row_tracking(spark, tmp_path):
+    key = "spark.databricks.delta.properties.defaults.enableRowTracking"
+    src, other = str(tmp_path / "pq"), str(tmp_path / "pq2")
+    for path in (src, other):
+        spark.range(6, numPartitions=2).write.parquet(path)
+    spark.conf.set(key, "true")
+    try:
+        with pytest.raises(errors.DeltaAnalysisError, match="DELTA_CONVERT_TO_DELTA_ROW_TRACKING_WITHOUT_STATS"):
+            spark.sql(f"CONVERT TO DELTA parquet.`{src}` NO STATISTICS")
+        assert not os.path.exists(os.path.join(src, "_delta_log", "00000000000000000000.json"))
+        spark.sql(f"CONVERT TO DELTA parquet.`{other}`")
+    finally:
+        spark.conf.unset(key)
+    snap = pydelta.load_snapshot(other)
+    assert snap.metadata.configuration.get("delta.enableRowTracking") == "true"
+    assert sorted(snap.files().column("base_row_id").to_pylist()) == [0, 3]
+    ids = sorted(r.row_id for r in spark.read.format("delta").load(other).select("_metadata.row_id").collect())
+    assert ids == list(range(6))

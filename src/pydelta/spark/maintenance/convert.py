@@ -234,8 +234,10 @@ def _convert_directory(spark: Any, root: str, display: str, part_schema: StructT
     from pydelta.protocol.file_stats import collect_stats_for_files
     from pydelta.protocol.schema import column_mapping_mode
     from pydelta.spark.write import engine_info, new_table_metadata
+    from pydelta.spark.write_options import session_conf, with_table_defaults
     from pydelta.txn.transaction import OptimisticTransaction
 
+    configuration = with_table_defaults(configuration, session_conf(spark))  # a new table: session defaults
     if column_mapping_mode(configuration) != "none":  # the files have neither field ids nor physical names
         raise DeltaAnalysisError(
             "[DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING] CONVERT TO DELTA cannot convert to a table with column "
@@ -269,6 +271,12 @@ def _convert_directory(spark: Any, root: str, display: str, part_schema: StructT
     metadata = new_table_metadata(full_schema, [f.name for f in partition_fields], configuration)
 
     collect = collect_stats and conf_bool(spark, STATS_COLLECT_CONF, True)
+    if not collect and _wants_row_tracking(configuration):  # row IDs are assigned from numRecords
+        raise DeltaAnalysisError(
+            "[DELTA_CONVERT_TO_DELTA_ROW_TRACKING_WITHOUT_STATS] Cannot enable row tracking without collecting "
+            "statistics. Convert with statistics (drop NO STATISTICS, or set spark.databricks.delta.stats.collect "
+            "to true), or do not enable row tracking (delta.enableRowTracking / "
+            "spark.databricks.delta.properties.defaults.enableRowTracking).")
     stats: list[tuple[int, str] | None]
     if collect:
         stats = list(collect_stats_for_files(paths, data_schema))
@@ -294,6 +302,12 @@ def _convert_directory(spark: Any, root: str, display: str, part_schema: StructT
     operation = Operation.convert(len(adds), operation_partitions, collect, catalog_table=catalog_table,
                                   source_format="parquet")
     txn.commit(adds, operation, operation_metrics={"numConvertedFiles": len(adds)})
+
+
+def _wants_row_tracking(configuration: dict[str, str]) -> bool:
+    lowered = {k.lower(): str(v).strip().lower() for k, v in configuration.items()}
+    return lowered.get("delta.enablerowtracking") == "true" or lowered.get("delta.feature.rowtracking") in (
+        "supported", "enabled")
 
 
 # ---- catalog tables ------------------------------------------------------------------
