@@ -109,6 +109,17 @@ def test_metadata_in_sql_queries(spark, tmp_path):
     in_cte = spark.sql(f"WITH c AS (SELECT id, _metadata.row_id AS rid FROM delta.`{path}` x WHERE id > 2), "
                        "d AS (SELECT * FROM c WHERE id < 10) SELECT id, rid FROM d").collect()
     assert {r.id: r.rid for r in in_cte} == {i: expected[i] for i in range(3, 10) if i != 4}
+    # Subquery expressions (IN, EXISTS, scalar) over Delta tables see `_metadata` too.
+    first_file = os.path.basename(sorted(files)[0])
+    in_file = {r.id for r in df.where(F.col("_metadata.file_name") == first_file).select("id").collect()}
+    in_subquery = spark.sql(f"SELECT id FROM range(40) WHERE id IN (SELECT id FROM delta.`{path}` "
+                            f"WHERE _metadata.file_name = '{first_file}')").collect()
+    assert {r.id for r in in_subquery} == in_file and in_file
+    exists = spark.sql(f"SELECT id FROM range(40) o WHERE EXISTS (SELECT 1 FROM delta.`{path}` t "
+                       "WHERE t.id = o.id AND t._metadata.row_id = o.id)").collect()
+    assert {r.id for r in exists} == {i for i, rid in expected.items() if rid == i}
+    scalar = spark.sql(f"SELECT (SELECT max(_metadata.row_id) FROM delta.`{path}`) AS m").first().m
+    assert scalar == max(expected.values())
     spark.sql(f"CREATE TABLE meta_sql_t USING delta LOCATION '{path}'")
     try:
         named = spark.sql("SELECT count(DISTINCT _metadata.file_path) AS n FROM meta_sql_t").first().n

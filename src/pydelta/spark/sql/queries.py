@@ -324,6 +324,7 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
             return df._jdf.queryExecution().analyzed()
         if jplan.kind(node) == "UnresolvedWith" and int(node.productArity()) == 3:
             return _with_ctes_rebuilt(spark, node, rebuilt)
+        node = subqueries.rebuilt(node)
         kids = jplan.children(node)
         if not kids:
             return node
@@ -332,10 +333,76 @@ def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> An
             return node
         return node.withNewChildren(jplan.scala_list(node, new_kids))
 
-    new_plan = rebuilt(plan)
+    subqueries = _SubqueryPlans(spark, rebuilt)
+    try:
+        new_plan = rebuilt(plan)
+    except Exception:  # noqa: BLE001 - a plan shape the rebuild cannot copy: the text substitution serves it
+        return None
     if len(replaced) != len(relations):
         return None
     return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, new_plan), spark)
+
+
+class _SubqueryPlans:
+    """Rebuilds the plans inside a node's subquery expressions (IN / EXISTS / scalar subqueries),
+    which are not children of the node, so their Delta relations get the scan's plan too."""
+
+    def __init__(self, spark: Any, rebuild_plan: Any) -> None:
+        jvm = spark._jvm
+        self._spark = spark
+        self._rebuild_plan = rebuild_plan
+        self._pattern = jvm.org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION()
+        load = jvm.java.lang.Class.forName
+        self._expression = load("org.apache.spark.sql.catalyst.expressions.Expression")
+        self._subquery = load("org.apache.spark.sql.catalyst.expressions.SubqueryExpression")
+        self._seq = load("scala.collection.Seq")
+        self._option = load("scala.Option")
+
+    def rebuilt(self, node: Any) -> Any:
+        """`node` with its own expressions' subquery plans rebuilt (the node itself when none changed)."""
+        if not any(e.containsPattern(self._pattern) for e in jplan.seq(node.expressions())):
+            return node
+        arity = int(node.productArity())
+        values = [node.productElement(i) for i in range(arity)]
+        new_values = [self._value(v) for v in values]
+        if all(a is b for a, b in zip(new_values, values)):
+            return node
+        args = self._spark.sparkContext._gateway.new_array(self._spark._jvm.java.lang.Object, arity)
+        for i, value in enumerate(new_values):
+            args[i] = value
+        return node.makeCopy(args)
+
+    def _value(self, value: Any) -> Any:
+        if value is None or not hasattr(value, "getClass"):
+            return value
+        if self._expression.isInstance(value):
+            return self._expr(value)
+        if self._option.isInstance(value) and value.isDefined():
+            inner = value.get()
+            new = self._value(inner)
+            return value if new is inner else self._spark._jvm.scala.Some(new)
+        if self._seq.isInstance(value):
+            items = jplan.seq(value)
+            new_items = [self._value(item) for item in items]
+            if all(a is b for a, b in zip(new_items, items)):
+                return value
+            return jplan.scala_list(value, new_items)
+        return value
+
+    def _expr(self, expr: Any) -> Any:
+        if not expr.containsPattern(self._pattern):
+            return expr
+        out = expr
+        if self._subquery.isInstance(expr):
+            plan = expr.plan()
+            new_plan = self._rebuild_plan(plan)
+            if new_plan is not plan:
+                out = out.withNewPlan(new_plan)
+        kids = jplan.children(out)
+        new_kids = [self._expr(k) for k in kids]
+        if any(a is not b for a, b in zip(new_kids, kids)):
+            out = out.withNewChildren(jplan.scala_list(out, new_kids))
+        return out
 
 
 def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
