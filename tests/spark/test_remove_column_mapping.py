@@ -218,3 +218,24 @@ def test_mode_none_on_a_table_without_mapping_is_a_plain_property(spark, tmp_pat
     actions = _commit(path, 2)
     assert _of(actions, "commitInfo")[0]["operation"] == "SET TBLPROPERTIES" and not _of(actions, "add")
     assert pydelta.load_snapshot(path).metadata.configuration == {"delta.columnMapping.mode": "none"}
+
+
+def test_clustered_table_keeps_its_clustering_by_logical_name(spark, tmp_path):
+    from pydelta import DeltaTable
+
+    path, dropped = str(tmp_path / "clustered"), str(tmp_path / "dropped")
+    for p in (path, dropped):
+        spark.sql(f"CREATE TABLE delta.`{p}` (id BIGINT, s STRUCT<k: INT>) USING delta CLUSTER BY (s.k) "
+                  "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+        spark.sql(f"INSERT INTO delta.`{p}` SELECT id, named_struct('k', CAST(id % 3 AS INT)) FROM range(12)")
+        physical = json.loads(pydelta.load_snapshot(p).domain_metadata["delta.clustering"])["clusteringColumns"]
+        assert physical[0][0].startswith("col-")
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')")
+    spark.sql(f"ALTER TABLE delta.`{dropped}` DROP FEATURE columnMapping")
+    for p in (path, dropped):
+        snap = pydelta.load_snapshot(p)
+        assert json.loads(snap.domain_metadata["delta.clustering"]) == {"clusteringColumns": [["s", "k"]]}
+        assert spark.sql(f"DESCRIBE DETAIL delta.`{p}`").first().clusteringColumns == ["s.k"]
+        DeltaTable.forPath(spark, p).optimize().executeCompaction()  # clustering still runs on s.k
+        assert DeltaTable.forPath(spark, p).history(1).first().operationParameters["clusterBy"] == '["s.k"]'
+        assert spark.read.format("delta").load(p).where("s.k = 1").count() == 4

@@ -10,7 +10,7 @@ the logical names, which is the engine's part.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
@@ -71,3 +71,27 @@ def _nested_names(schema: StructType) -> Iterator[str]:
 
     for parts in paths(schema, ()):
         yield ".".join(f"`{p}`" if "." in p else p for p in parts)
+
+
+def clustering_without_mapping(metadata: Metadata, domains: Mapping[str, str]) -> str | None:
+    """The `delta.clustering` domain configuration once the files hold logical names: the
+    clustering columns, recorded by physical name under column mapping, by logical name.
+    None when the table is not clustered."""
+    from pydelta.protocol import clustering
+    from pydelta.protocol.schema import physical_name
+
+    physical = clustering.columns_of(domains)
+    if physical is None:
+        return None
+    logical = []
+    for path in physical:
+        current: StructType | None = metadata.schema
+        parts = []
+        for part in path:
+            match = next((f for f in current.fields if physical_name(f) == part), None) if current else None
+            if match is None:
+                raise DeltaAnalysisError(f"the clustering column {'.'.join(path)} is not in the table schema")
+            parts.append(match.name)
+            current = match.type if isinstance(match.type, StructType) else None
+        logical.append(parts)
+    return clustering.domain_configuration(logical)

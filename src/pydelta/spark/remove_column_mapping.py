@@ -15,10 +15,11 @@ import json
 import time
 from typing import Any, Sequence
 
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.column_mapping_removal import metadata_without_mapping
+from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
+from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
@@ -45,9 +46,6 @@ def remove_column_mapping(spark: Any, path: str, *, unset: bool) -> int:
     """Rewrite the table at `path` without column mapping in one commit; returns its version."""
     snapshot = load_snapshot(path)
     new = metadata_without_mapping(snapshot.metadata, unset=unset)  # refuses bad names before any work
-    if "delta.clustering" in snapshot.domain_metadata:
-        raise DeltaNotImplementedError("removing column mapping from a clustered table (its clustering columns are "
-                                       "recorded by physical name) is not implemented yet")
     return rewrite_and_commit(spark, snapshot, new)
 
 
@@ -105,6 +103,9 @@ def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, adds: list[dict]
                                 isolation_level=isolation_level(snapshot.metadata))
     txn.read_whole_table()  # every file is rewritten: any concurrent data change conflicts
     txn.update_metadata(metadata)
+    clustered = clustering_without_mapping(snapshot.metadata, snapshot.domain_metadata)
+    if clustered is not None:  # the clustering columns, now by logical name
+        txn.add_domain_metadata(CLUSTERING_DOMAIN, clustered)
     tags = {PRESERVED_ROW_TRACKING_TAG: "true"} if row_tracking.enabled(snapshot.metadata) else None
     actions = [{"remove": r} for r in removes] + [{"add": a} for a in adds]
     return txn.commit(actions, OPERATION, operation_metrics=_metrics(adds, removes), tags=tags, data_change=False)

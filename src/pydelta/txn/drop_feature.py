@@ -352,9 +352,6 @@ def _mapping_pre(ctx: _Context) -> bool:
             f"[DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES] Found invalid character(s) among ' ,;{{}}()\\n\\t=' in "
             f"the column names of your schema ({', '.join(bad)}): columnMapping cannot be dropped. Please rename "
             "these columns first.")
-    if "delta.clustering" in snapshot.domain_metadata:
-        raise DeltaNotImplementedError("dropping columnMapping from a clustered table (its clustering columns are "
-                                       "recorded by physical name) is not implemented yet")
     if ctx.rewriter is None:
         raise DeltaNotImplementedError(
             "dropping columnMapping rewrites every data file with its logical column names, which needs Spark: "
