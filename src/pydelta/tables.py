@@ -441,10 +441,10 @@ class DeltaTableBuilder:
     def execute(self) -> DeltaTable:
         from pyspark.sql.types import StructType as SparkStructType
 
-        from pydelta.protocol.schema import column_mapping_mode, parse_schema
+        from pydelta.protocol.schema import parse_schema
         from pydelta.spark.catalog import lookup, register_table, table_location, unregister_table
         from pydelta.spark.data_writer import file_rows_to_adds, remove_action
-        from pydelta.spark.write import engine_info, new_table_metadata, try_load
+        from pydelta.spark.write import define_clustering, engine_info, new_table_metadata, try_load
         from pydelta.spark.write_options import checked_table_properties, session_conf, with_table_defaults
         from pydelta.txn.commit_info import Operation
         from pydelta.txn.transaction import OptimisticTransaction
@@ -479,18 +479,11 @@ class DeltaTableBuilder:
         if cluster_by is not None:
             from pydelta.protocol import clustering
 
-            columns = clustering.resolve(schema, self._partitioned_by, properties, cluster_by)
-            properties = {**properties, f"delta.feature.{clustering.FEATURE}": "supported"}
+            properties = {**properties, clustering.FEATURE_PROPERTY: "supported"}
         metadata = new_table_metadata(schema, self._partitioned_by, properties, description=self._comment)
         txn = OptimisticTransaction(path, snapshot, engine_info=engine_info(self._spark))
         txn.update_metadata(metadata)
-        if cluster_by is not None:
-            if column_mapping_mode(txn.metadata.configuration) != "none":  # physical names exist only now
-                columns = clustering.resolve(txn.metadata.schema, self._partitioned_by, txn.metadata.configuration,
-                                             cluster_by)
-            txn.add_domain_metadata(clustering.DOMAIN, clustering.domain_configuration(columns))
-        elif snapshot is not None and "delta.clustering" in snapshot.domain_metadata:
-            txn.add_domain_metadata("delta.clustering", snapshot.domain_metadata["delta.clustering"], removed=True)
+        define_clustering(txn, snapshot, cluster_by)
         actions = []
         if snapshot is not None:
             txn.read_whole_table()

@@ -26,6 +26,7 @@ from pydelta.protocol.schema import (
 DOMAIN = "delta.clustering"
 PROVIDER = "liquid"
 FEATURE = "clustering"
+FEATURE_PROPERTY = f"delta.feature.{FEATURE}"  # a new table asks for the feature with it
 MAX_COLUMNS = 4
 
 
@@ -109,20 +110,23 @@ def resolve(schema: StructType, partition_columns: Sequence[str], configuration:
 
 
 def logical_names(schema: StructType, configuration: Mapping[str, str], physical: Sequence[Sequence[str]]) -> list[str]:
-    """Physical clustering paths back to dotted logical names (for OPTIMIZE and DESCRIBE)."""
+    """Physical clustering paths back to dotted logical names (for OPTIMIZE and DESCRIBE); a path
+    not in the schema stays as it is."""
     mapped = column_mapping_mode(configuration) != "none"
-    out = []
-    for path in physical:
-        current: StructType | None = schema
-        parts = []
-        for part in path:
-            match = None
-            if current is not None:
-                match = next((f for f in current.fields if (physical_name(f) if mapped else f.name) == part), None)
-            if match is None:
-                parts = list(path)
-                break
-            parts.append(match.name)
-            current = match.type if isinstance(match.type, StructType) else None
-        out.append(".".join(parts))
-    return out
+    return [".".join(logical_path(schema, mapped, path) or path) for path in physical]
+
+
+def logical_path(schema: StructType, mapped: bool, path: Sequence[str]) -> list[str] | None:
+    """The logical name parts of one physical column path (`mapped`: the table uses column
+    mapping, so the path holds physical names), or None when the schema has no such column."""
+    current: StructType | None = schema
+    parts = []
+    for part in path:
+        match = None
+        if current is not None:
+            match = next((f for f in current.fields if (physical_name(f) if mapped else f.name) == part), None)
+        if match is None:
+            return None
+        parts.append(match.name)
+        current = match.type if isinstance(match.type, StructType) else None
+    return parts

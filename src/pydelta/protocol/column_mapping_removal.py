@@ -78,20 +78,14 @@ def clustering_without_mapping(metadata: Metadata, domains: Mapping[str, str]) -
     clustering columns, recorded by physical name under column mapping, by logical name.
     None when the table is not clustered."""
     from pydelta.protocol import clustering
-    from pydelta.protocol.schema import physical_name
 
     physical = clustering.columns_of(domains)
     if physical is None:
         return None
     logical = []
     for path in physical:
-        current: StructType | None = metadata.schema
-        parts = []
-        for part in path:
-            match = next((f for f in current.fields if physical_name(f) == part), None) if current else None
-            if match is None:
-                raise DeltaAnalysisError(f"the clustering column {'.'.join(path)} is not in the table schema")
-            parts.append(match.name)
-            current = match.type if isinstance(match.type, StructType) else None
+        parts = clustering.logical_path(metadata.schema, True, path)
+        if parts is None:
+            raise DeltaAnalysisError(f"the clustering column {'.'.join(path)} is not in the table schema")
         logical.append(parts)
     return clustering.domain_configuration(logical)

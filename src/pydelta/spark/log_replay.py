@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
-from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats
+from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats, with_stats
 from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
@@ -50,12 +50,17 @@ def _commit_schema() -> str:
     return f"add {_ADD}, remove {_REMOVE}, {small}"
 
 
-def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segment: LogSegment) -> TableState:
-    """The state at `segment.version`, with file actions reconciled by a Spark job."""
+def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segment: LogSegment,
+                            sidecars: list[FileInfo] | None = None) -> TableState:
+    """The state at `segment.version`, with file actions reconciled by a Spark job.
+
+    `sidecars`: the V2 checkpoint's sidecar files when the caller has listed them already.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    sidecars = _sidecars(storage, segment)
+    if sidecars is None:
+        sidecars = _sidecars(storage, segment)
     frames = _checkpoint_frames(spark, segment, sidecars) if segment.checkpoint is not None else []
     if segment.commits:
         commits = spark.read.schema(_commit_schema()).json([info.path for _, info in segment.commits])
@@ -103,19 +108,24 @@ def _checkpoint_frames(spark: Any, segment: LogSegment, sidecars: list[FileInfo]
     checkpoint = segment.checkpoint
     assert checkpoint is not None
     version = F.lit(checkpoint.version).cast("long").alias("version")
-    parquet = [f.path for f in checkpoint.files if not f.name.endswith(".json")]
+    parquet = _parquet_files(segment, sidecars)
     text = [f.path for f in checkpoint.files if f.name.endswith(".json")]
-    parquet += [f.path for f in sidecars]
+    small = [n for n in _SMALL if n != "commitInfo"]  # a checkpoint holds no commitInfo
     no_commit_info = F.lit(None).cast("string").alias("commitInfo")
     frames = []
     if parquet:
-        small = [F.to_json(F.col(n)).alias(n) for n in _SMALL if n != "commitInfo"]
         frames.append(spark.read.schema(_checkpoint_schema()).parquet(*parquet)
-                      .select(version, "add", "remove", *small, no_commit_info))
+                      .select(version, "add", "remove", *[F.to_json(F.col(n)).alias(n) for n in small], no_commit_info))
     if text:
         frames.append(spark.read.schema(_commit_schema()).json(text)
-                      .select(version, "add", "remove", *[n for n in _SMALL if n != "commitInfo"], no_commit_info))
+                      .select(version, "add", "remove", *small, no_commit_info))
     return frames
+
+
+def _parquet_files(segment: LogSegment, sidecars: list[FileInfo]) -> list[str]:
+    """The checkpoint's Parquet files: classic or multi-part parts, a V2 top-level file, its sidecars."""
+    assert segment.checkpoint is not None
+    return [f.path for f in segment.checkpoint.files if not f.name.endswith(".json")] + [f.path for f in sidecars]
 
 
 def _stats_from_checkpoint(storage: Storage, adds: pa.Array, segment: LogSegment,
@@ -129,13 +139,10 @@ def _stats_from_checkpoint(storage: Storage, adds: pa.Array, segment: LogSegment
         return adds
     paths = pc.struct_field(adds, "path")
     wanted = set(pc.filter(paths, pc.is_null(stats)).to_pylist())
-    parquet = [f.path for f in segment.checkpoint.files if not f.name.endswith(".json")] + [f.path for f in sidecars]
-    found = stats_from_parsed_stats(storage, parquet, wanted)
+    found = stats_from_parsed_stats(storage, _parquet_files(segment, sidecars), wanted)
     if not found:
         return adds
-    filled = [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist())]
-    children = [pa.array(filled, pa.string()) if f.name == "stats" else adds.field(i) for i, f in enumerate(adds.type)]
-    return pa.StructArray.from_arrays(children, fields=list(adds.type))
+    return with_stats(adds, [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist())])
 
 
 def _checkpoint_schema() -> str:
@@ -196,9 +203,10 @@ def install(spark: Any) -> None:
 
     def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
         limit = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)))
-        if _log_bytes(segment, _sidecars(storage, segment)) < limit:
+        sidecars = _sidecars(storage, segment)
+        if _log_bytes(segment, sidecars) < limit:
             return None
-        return replay_segment_on_spark(spark, storage, table_root, segment)
+        return replay_segment_on_spark(spark, storage, table_root, segment, sidecars)
 
     snapshot_module.set_large_log_replayer(replayer)
 

@@ -111,7 +111,7 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
         if spec is not None and spec.cluster_by:
             from pydelta.protocol import clustering
 
-            explicit[f"delta.feature.{clustering.FEATURE}"] = "supported"
+            explicit[clustering.FEATURE_PROPERTY] = "supported"
         properties = with_table_defaults(explicit, session_conf(spark))
         return new_table_metadata(as_nullable(incoming), opts.partition_by or [], properties,
                                   description=spec.description if spec else None)
@@ -306,15 +306,16 @@ def _check_same_clustering(snapshot: Snapshot, cluster_by: Sequence[str], displa
             f"{as_text(existing)}.")
 
 
-def _define_clustering(txn: OptimisticTransaction, snapshot: Snapshot | None, metadata: Metadata,
-                       spec: NewTableSpec) -> None:
-    """A new table definition's clustering: the `delta.clustering` domain for CLUSTER BY
-    (columns checked as delta-spark does), or the old table's domain removed on replace."""
+def define_clustering(txn: OptimisticTransaction, snapshot: Snapshot | None, cluster_by: list[str] | None) -> None:
+    """A new table definition's clustering, after `txn.update_metadata` (physical names exist
+    then): the `delta.clustering` domain for CLUSTER BY (columns checked as delta-spark does),
+    or, without it, the replaced table's domain removed."""
     from pydelta.protocol import clustering
 
-    if spec.cluster_by:
-        columns = clustering.resolve(metadata.schema, metadata.partition_columns, metadata.configuration,
-                                     spec.cluster_by)
+    metadata = txn.metadata
+    assert metadata is not None
+    if cluster_by is not None:
+        columns = clustering.resolve(metadata.schema, metadata.partition_columns, metadata.configuration, cluster_by)
         txn.add_domain_metadata(clustering.DOMAIN, clustering.domain_configuration(columns))
     elif snapshot is not None and clustering.DOMAIN in snapshot.domain_metadata:
         txn.add_domain_metadata(clustering.DOMAIN, snapshot.domain_metadata[clustering.DOMAIN], removed=True)
@@ -373,7 +374,7 @@ def write_dataframe(
     metadata = txn.metadata  # protocol properties stripped, ICT settings, ...
     assert metadata is not None
     if new_table is not None:
-        _define_clustering(txn, snapshot, metadata, new_table)
+        define_clustering(txn, snapshot, new_table.cluster_by or None)
     from pydelta.spark import identity as identity_values
 
     generate = identity_values.columns_to_generate(df, metadata)

@@ -20,24 +20,16 @@ def _record_mode(original):
     return mode
 
 
-def _record_partition_by(original):
-    def partitionBy(self, *cols):
+def _record_columns(original, key: str):
+    """partitionBy / clusterBy: the column names (given one by one or as one list) into `key`."""
+    def record(self, *cols):
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
-        _state(self)["partition_by"] = list(cols)
+        _state(self)[key] = list(cols)
         return original(self, *cols)
 
-    return partitionBy
-
-
-def _record_cluster_by(original):
-    def clusterBy(self, *cols):
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        _state(self)["cluster_by"] = list(cols)
-        return original(self, *cols)
-
-    return clusterBy
+    record.__name__ = original.__name__
+    return record
 
 
 def _settings(self: Any, mode: Any, partitionBy: Any, options: dict) -> tuple[Any, Any, dict]:
@@ -139,9 +131,9 @@ def install(writer_class: Any) -> None:
     writer_class.option = _record_option(writer_class.option)
     writer_class.options = _record_options(writer_class.options)
     writer_class.mode = _record_mode(writer_class.mode)
-    writer_class.partitionBy = _record_partition_by(writer_class.partitionBy)
+    writer_class.partitionBy = _record_columns(writer_class.partitionBy, "partition_by")
     if hasattr(writer_class, "clusterBy"):
-        writer_class.clusterBy = _record_cluster_by(writer_class.clusterBy)
+        writer_class.clusterBy = _record_columns(writer_class.clusterBy, "cluster_by")
     writer_class.save = boundary(_save(writer_class.save))
     writer_class.saveAsTable = boundary(_save_as_table(writer_class.saveAsTable))
     writer_class.insertInto = boundary(_insert_into(writer_class.insertInto))

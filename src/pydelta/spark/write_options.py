@@ -98,10 +98,9 @@ def session_conf(spark: Any = None) -> dict[str, str]:
 def checked_table_properties(spark: Any, properties: Mapping[str, str]) -> dict[str, str]:
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
-    from pydelta.spark.alter import ALLOW_ARBITRARY_PROPERTIES, validate_properties
+    from pydelta.spark.alter import ALLOW_ARBITRARY_PROPERTIES, _conf_true, validate_properties
 
-    allow = str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES, "false")).strip().lower() == "true"
-    return validate_properties(properties, allow)
+    return validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
 
 
 def with_table_defaults(properties: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from pydelta.protocol.partition_values import (
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
 from pydelta.spark.maintenance._conf import conf_bool
+from pydelta.spark.write import try_load
 from pydelta.txn.commit_info import Operation
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -202,25 +203,12 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
         raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a {fmt} source: {identifier}")
     if not os.path.isdir(root):
         raise DeltaAnalysisError(f"Path does not exist: {raw_path}")
-    if _existing_snapshot(root) is None:
+    if try_load(root) is None:
         part_schema = parse_partition_schema(partitionSchema)
         part_names = [f.name for f in part_schema.fields] if part_schema is not None else []
         _convert_directory(spark, root, raw_path, part_schema, {}, collect_stats=collect_stats,
                            operation_partitions=part_names, catalog_table=None)
     return DeltaTable.forPath(spark, root)  # an existing Delta table is left as it is
-
-
-def _existing_snapshot(root: str) -> Any:
-    """The snapshot of the Delta table at `root`, or None (a `_delta_log` without commits is no table)."""
-    from pydelta.errors import DeltaTableNotFoundError
-    from pydelta.log.snapshot import load_snapshot
-
-    if not os.path.isdir(os.path.join(root, "_delta_log")):
-        return None
-    try:
-        return load_snapshot(root)
-    except DeltaTableNotFoundError:
-        return None
 
 
 def _convert_directory(spark: Any, root: str, display: str, part_schema: StructType | None,
@@ -391,7 +379,7 @@ def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *,
     props.pop("transient_lastDdlTime", None)  # Hive's, not the table's
     user_names = [f.name for f in user_parts.fields] if user_parts is not None else []
 
-    snapshot = _existing_snapshot(root)
+    snapshot = try_load(root)
     if snapshot is None:
         if not os.path.isdir(root):
             raise DeltaAnalysisError(f"Path does not exist: {root} (the location of {display})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.router import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
@@ -43,8 +44,9 @@ def _option_value(expression: Any) -> str:
     value = expression.eval(None) if expression.foldable() else None
     if value is None:
         raise DeltaAnalysisError(f"OPTIONS values must be constants, not {expression.sql()}")
-    return str(value.toString()) if hasattr(value, "toString") else str(value).lower() if isinstance(
-        value, bool) else str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value.toString()) if hasattr(value, "toString") else str(value)  # a JVM string or decimal
 
 
 LEGACY_OPTIONS_AS_PROPERTIES = "spark.databricks.delta.legacy.storeOptionsAsProperties"
@@ -64,7 +66,7 @@ def _with_options(spark: Any, kind: str, spec: "_Spec") -> tuple[dict[str, str],
             properties.setdefault(key, value)
             properties[f"option.{key}"] = value
         return properties, {}
-    legacy = str(spark.conf.get(LEGACY_OPTIONS_AS_PROPERTIES, "false")).strip().lower() == "true"
+    legacy = conf_bool(spark, LEGACY_OPTIONS_AS_PROPERTIES, False)
     for key, value in spec.options.items():
         if legacy or key.lower().startswith("delta."):
             properties.setdefault(key, value)

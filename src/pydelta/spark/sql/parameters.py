@@ -21,24 +21,16 @@ def bind_parameters(spark: Any, text: str, args: Mapping[str, Any] | Sequence[An
     last = 0
     position = 0
     for start, end, name in _markers(text):
+        if named != (name is not None):
+            raise DeltaAnalysisError("[INVALID_QUERY_MIXED_QUERY_PARAMETERS] Parameterized query must either use "
+                                     "positional, or named parameters, but not both.")
         if named:
-            if name is None:
-                raise DeltaAnalysisError("[INVALID_QUERY_MIXED_QUERY_PARAMETERS] Parameterized query must either use "
-                                         "positional, or named parameters, but not both.")
             if name not in args:  # type: ignore[operator]
-                raise DeltaAnalysisError(f"[UNBOUND_SQL_PARAMETER] Found the unbound parameter: {name}. Please, fix "
-                                         "`args` and provide a mapping of the parameter to either a SQL literal or "
-                                         "collection constructor functions such as `map()`, `array()`, `struct()`.")
+                raise _unbound(str(name))
             value = args[name]  # type: ignore[index]
         else:
-            if name is not None:
-                raise DeltaAnalysisError("[INVALID_QUERY_MIXED_QUERY_PARAMETERS] Parameterized query must either use "
-                                         "positional, or named parameters, but not both.")
             if position >= len(args):
-                raise DeltaAnalysisError(f"[UNBOUND_SQL_PARAMETER] Found the unbound parameter: _{position + 1}. "
-                                         "Please, fix `args` and provide a mapping of the parameter to either a SQL "
-                                         "literal or collection constructor functions such as `map()`, `array()`, "
-                                         "`struct()`.")
+                raise _unbound(f"_{position + 1}")
             value = args[position]  # type: ignore[index]
             position += 1
         out.append(text[last:start])
@@ -46,6 +38,12 @@ def bind_parameters(spark: Any, text: str, args: Mapping[str, Any] | Sequence[An
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+def _unbound(name: str) -> DeltaAnalysisError:
+    return DeltaAnalysisError(f"[UNBOUND_SQL_PARAMETER] Found the unbound parameter: {name}. Please, fix `args` and "
+                              "provide a mapping of the parameter to either a SQL literal or collection constructor "
+                              "functions such as `map()`, `array()`, `struct()`.")
 
 
 def _literal_sql(spark: Any, value: Any) -> str:

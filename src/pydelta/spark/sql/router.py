@@ -43,11 +43,11 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
         utility = parse_utility(text)
     except DeltaParseError:
         if has_args:  # a marker where the grammar wants a value: bind, then parse again
-            _refuse_parameters("a Delta statement")
+            raise _ParametersNeedBinding("a Delta statement") from None
         raise
     if utility is not None:
         if has_args:
-            _refuse_parameters(type(utility).__name__)
+            raise _ParametersNeedBinding(type(utility).__name__)
         return run_utility(spark, utility)
     try:
         plan = jplan.parse_plan(spark, text)
@@ -62,7 +62,7 @@ def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: 
     handler = HANDLERS.get(kind)
     if handler is not None:
         if has_args:  # served from its text (when on a Delta table): bind the markers first
-            _refuse_parameters(kind)
+            raise _ParametersNeedBinding(kind)
         result = handler(spark, text, plan)
         if result is not NOT_DELTA:
             return result
@@ -83,9 +83,7 @@ _SPARK_SERVES = {"RenameTable", "RefreshTable", "UncacheTable", "CacheTable", "D
 _SPARK_REFUSES_ON_V2 = {"AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE",
                        "RepairTable": "MSCK REPAIR TABLE"}
 
-_STATEMENT_NAMES = {"TruncateTable": "TRUNCATE TABLE", "ShowPartitions": "SHOW PARTITIONS",
-                    "AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALYZE TABLE ... FOR COLUMNS",
-                    "RecoverPartitions": "MSCK REPAIR TABLE", "RepairTable": "REPAIR TABLE",
+_STATEMENT_NAMES = {"RecoverPartitions": "MSCK REPAIR TABLE",
                     "AddPartitions": "ALTER TABLE ... ADD PARTITION", "DropPartitions": "ALTER TABLE ... DROP PARTITION",
                     "RenamePartitions": "ALTER TABLE ... PARTITION ... RENAME TO",
                     "SetTableLocation": "ALTER TABLE ... SET LOCATION", "SetTableSerDeProperties": "ALTER TABLE ... SET SERDE",
@@ -136,10 +134,6 @@ def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callabl
 
 class _ParametersNeedBinding(Exception):
     """A statement pydelta serves from its text carries parameter markers: bind them first."""
-
-
-def _refuse_parameters(statement: str) -> None:
-    raise _ParametersNeedBinding(statement)
 
 
 def _names_delta_table(spark: Any, summary: jplan.TreeSummary, cache: dict) -> bool:
