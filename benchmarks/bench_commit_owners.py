@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 
-PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres")
+PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres password=postgres")
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
 
 

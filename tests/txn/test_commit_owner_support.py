@@ -23,7 +23,8 @@ from pydelta.txn.transaction import Operation, OptimisticTransaction
 from .writers import write_data_file
 
 ROOT = Path(__file__).resolve().parents[2]
-PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres")
+# The server .ci/postgres.sh installs and prepares (CI sets PYDELTA_REQUIRE_POSTGRES=1: no skip there).
+PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres password=postgres")
 OWNERS = ("sqlite", "postgres")
 
 
@@ -44,6 +45,8 @@ def owner_conf(owner: str, tmp_path: Path) -> dict[str, str]:
     if owner == "postgres":
         reason = postgres_unreachable_reason()
         if reason:
+            if os.environ.get("PYDELTA_REQUIRE_POSTGRES"):
+                pytest.fail(reason + " (PYDELTA_REQUIRE_POSTGRES is set: run .ci/postgres.sh)")
             pytest.skip(reason)
         conf = {"dsn": PG_DSN}
     else:
