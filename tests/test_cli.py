@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pydelta.cli import COMMANDS
+from tests.golden_paths import DELTA_RS as DRS
 from tests.golden_paths import DELTA_SPARK as DS
 
 CLI = [sys.executable, "-m", "pydelta.cli"]
@@ -151,3 +152,85 @@ def test_multipart_checkpoint_on_request(tmp_path):
     last = json.loads((table / "_delta_log" / "_last_checkpoint").read_text())
     assert last["parts"] == 2
     assert json.loads(run("describe", str(table)).stdout)["numFiles"] == 2
+
+
+def _deltalake_count(path: Path) -> int:
+    """Live rows as delta-rs counts them (its SQL engine applies deletion vectors)."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    batch = QueryBuilder().register("t", DeltaTable(str(path))).execute("SELECT count(*) AS n FROM t").read_all()
+    return int(batch.to_pydict()["n"][0]) if hasattr(batch, "to_pydict") else int(batch["n"][0].as_py())
+
+
+def test_row_counts_apply_deletion_vectors():
+    table = DRS / "table-with-dv-small"
+    live = _deltalake_count(table)
+    info = json.loads(run("describe", str(table)).stdout)
+    assert info["numRecords"] == live == 8
+    assert info["numDeletedRecords"] == 2 and info["numFilesWithDeletionVectors"] == 1
+    (f,) = json.loads(run("files", str(table)).stdout)
+    assert (f["num_records"], f["deleted_records"], f["live_records"]) == (10, 2, live)
+
+
+def test_describe_shows_protocol_and_features():
+    info = json.loads(run("describe", str(DRS / "table-with-dv-small")).stdout)
+    log = (DRS / "table-with-dv-small" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    protocol = next(json.loads(line)["protocol"] for line in log if '"protocol"' in line)
+    assert info["protocol"]["minReaderVersion"] == protocol["minReaderVersion"]
+    assert info["tableFeatures"] == sorted(set(protocol["readerFeatures"]) | set(protocol["writerFeatures"]))
+    # legacy protocol versions imply their features
+    legacy = json.loads(run("describe", str(DS / "checkpoint" / "delta")).stdout)
+    assert legacy["protocol"]["minWriterVersion"] >= 2 and "appendOnly" in legacy["tableFeatures"]
+
+
+def _tty_run(*args: str) -> str:
+    """Run the CLI with stdout on a pseudo-terminal, as a person at a shell does."""
+    import pty
+
+    controller, worker = pty.openpty()
+    proc = subprocess.Popen([*CLI, *args], stdout=worker, stderr=subprocess.PIPE, env=WIDE)
+    os.close(worker)
+    chunks = []
+    while True:
+        try:
+            data = os.read(controller, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(controller)
+    assert proc.returncode == 0, proc.stderr.read()
+    return b"".join(chunks).decode()
+
+
+def test_tables_on_a_terminal_json_when_piped():
+    table = str(DRS / "table-with-dv-small")
+    screen = _tty_run("describe", table)
+    assert "table features" in screen and "deletionVectors" in screen and "8 live" in screen
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(screen)
+    assert json.loads(_tty_run("describe", table, "--json"))["numRecords"] == 8
+    files = run("files", table, "--table").stdout
+    assert "deleted (DV)" in files and "part-00000-fae5310a" in files
+
+
+def test_vacuum_dry_run_lists_untracked_files(tmp_path):
+    table = write_table(tmp_path / "t", 2)
+    old, new = table / "orphan-old.parquet", table / "orphan-new.parquet"
+    for p in (old, new):
+        p.write_bytes(b"x" * 10)
+    week_ago = os.stat(old).st_mtime - 8 * 86400
+    os.utime(old, (week_ago, week_ago))
+    out = run("vacuum", str(table), "--dry-run")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert [f["path"] for f in plan["files"]] == [str(old)] and plan["sizeOfDataToDelete"] == 10
+    assert old.exists()  # a dry run deletes nothing
+    short = run("vacuum", str(table), "--dry-run", "--retention-hours", "0")
+    assert short.returncode == 2 and "retention" in short.stderr.lower()
+    both = json.loads(run("vacuum", str(table), "--dry-run", "--retention-hours", "0", "--no-retention-check").stdout)
+    assert sorted(f["path"] for f in both["files"]) == sorted([str(old), str(new)])
+    refused = run("vacuum", str(table))
+    assert refused.returncode == 2 and "--dry-run" in refused.stderr and old.exists()

@@ -3,10 +3,12 @@
     pydelta describe PATH [--version N | --timestamp TS]
     pydelta history PATH [--limit N]
     pydelta files PATH [--version N | --timestamp TS]
+    pydelta vacuum PATH --dry-run [--retention-hours H]
     pydelta checkpoint PATH [--parts N] [--v2]
 
-Every command prints JSON on stdout. Errors print one `error: ...` line on
-stderr and exit with status 2.
+On a terminal every command prints human-readable tables; piped (or with
+`--json`) it prints JSON, for scripts. `--table` forces tables. Errors print
+one `error: ...` line on stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydelta.errors import DeltaError
 
 DESCRIPTION = (
     "Inspect and maintain Delta tables from the transaction log alone (no Spark, no JVM): "
-    "describe, history, files, checkpoint. Output is JSON."
+    "describe, history, files, vacuum --dry-run, checkpoint. Tables on a terminal, JSON when piped or with --json."
 )
 
 
@@ -36,9 +38,21 @@ def _snapshot(args: argparse.Namespace):
     return load_snapshot(args.path, version=getattr(args, "version", None), timestamp=getattr(args, "timestamp", None))
 
 
+def _deleted_rows(files: Any) -> list[int]:
+    """Rows each file's deletion vector marks deleted (0 without one)."""
+    return [int(dv["cardinality"] or 0) if dv else 0 for dv in files.column("deletion_vector").to_pylist()]
+
+
+def _features(protocol: Any) -> list[str]:
+    """Every table feature the protocol enables, legacy versions' implied features included."""
+    return sorted(protocol.effective_reader_features | protocol.effective_writer_features)
+
+
 def cmd_describe(args: argparse.Namespace) -> dict:
     snap = _snapshot(args)
     files = snap.files()
+    physical = int(sum(x or 0 for x in files.column("num_records").to_pylist()))
+    deleted = sum(_deleted_rows(files))
     return {
         "path": snap.table_root,
         "version": snap.version,
@@ -48,9 +62,12 @@ def cmd_describe(args: argparse.Namespace) -> dict:
         "schema": json.loads(snap.metadata.schema_string),
         "configuration": snap.configuration,
         "protocol": snap.protocol.to_dict(),
+        "tableFeatures": _features(snap.protocol),
         "numFiles": files.num_rows,
         "sizeInBytes": int(sum(files.column("size").to_pylist())) if files.num_rows else 0,
-        "numRecords": int(sum(x or 0 for x in files.column("num_records").to_pylist())),
+        "numRecords": physical - deleted,  # live rows: what a query of the table returns
+        "numDeletedRecords": deleted,  # rows hidden by deletion vectors, still in the files
+        "numFilesWithDeletionVectors": sum(1 for dv in files.column("deletion_vector").to_pylist() if dv),
     }
 
 
@@ -62,8 +79,35 @@ def cmd_history(args: argparse.Namespace) -> list:
 
 
 def cmd_files(args: argparse.Namespace) -> list:
-    files = _snapshot(args).files().select(["path", "size", "partition_values", "num_records"])
-    return [{**r, "partition_values": dict(r["partition_values"] or [])} for r in files.to_pylist()]
+    files = _snapshot(args).files()
+    rows = files.select(["path", "size", "partition_values", "num_records"]).to_pylist()
+    out = []
+    for row, deleted in zip(rows, _deleted_rows(files)):
+        records = row["num_records"]
+        out.append({**row, "partition_values": dict(row["partition_values"] or []),
+                    "deleted_records": deleted,  # the file's deletion vector cardinality
+                    "live_records": None if records is None else records - deleted})
+    return out
+
+
+def cmd_vacuum(args: argparse.Namespace) -> dict:
+    from pydelta.log.vacuum_plan import plan_vacuum
+
+    snap = _snapshot(args)
+    if not args.dry_run:
+        raise DeltaError(
+            f"the CLI only plans VACUUM of {snap.table_root} (add --dry-run); delete with Spark: "
+            "DeltaTable.forPath(spark, path).vacuum() or VACUUM delta.`path`"
+        )
+    plan = plan_vacuum(snap, args.retention_hours, check_enabled=not args.no_retention_check)
+    return {
+        "path": snap.table_root,
+        "deleteBefore": _ts(plan.delete_before_ms),
+        "numFilesToDelete": len(plan.files),
+        "sizeOfDataToDelete": plan.size_to_delete,
+        "files": [{"path": f.path, "size": f.size, "modified": _ts(f.modification_time)} for f in plan.files],
+        "directories": list(plan.dirs),
+    }
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> dict:
@@ -91,15 +135,29 @@ def _add_version_options(p: argparse.ArgumentParser) -> None:
                         "without a zone it is local time (default: latest)")
 
 
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", dest="output", action="store_const", const="json",
+                   help="print JSON (the default when stdout is not a terminal)")
+    g.add_argument("--table", dest="output", action="store_const", const="table",
+                   help="print human-readable tables (the default on a terminal)")
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, str]] = {
-    "describe": (cmd_describe, "show schema, protocol, configuration and size",
-                 "Print the table's version, schema, partition columns, configuration, protocol "
-                 "and file/byte/record totals as JSON."),
+    "describe": (cmd_describe, "show schema, protocol, features, configuration and size",
+                 "Show the table's version, schema, partition columns, configuration, protocol and "
+                 "table features, and file/byte totals; numRecords counts live rows (rows that "
+                 "deletion vectors mark deleted are in numDeletedRecords)."),
     "history": (cmd_history, "list commits, newest first",
-                "Print one JSON object per commit (version, timestamp and the commitInfo fields), "
+                "Show one entry per commit (version, timestamp and the commitInfo fields), "
                 "newest first, for commits whose log file still exists."),
     "files": (cmd_files, "list a snapshot's live data files",
-              "Print the data files live in a snapshot (path, size, partition values, record count) as JSON."),
+              "Show the data files live in a snapshot: path, size, partition values, records in "
+              "the file, records its deletion vector deletes, and live records."),
+    "vacuum": (cmd_vacuum, "list what VACUUM would delete (--dry-run)",
+               "With --dry-run, list the files VACUUM would delete (untracked files and expired "
+               "tombstones older than the retention), as delta-spark's VACUUM ... DRY RUN. "
+               "Deleting needs Spark (DeltaTable.vacuum)."),
     "checkpoint": (cmd_checkpoint, "checkpoint the latest version (writes to _delta_log)",
                    "Write a checkpoint for the table's latest version into _delta_log and update "
                    "_last_checkpoint. This is the only command that writes."),
@@ -113,11 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (fn, short, long) in COMMANDS.items():
         p = sub.add_parser(name, help=short, description=long)
         p.add_argument("path", help="table root directory (the one that contains _delta_log)")
+        _add_output_options(p)
         if name in ("describe", "files"):
             _add_version_options(p)
         if name == "history":
             p.add_argument("--limit", type=_non_negative_int, metavar="N",
                            help="show at most N commits, newest first (default: all)")
+        if name == "vacuum":
+            p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+            p.add_argument("--retention-hours", type=float, metavar="H",
+                           help="retention in hours (default: the table's delta.deletedFileRetentionDuration, 7 days)")
+            p.add_argument("--no-retention-check", action="store_true",
+                           help="allow a retention shorter than the table's (as "
+                                "spark.databricks.delta.retentionDurationCheck.enabled=false)")
         if name == "checkpoint":
             p.add_argument("--parts", type=int, metavar="N",
                            help="write a multi-part checkpoint with N parts, or N sidecar files for a V2 checkpoint "
@@ -129,6 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _print(command: str, out: Any, output: str | None) -> None:
+    """JSON for scripts, rich tables on a terminal (see cli_tables)."""
+    if (output or ("table" if sys.stdout.isatty() else "json")) == "json":
+        json.dump(out, sys.stdout, indent=2, default=str)
+        print()
+    else:
+        from pydelta.cli_tables import render
+
+        render(command, out)
+    sys.stdout.flush()  # inside the caller's try, so a closed pipe is caught there
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 1 stdout closed early, 2 error)."""
     args = build_parser().parse_args(argv)
@@ -138,9 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     try:
-        json.dump(out, sys.stdout, indent=2, default=str)
-        print()
-        sys.stdout.flush()  # inside the try, so a closed pipe is caught here and not at interpreter exit
+        _print(args.command, out, args.output)
     except BrokenPipeError:
         # The reader went away (e.g. `pydelta files PATH | head -1`). The idiom from the Python
         # docs (library/signal.html, "Note on SIGPIPE"): point stdout at devnull so the final
