@@ -8,7 +8,9 @@ A file under the table directory is kept when
 Everything else that is listed is deleted. Listing skips `_delta_log` and every other
 hidden (`_` / `.` prefixed) file or directory, except partition directories (`<col>=...`
 for a partition column, even when the column name starts with `_`) and `_change_data`,
-`_delta_index`, exactly as delta-spark's `DeltaTableUtils.isHiddenDirectory`.
+`_delta_index`, exactly as delta-spark's `DeltaTableUtils.isHiddenDirectory`. pydelta's own
+write staging directory (`_pydelta_staging`) is listed whole too: what a killed write left
+there is untracked data, deleted under the same retention rule as any untracked file.
 Directories that hold nothing at all are removed too (deepest first).
 
 The cutoff is `now - retention`: the retention is the caller's `retentionHours` (rounded to
@@ -34,6 +36,7 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import is_remote_uri
 
 __all__ = [
+    "STAGING_DIR",
     "TOMBSTONE_RETENTION_KEY",
     "DEFAULT_TOMBSTONE_RETENTION",
     "VacuumFile",
@@ -52,6 +55,9 @@ TOMBSTONE_RETENTION_KEY = "delta.deletedFileRetentionDuration"
 DEFAULT_TOMBSTONE_RETENTION = "interval 1 week"
 _HOUR_MS = 3_600_000
 _NOT_HIDDEN_PREFIXES = ("_delta_index", "_change_data", "__cdc_type")
+# Where pydelta's writers stage data files before moving them into the table (see
+# spark/data_writer.py). Nothing under it is ever referenced by the log.
+STAGING_DIR = "_pydelta_staging"
 
 
 @dataclass(frozen=True)
@@ -145,18 +151,19 @@ def list_table(table_root: str, partition_columns: Sequence[str]) -> tuple[list[
     files: list[VacuumFile] = []
     dirs: list[str] = []
 
-    def walk(directory: str) -> None:
+    def walk(directory: str, in_staging: bool = False) -> None:
         try:
             entries = list(os.scandir(directory))
         except (FileNotFoundError, NotADirectoryError):
             return
         for entry in entries:
-            if is_hidden(entry.name, partition_columns):
+            staging = in_staging or (directory == table_root and entry.name == STAGING_DIR)
+            if not staging and is_hidden(entry.name, partition_columns):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     dirs.append(entry.path)
-                    walk(entry.path)
+                    walk(entry.path, staging)
                 elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                     st = entry.stat(follow_symlinks=False)
                     files.append(VacuumFile(entry.path, st.st_size, int(st.st_mtime * 1000)))
@@ -173,7 +180,7 @@ def list_remote_table(storage: Any, table_root: str, partition_columns: Sequence
     prefix = table_root.rstrip("/") + "/"
     for info in storage.list_recursive(table_root):
         parts = info.path[len(prefix):].split("/")
-        if any(is_hidden(part, partition_columns) for part in parts):
+        if parts[0] != STAGING_DIR and any(is_hidden(part, partition_columns) for part in parts):
             continue
         files.append(VacuumFile(info.path, info.size, info.modification_time))
     return files

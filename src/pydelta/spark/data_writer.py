@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import (
     deserialize_partition_value,
@@ -32,7 +33,6 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 
-STAGING_DIR = "_pydelta_staging"
 
 
 def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequence[str] = (),
