@@ -26,6 +26,10 @@ class JavaNotFoundError(DeltaError):
     """Spark needs Java 17; it is not installed or not on PATH / JAVA_HOME."""
 
 
+class CatalogLockedError(DeltaError):
+    """Another process holds the embedded Derby metastore of the catalog directory."""
+
+
 def check_java() -> None:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
@@ -97,15 +101,65 @@ def catalog_settings(catalog_dir: str) -> dict[str, str]:
     }
 
 
+def default_catalog_dir() -> str:
+    """Where `local_session()` keeps table names when not told: one place per user.
+
+    $PYDELTA_CATALOG_DIR, else $XDG_DATA_HOME/pydelta/catalog (~/.local/share/pydelta/catalog),
+    so a script sees the same tables from whatever directory it runs in.
+    """
+    configured = os.environ.get("PYDELTA_CATALOG_DIR")
+    if configured:
+        return os.path.abspath(configured)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data_home, "pydelta", "catalog")
+
+
+def derby_lock_holder(catalog_dir: str) -> bool:
+    """True when another process has the embedded Derby metastore under `catalog_dir` open.
+
+    Derby holds an OS file lock on metastore_db/dbex.lck while the database is booted (the
+    file stays behind after a clean exit, unlocked). Probing it takes the lock for an instant.
+    """
+    import fcntl
+
+    lock = os.path.join(catalog_dir, "metastore_db", "dbex.lck")
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+    return False
+
+
+def _check_catalog_free(root: str) -> None:
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return  # this process's own session holds it; getOrCreate returns that session
+    if derby_lock_holder(root):
+        raise CatalogLockedError(
+            f"the table catalog at {root} (an embedded Derby metastore) is in use by another process; "
+            "embedded Derby serves one process at a time. Use another directory "
+            "(local_session(catalog_dir=...) or $PYDELTA_CATALOG_DIR), hive=False for names that "
+            "live only in this session, or a shared Hive metastore (see the README, 'The catalog')"
+        )
+
+
 def local_session(app_name: str = "pydelta", cores: int = 2, *, catalog_dir: str | None = None,
                   hive: bool = True, **conf: str) -> Any:
     """A local-mode SparkSession with pydelta enabled and sane small-machine defaults.
 
     With `hive` (the default), table names live in Spark's Hive metastore on embedded
-    Derby, under `catalog_dir` (default: $PYDELTA_CATALOG_DIR, else the working
-    directory, where Spark keeps spark-warehouse/ and metastore_db/ by default), so
-    they persist across sessions. An embedded Derby metastore serves one process at
-    a time. `hive=False` keeps names in memory for the session only.
+    Derby, under `catalog_dir` (default: `default_catalog_dir()`, one directory per user),
+    so they persist across sessions. An embedded Derby metastore serves one process at
+    a time: a second process gets a CatalogLockedError. Settings passed in `conf` win over
+    pydelta's (`spark.sql.warehouse.dir`; `spark.hadoop.hive.metastore.uris` for a shared
+    metastore replaces the Derby one). `hive=False` keeps names in memory for the session only.
     """
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -123,11 +177,17 @@ def local_session(app_name: str = "pydelta", cores: int = 2, *, catalog_dir: str
     )
     settings: dict[str, str] = {}
     if hive:
-        root = catalog_dir or os.environ.get("PYDELTA_CATALOG_DIR") or os.getcwd()
+        root = os.path.abspath(catalog_dir) if catalog_dir else default_catalog_dir()
         settings.update(catalog_settings(root))
-        derby_home = f"-Dderby.system.home={os.path.abspath(root)}"
-        java_opts = conf.pop("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = f"{java_opts} {derby_home}".strip()
+        own_metastore = not any(k in conf for k in ("spark.hadoop.hive.metastore.uris",
+                                                     "spark.hadoop.javax.jdo.option.ConnectionURL"))
+        if own_metastore:
+            _check_catalog_free(root)
+            derby_home = f"-Dderby.system.home={root}"
+            java_opts = conf.pop("spark.driver.extraJavaOptions", "")
+            settings["spark.driver.extraJavaOptions"] = f"{java_opts} {derby_home}".strip()
+        else:
+            settings.pop("spark.hadoop.javax.jdo.option.ConnectionURL")
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
