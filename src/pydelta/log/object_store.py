@@ -9,14 +9,36 @@ Listing is by prefix from a start key (S3 `start-after`). Paths are full URIs
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import threading
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlparse
 
-from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.errors import DeltaIllegalArgumentError, StorageAccessError
 from pydelta.log.storage import FileAlreadyExistsError, FileInfo
 
-_CLIENT_OPTIONS = frozenset({"allow_http", "timeout", "connect_timeout", "allow_invalid_certificates", "proxy_url"})
+logger = logging.getLogger(__name__)
+
+# HTTP client settings (object_store's ClientConfigKey): obstore takes them apart from the
+# store's own keys, and panics when one arrives among those.
+_CLIENT_OPTIONS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
+    "http1_only", "http2_keep_alive_interval", "http2_keep_alive_timeout", "http2_keep_alive_while_idle",
+    "http2_only", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate",
+    "proxy_excludes", "timeout", "user_agent",
+})
+_DURATION_OPTIONS = frozenset({"connect_timeout", "timeout", "pool_idle_timeout",
+                               "http2_keep_alive_interval", "http2_keep_alive_timeout"})
+_STORE_PREFIXES = ("aws_", "google_", "azure_")
+# deltalake (delta-rs) settings for its own commit coordination on S3 (locking, unsafe
+# renames, retries): pydelta commits with the store's conditional put and needs none of them.
+_DELTA_RS_ONLY = frozenset({
+    "aws_s3_allow_unsafe_rename", "aws_s3_locking_provider", "delta_dynamo_table_name",
+    "aws_s3_pool_idle_timeout_seconds", "aws_sts_pool_idle_timeout_seconds",
+    "aws_s3_get_internal_retries", "aws_force_credential_load", "dynamo_endpoint_url",
+})
 _SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "abfss": "abfs"}
 _stores: dict[tuple[str, tuple[tuple[str, str], ...]], "ObjectStoreStorage"] = {}
 _lock = threading.Lock()
@@ -40,6 +62,71 @@ def object_store_storage(path: str, options: Mapping[str, str] | None = None) ->
         return storage
 
 
+def _option_value(name: str, value: Any) -> str:
+    """Values as obstore parses them: booleans lower-case, a bare number of seconds as "Ns"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip()
+    if name in _DURATION_OPTIONS and re.fullmatch(r"\d+(\.\d+)?", text):
+        return f"{text}s"
+    return text
+
+
+def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(store config, HTTP client options) from the keys users bring.
+
+    Accepts obstore's names and deltalake's spellings alike, in any case: `AWS_ALLOW_HTTP`,
+    `aws_allow_http` and `allow_http` are one client setting; deltalake's own commit
+    coordination keys (`AWS_S3_ALLOW_UNSAFE_RENAME`, ...) are dropped.
+    """
+    config: dict[str, str] = {}
+    client: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        name = str(key).strip().lower()
+        if name in _DELTA_RS_ONLY:
+            logger.debug("storage option %s is deltalake's own; pydelta does not need it", key)
+            continue
+        bare = next((name[len(p):] for p in _STORE_PREFIXES if name.startswith(p)), name)
+        if bare in _CLIENT_OPTIONS:
+            client[bare] = _option_value(bare, value)
+        else:
+            config[name] = _option_value(name, value)
+    return config, client
+
+
+@contextlib.contextmanager
+def _storage_errors(action: str, uri: str) -> Iterator[None]:
+    """obstore's failures as pydelta errors naming the URI; a missing object stays FileNotFoundError."""
+    try:
+        yield
+    except (FileAlreadyExistsError, DeltaIllegalArgumentError, StorageAccessError):
+        raise
+    except Exception as e:
+        kind = type(e).__name__
+        if "NoSuchBucket" in str(e) or "bucket does not exist" in str(e).lower():
+            raise StorageAccessError(f"{action} {uri} failed: the bucket does not exist ({_cause(e)})") from None
+        if isinstance(e, FileNotFoundError) or kind == "NotFoundError":
+            raise FileNotFoundError(uri) from None
+        if kind in ("AlreadyExistsError", "PreconditionError"):
+            raise
+        raise StorageAccessError(f"{action} {uri} failed: {_cause(e)}{_hint(str(e))}") from e
+
+
+def _hint(message: str) -> str:
+    """What to do about the failures users meet first."""
+    lowered = message.lower()
+    if "api/token" in lowered or "credential" in lowered or "instance metadata" in lowered:
+        return (" (no credentials were found: pass them in storage_options, e.g. aws_access_key_id and "
+                "aws_secret_access_key, or set the AWS_* / GOOGLE_* / AZURE_* environment variables)")
+    return ""
+
+
+def _cause(e: BaseException) -> str:
+    """The first lines of a store error, without obstore's "Debug source" dump."""
+    text = str(e).split("Debug source:")[0].strip()
+    return " ".join(text.split())[:500] or type(e).__name__
+
+
 class ObjectStoreStorage:
     """One bucket or container of an object store."""
 
@@ -49,12 +136,16 @@ class ObjectStoreStorage:
         self.base = base_url.rstrip("/")
         parsed = urlparse(self.base)
         scheme = _SCHEME_ALIASES.get(parsed.scheme.lower(), parsed.scheme.lower())
-        config: dict[str, Any] = {}
-        client: dict[str, Any] = {}
-        for k, v in (options or {}).items():
-            name = str(k).lower()
-            (client if name in _CLIENT_OPTIONS else config)[name] = v
-        self._store = from_url(f"{scheme}://{parsed.netloc}", config=config or None, client_options=client or None)
+        config, client = split_options(options)
+        try:
+            self._store = from_url(f"{scheme}://{parsed.netloc}", config=config or None,
+                                   client_options=client or None)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - obstore may panic (a BaseException) on bad keys
+            raise DeltaIllegalArgumentError(
+                f"invalid storage options for {self.base}: {_cause(e)} (options given: {sorted(options or {})})"
+            ) from None
 
     # ---- paths ------------------------------------------------------------------------------
     def _key(self, path: str) -> str:
@@ -79,12 +170,13 @@ class ObjectStoreStorage:
         below = chr(ord(start[-1]) - 1) if start else ""
         offset = prefix + start[:-1] + below if below > " " and below != "/" else None
         out = []
-        for batch in obstore.list(self._store, prefix, offset=offset) if offset else obstore.list(self._store, prefix):
-            for meta in batch:
-                name = meta["path"][len(prefix):]
-                if "/" in name or name < start:
-                    continue  # deeper "directories" are not files of this one
-                out.append(self._info(meta))
+        with _storage_errors("listing", path):
+            for batch in obstore.list(self._store, prefix, offset=offset) if offset else obstore.list(self._store, prefix):
+                for meta in batch:
+                    name = meta["path"][len(prefix):]
+                    if "/" in name or name < start:
+                        continue  # deeper "directories" are not files of this one
+                    out.append(self._info(meta))
         out.sort(key=lambda f: f.path)
         return iter(out)
 
@@ -93,27 +185,23 @@ class ObjectStoreStorage:
         import obstore
 
         prefix = self._key(path.rstrip("/") + "/")
-        for batch in obstore.list(self._store, prefix):
-            for meta in batch:
-                yield self._info(meta)
+        with _storage_errors("listing", path):
+            for batch in obstore.list(self._store, prefix):
+                for meta in batch:
+                    yield self._info(meta)
 
     def read(self, path: str) -> bytes:
         import obstore
 
-        try:
+        with _storage_errors("reading", path):
             return bytes(obstore.get(self._store, self._key(path)).bytes())
-        except FileNotFoundError:
-            raise
-        except Exception as e:  # obstore's NotFoundError subclasses FileNotFoundError; keep others
-            if type(e).__name__ == "NotFoundError":
-                raise FileNotFoundError(path) from None
-            raise
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         import obstore
 
         try:
-            obstore.put(self._store, self._key(path), data, mode="create")
+            with _storage_errors("writing", path):
+                obstore.put(self._store, self._key(path), data, mode="create")
         except Exception as e:
             if type(e).__name__ in ("AlreadyExistsError", "PreconditionError"):
                 raise FileAlreadyExistsError(f"{path} already exists") from None
@@ -122,13 +210,15 @@ class ObjectStoreStorage:
     def put(self, path: str, data: bytes) -> None:
         import obstore
 
-        obstore.put(self._store, self._key(path), data)
+        with _storage_errors("writing", path):
+            obstore.put(self._store, self._key(path), data)
 
     def delete(self, path: str) -> None:
         import obstore
 
         try:
-            obstore.delete(self._store, self._key(path))
+            with _storage_errors("deleting", path):
+                obstore.delete(self._store, self._key(path))
         except FileNotFoundError:
             pass
 
@@ -143,19 +233,14 @@ class ObjectStoreStorage:
         import obstore
 
         prefix = self._key(path.rstrip("/") + "/")
-        for batch in obstore.list(self._store, prefix, chunk_size=1):
-            if batch:
-                return True
+        with _storage_errors("listing", path):
+            for batch in obstore.list(self._store, prefix, chunk_size=1):
+                if batch:
+                    return True
         return False
 
     def file_info(self, path: str) -> FileInfo:
         import obstore
 
-        try:
+        with _storage_errors("reading", path):
             return self._info(obstore.head(self._store, self._key(path)))
-        except FileNotFoundError:
-            raise
-        except Exception as e:
-            if type(e).__name__ == "NotFoundError":
-                raise FileNotFoundError(path) from None
-            raise
