@@ -67,6 +67,11 @@ class InvariantViolationError(DeltaError):
     """A row violates a column invariant or CHECK constraint."""
 
 
+class DeltaCastError(DeltaError):
+    """A written value does not fit its column's type (overflow, or text that is not a number):
+    Spark's CAST_OVERFLOW_IN_TABLE_INSERT / CAST_INVALID_INPUT. Nothing is committed."""
+
+
 class DeltaIllegalArgumentError(DeltaError, ValueError):
     """An argument to a pydelta API is invalid."""
 
@@ -167,3 +172,11 @@ class CommitOwnerMismatchError(CommitOwnerError):
 
 class CatalogManagedTableError(UnsupportedFeatureError):
     """Writing a catalogManaged table needs the catalog's committer, which pydelta does not have."""
+
+
+class StorageAccessError(DeltaError, OSError):
+    """The table's storage refused or failed a request (missing bucket, credentials, network).
+
+    The message names the URI and the store's own cause. An OSError too, as file-system
+    failures are.
+    """
