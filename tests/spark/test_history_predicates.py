@@ -91,12 +91,28 @@ def test_optimize_and_replace_where_record_sql_text(spark, tmp_path):
     spark.createDataFrame([(99, "z", 1)], "id INT, name STRING, part INT").write.format("delta") \
         .mode("append").save(path)
     table.optimize().where("part = 1").executeCompaction()
-    assert predicates(table) == ["(part = 1)"]
+    assert predicates(table) == ["('part = 1)"]  # delta-spark records the parsed, unresolved text
     assert json.loads(last_parameters(table)["zOrderBy"]) == []
 
     spark.createDataFrame([(100, "w", 1)], "id INT, name STRING, part INT").write.format("delta") \
         .mode("overwrite").option("replaceWhere", "part = 1").save(path)
     assert predicates(table) == ["part = 1"]  # the user's text, as delta-spark records it
+
+
+def test_optimize_and_reorg_predicates_as_delta_spark_records_them(spark, tmp_path):
+    """delta-spark's DeltaReorgSuite expects `["'part IN (0,2)"]` for REORG ... WHERE part IN (0, 2)."""
+    path = str(tmp_path / "t")
+    spark.range(0, 9).selectExpr("id", "CAST(id % 3 AS INT) AS part").repartition(3).write.format("delta") \
+        .partitionBy("part").option("delta.enableDeletionVectors", "true").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id IN (0, 2)")
+    spark.sql(f"REORG TABLE delta.`{path}` WHERE part IN (0, 2) APPLY (PURGE)")
+    table = DeltaTable.forPath(spark, path)
+    assert last_parameters(table)["predicate"] == '["\'part IN (0,2)"]'
+    spark.sql(f"OPTIMIZE delta.`{path}` WHERE part = 1 AND part >= 0 ZORDER BY (id)")
+    assert predicates(table) == ["(('part = 1) AND ('part >= 0))"]
+    spark.range(1).selectExpr("id + 100 AS id", "1 AS part").write.format("delta").mode("append").save(path)
+    table.optimize().where("part IN (1)").executeCompaction()
+    assert predicates(table) == ["'part IN (1)"]
 
 
 def test_no_history_entry_has_expression_ids(spark, tmp_path):

@@ -47,6 +47,14 @@ def filter_condition(jdf: Any, condition: Any) -> Any:
     return plan.condition()
 
 
+def max_to_string_fields(spark: Any) -> int:
+    """spark.sql.debug.maxToStringFields, the limit delta-spark passes to simpleString."""
+    try:
+        return int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
+    except (ValueError, TypeError):
+        return 25
+
+
 def predicate_text(spark: Any, expr: Any) -> str:
     """How commitInfo records a predicate: delta-spark's text (the analyzed expression's
     simpleString), without the `#<exprId>` suffixes of column references.
@@ -57,11 +65,7 @@ def predicate_text(spark: Any, expr: Any) -> str:
     happen to contain `#12` are left alone.
     """
     try:
-        max_fields = int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
-    except (ValueError, TypeError):
-        max_fields = 25
-    try:
-        text = str(expr.simpleString(max_fields))
+        text = str(expr.simpleString(max_to_string_fields(spark)))
     except Exception:
         return str(expr.sql())
     refs = expr.references().toSeq()

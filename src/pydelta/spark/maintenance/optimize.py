@@ -131,16 +131,17 @@ def _has_subquery(expr: Any) -> bool:
     return any(_has_subquery(c) for c in _java_seq(expr.children()))
 
 
-def predicate_strings(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> list[str]:
-    """How history records the OPTIMIZE predicates: each resolved against the partition columns,
-    as DELETE/UPDATE record theirs (delta-spark's text without expression ids)."""
-    if not filters:
-        return []
-    from pydelta.spark.predicates import filter_condition, predicate_text
-    from pydelta.spark.write import partition_rows_dataframe
+def predicate_strings(spark: Any, filters: Sequence[str]) -> list[str]:
+    """How history records the OPTIMIZE / REORG predicates, exactly as delta-spark does.
 
-    base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
-    return [predicate_text(spark, filter_condition(base._jdf, sql)) for sql in filters]
+    delta-spark records the *parsed, unresolved* expression's simpleString (OptimizeTableCommand
+    parses each WHERE text and never resolves what it records), so columns keep the parser's
+    quote mark: `part = 1` is recorded as `('part = 1)`, `part IN (0, 2)` as `'part IN (0,2)`.
+    """
+    from pydelta.spark.predicates import max_to_string_fields
+
+    limit = max_to_string_fields(spark)
+    return [str(_parse_expression(spark, sql).simpleString(limit)) for sql in filters]
 
 
 def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
@@ -668,7 +669,7 @@ def optimize(
             result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
 
     if result.adds or result.removes:
-        predicates = predicate_strings(spark, snapshot, filters)
+        predicates = predicate_strings(spark, filters)
         if purge or rewrite_paths is not None:
             operation = Operation.reorg_purge(predicates, apply_purge=purge)
         elif cluster_by is not None:
