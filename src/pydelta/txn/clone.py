@@ -145,8 +145,13 @@ def clone_table(
         now = int(time.time() * 1000)
         removes = []
         if existing is not None:
+            # A file the clone adds again (re-cloning the same source shallowly: the same absolute
+            # path) is replaced by its new add; a remove of it in the same commit would be refused.
+            readded = {a["path"] for a in adds}
             for row in existing.files().to_pylist():
                 old = add_action_from_file_row(row)
+                if old["path"] in readded:
+                    continue
                 removes.append({"path": old["path"], "deletionTimestamp": now, "dataChange": True,
                                 "extendedFileMetadata": True, "partitionValues": old["partitionValues"],
                                 "size": old["size"], **({"deletionVector": old["deletionVector"]}

@@ -73,6 +73,10 @@ def run_utility(spark: Any, stmt: object) -> Any:
     if isinstance(stmt, g.Generate):
         _table(spark, stmt.table).generate(stmt.mode)
         return jplan.empty_result(spark)
+    if isinstance(stmt, g.Clone):
+        from pydelta.spark.sql.clone import run_clone
+
+        return run_clone(spark, stmt, "" if stmt.from_parquet else _target(spark, stmt.source).path)
     if isinstance(stmt, g.Unsupported):
         if stmt.table is not None:
             _target(spark, stmt.table)  # an unknown table is reported as such first

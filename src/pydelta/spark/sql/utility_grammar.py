@@ -1,8 +1,9 @@
 """Parsing Delta's own SQL statements, which Spark's parser does not know.
 
 DESCRIBE HISTORY/DETAIL, RESTORE, VACUUM, OPTIMIZE, CONVERT TO DELTA, GENERATE,
-REORG, ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY], ALTER TABLE ... CLUSTER BY and
-ALTER TABLE ... ALTER COLUMN c SYNC IDENTITY. `parse_utility` returns None for any other
+REORG, ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY], ALTER TABLE ... CLUSTER BY,
+ALTER TABLE ... ALTER COLUMN c SYNC IDENTITY and [CREATE [OR REPLACE] | REPLACE] TABLE ...
+SHALLOW CLONE. `parse_utility` returns None for any other
 statement, which then goes to Spark's parser.
 """
 
@@ -107,6 +108,24 @@ class SyncIdentity:
 
 
 @dataclass(frozen=True)
+class Clone:
+    """[CREATE [OR REPLACE] | REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE s
+    [VERSION|TIMESTAMP AS OF x] [TBLPROPERTIES (...)] [LOCATION 'path'] (delta-spark's #clone)."""
+
+    target: TableRef
+    source: TableRef
+    shallow: bool = True
+    create: bool = True  # CREATE: a missing target is created
+    replace: bool = False  # REPLACE: an existing target is replaced
+    if_not_exists: bool = False
+    version: int | None = None
+    timestamp: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
+    location: str | None = None
+    from_parquet: bool = False  # parquet.`/path`: a Parquet directory, not a Delta table
+
+
+@dataclass(frozen=True)
 class Unsupported:
     """A Delta statement pydelta recognises but does not implement yet."""
 
@@ -150,6 +169,8 @@ def _dotted(ts: TokenStream) -> str:
 def parse_utility(text: str) -> object | None:
     """The Delta utility statement in `text`, or None when it is not one of them."""
     head = text.lstrip()[:40].upper()
+    if head.startswith(("CREATE", "REPLACE")):
+        return _clone(text)
     if not head.startswith(("DESC", "RESTORE", "VACUUM", "OPTIMIZE", "CONVERT", "GENERATE", "REORG", "ALTER")):
         return None
     ts = TokenStream(text)
@@ -255,6 +276,68 @@ def parse_utility(text: str) -> object | None:
                 return SyncIdentity(table, column)
         return None
     return None
+
+
+def _clone(text: str) -> Clone | None:
+    """A CLONE statement, or None for any other CREATE / REPLACE (Spark's parser takes those)."""
+    if "CLONE" not in text.upper():
+        return None
+    ts = TokenStream(text)
+    create, replace, if_not_exists = True, False, False
+    if ts.accept("CREATE", "OR", "REPLACE", "TABLE"):
+        replace = True
+    elif ts.accept("CREATE", "TABLE"):
+        if_not_exists = ts.accept("IF", "NOT", "EXISTS")
+    elif ts.accept("REPLACE", "TABLE"):
+        create, replace = False, True
+    else:
+        return None
+    try:
+        target = _table(ts)
+    except Exception:  # noqa: BLE001 - not a name: not a CLONE statement
+        return None
+    shallow = not ts.accept("DEEP")
+    if shallow:
+        ts.accept("SHALLOW")
+    if not ts.accept("CLONE"):
+        return None
+    nxt = ts.peek(1)
+    from_parquet = ts.at("PARQUET") and nxt is not None and nxt.text == "."
+    source = _table(ts, path_prefixes=("delta", "parquet"))
+    version = timestamp = None
+    ts.accept("FOR")
+    if ts.accept("VERSION", "AS", "OF") or ts.accept("SYSTEM_VERSION", "AS", "OF"):
+        tok = ts.peek()
+        version = int(ts.string()) if tok is not None and tok.kind == "string" else ts.integer()
+    elif ts.accept("TIMESTAMP", "AS", "OF") or ts.accept("SYSTEM_TIME", "AS", "OF"):
+        timestamp = ts.string()
+    properties = _property_list(ts) if ts.accept("TBLPROPERTIES") else ()
+    location = ts.string() if ts.accept("LOCATION") else None
+    _end(ts)
+    return Clone(target, source, shallow, create, replace, if_not_exists, version, timestamp, properties, location,
+                 from_parquet)
+
+
+def _property_list(ts: TokenStream) -> tuple[tuple[str, str], ...]:
+    """('key' = 'value', ...) as delta-spark's propertyList (keys may be dotted names)."""
+    ts.expect_punct("(")
+    out = []
+    while True:
+        tok = ts.peek()
+        key = ts.string() if tok is not None and tok.kind == "string" else _dotted(ts)
+        ts.accept_punct("=")
+        tok = ts.peek()
+        if tok is not None and tok.kind == "string":
+            value = ts.string()
+        elif tok is not None and tok.kind == "word":
+            value = ts.identifier()  # true / false and other bare words
+        else:
+            value = ts.next().text  # a number, as written
+        out.append((key, value))
+        if not ts.accept_punct(","):
+            break
+    ts.expect_punct(")")
+    return tuple(out)
 
 
 def _dotted(ts: TokenStream) -> str:
