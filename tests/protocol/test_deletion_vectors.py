@@ -663,3 +663,98 @@ def test_several_deletion_vectors_share_one_file(tmp_path) -> None:
         assert int.from_bytes(data[d.offset + 4 + size:d.offset + 8 + size], "big") == zlib.crc32(bitmap)
         assert read_deleted_rows(d, str(tmp_path)).tolist() == rows
     assert descriptors[-1].offset + 8 + descriptors[-1].size_in_bytes == len(data)
+
+
+# ---- inline DVs with a padded Z85 tail (the Rust z85 crate's, written by delta-kernel-rs) ---------
+
+
+Z85_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"  # ZeroMQ RFC 32
+
+
+def _z85_crate_tail(tail: bytes) -> str:
+    """The z85 crate's encoding of a 1-3 byte tail, written out here as its README describes it:
+    the bytes as a big-endian number in 5 Z85 digits, the leading 4 - len(tail) digits as '#'."""
+    value, digits = int.from_bytes(tail, "big"), []
+    for _ in range(5):
+        value, digit = divmod(value, 85)
+        digits.append(Z85_DIGITS[digit])
+    return "#" * (4 - len(tail)) + "".join(reversed(digits))[4 - len(tail):]
+
+
+def _plain_group_value(group: str) -> int:
+    value = 0
+    for c in group:
+        value = value * 85 + Z85_DIGITS.index(c)
+    return value
+
+
+def test_z85_decodes_a_final_group_beyond_32_bits_as_a_padded_tail() -> None:
+    # "HelloWorld" is the ZeroMQ spec's vector; "##093" is the tail 03 00 (768 = 9 * 85 + 3).
+    text = "HelloWorld" + "##093"
+    assert _plain_group_value("##093") > 2**32  # plain Z85 cannot hold this group
+    assert z85_decode(text) == bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B, 0x03, 0x00])
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3):
+        for _ in range(50):
+            data = rng.integers(0, 256, 8 + n, dtype=np.uint8).tobytes()
+            encoded = z85_encode(data[:8]) + _z85_crate_tail(data[8:])
+            assert z85_decode(encoded) == data, encoded
+
+
+@pytest.mark.parametrize("bad", ["Hello##%%%", "##093Hello", "Hello#####", "Hello###%%"])
+def test_z85_rejects_malformed_padded_tails(bad: str) -> None:
+    # Tails too large for their bytes (two and one bytes), "#" outside the last group, a tail of no bytes.
+    with pytest.raises(CorruptedLogError):
+        z85_decode(bad)
+
+
+def test_inline_dv_with_a_padded_tail_reads_its_rows() -> None:
+    # Version 5 of delta-kernel-rs's cdf-table-with-dv: 34 bytes, deletes row 3 (its README).
+    descriptor = DeletionVectorDescriptor("i", "^Bg9^0rr910000000000iXQKl0rr91000005c8Xg##093", 34, 1)
+    assert read_deleted_rows(descriptor, "/not/used").tolist() == [3]
+    assert BitMap64.deserialize(z85_decode(descriptor.path_or_inline_dv)[4:]) == BitMap64([3])
+
+
+def _values_kept(table: Path, path: str, dv: dict | None) -> list[int]:
+    """The `value` column of one data file of `table`, without the rows its DV deletes."""
+    data = pq.read_table(_data_path(table, path)).column("value").to_pylist()
+    deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), str(table)).tolist() if dv else []
+    return [v for i, v in enumerate(data) if i not in set(deleted)]
+
+
+def _log_core_values(table: Path, version: int) -> list[int]:
+    """The table's rows at `version` from pydelta's log core: the snapshot's files minus their DVs."""
+    from pydelta import load_snapshot
+
+    files = load_snapshot(str(table), version=version).files().to_pylist()
+    return sorted(v for row in files for v in _values_kept(table, row["path"], row["deletion_vector"]))
+
+
+def test_kernel_inline_dv_table_reads_every_version() -> None:
+    import deltalake
+
+    from tests.kernel_tables import CDF_WITH_DV, CDF_WITH_DV_LATEST, cdf_with_dv_values
+
+    for version in range(CDF_WITH_DV_LATEST + 1):
+        expected = cdf_with_dv_values(version)
+        assert _log_core_values(CDF_WITH_DV, version) == expected, version
+        table = deltalake.DeltaTable(str(CDF_WITH_DV), version=version)
+        rows = deltalake.QueryBuilder().register("t", table).execute("SELECT value FROM t").read_all()
+        assert sorted(rows.column("value").to_pylist()) == expected, version
+
+
+def test_kernel_inline_dv_table_change_plan() -> None:
+    # The log core plans the change feed of every version, DV diffs through the padded tail.
+    from pydelta import load_snapshot
+    from pydelta.log.changes import ChangeRange, plan_changes
+    from tests.kernel_tables import CDF_WITH_DV, CDF_WITH_DV_CHANGES, CDF_WITH_DV_LATEST
+
+    got = []
+    for f in plan_changes(load_snapshot(str(CDF_WITH_DV)), ChangeRange(0, CDF_WITH_DV_LATEST)):
+        if f.only_rows is None:
+            values = _values_kept(CDF_WITH_DV, f.path, f.deletion_vector)
+        else:  # a DV diff: exactly these rows
+            data = pq.read_table(_data_path(CDF_WITH_DV, f.path)).column("value").to_pylist()
+            values = [data[i] for i in f.only_rows.tolist()]
+        got += [(v, f.change_type, f.version) for v in values]
+    assert sorted(got) == CDF_WITH_DV_CHANGES

@@ -18,7 +18,7 @@ source. The rules are delta-spark's (CDCReader.changesToDF):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -49,6 +49,7 @@ class ChangeFile:
     change_type: str | None  # "insert" / "delete"; None for a cdc file (rows carry `_change_type`)
     deletion_vector: dict[str, Any] | None = None  # rows of the file to leave out
     only_rows: np.ndarray | None = None  # when set: read exactly these row indexes (a DV diff)
+    stats: str | None = None  # the add/remove's stats JSON (file pruning, row counts); None for cdc files
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,8 @@ def _file(body: dict[str, Any], v: int, ts: int, change_type: str) -> ChangeFile
     pv = body.get("partitionValues") or {}
     if isinstance(pv, list):  # Arrow map -> list of pairs
         pv = dict(pv)
-    return ChangeFile(body["path"], pv, int(body.get("size") or 0), v, ts, change_type, body.get("deletionVector"))
+    return ChangeFile(body["path"], pv, int(body.get("size") or 0), v, ts, change_type, body.get("deletionVector"),
+                      stats=body.get("stats"))
 
 
 def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
@@ -160,9 +162,7 @@ def _dv_diff(remove: dict[str, Any], add: dict[str, Any], v: int, ts: int, table
 
 
 def _with_rows(f: ChangeFile, rows: np.ndarray) -> ChangeFile:
-    return ChangeFile(
-        f.path, f.partition_values, f.size, f.version, f.timestamp, f.change_type, None, rows.astype(np.int64)
-    )
+    return replace(f, deletion_vector=None, only_rows=rows.astype(np.int64))
 
 
 # ---- the range of a batch change-feed read ---------------------------------------------

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, VersionNotFoundError
-from pydelta.log.arrow_actions import struct_to_table
+from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
 from pydelta.log.segment import LogSegment, build_segment, list_log
 from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
@@ -67,6 +67,26 @@ def _parse_num_records_json(stats: pa.Array) -> pa.Array:
         read_options=pajson.ReadOptions(block_size=max(1 << 20, buf.size + 1)),
     )
     return table.column("numRecords").combine_chunks()
+
+
+def _files_of(adds: pa.StructArray) -> pa.Table:
+    """Add actions (ADD_TYPE) as a table with Snapshot.files()' column names (without num_records)."""
+    return struct_to_table(adds).rename_columns([_FILE_COLUMNS[n] for n in adds.type.names if n in _FILE_COLUMNS])
+
+
+def files_table(actions: list[dict[str, Any]]) -> pa.Table:
+    """Add, remove or cdc action bodies as a table with every column of `Snapshot.files()` (null
+    where an action lacks the field), for reading files that are not one snapshot's (the change feed).
+
+    The Spark read path (`read.build_dataframe`) looks up columns of the files table by name, so
+    a narrower table breaks it. `num_records` is known only where `size` is: the deletion-vector
+    anti join keys rows by file size when every file has a row count, and a remove's size is optional.
+    """
+    table = _files_of(rows_to_struct(actions, ADD_TYPE))
+    sizes = table.column("size")
+    sized = pc.fill_null(pc.greater(sizes, 0), False)
+    records = parse_num_records(table.column("stats"))
+    return table.append_column("num_records", pc.if_else(sized, records, pa.scalar(None, pa.int64())))
 
 
 def ict_enablement_version(metadata: Metadata) -> int | None:
@@ -144,10 +164,7 @@ class Snapshot:
 
     def files(self) -> pa.Table:
         """One row per live data file: path, size, partition_values, num_records, stats, deletion_vector, ..."""
-        table = struct_to_table(self._state.adds).rename_columns(
-            [_FILE_COLUMNS[n] for n in self._state.adds.type.names if n in _FILE_COLUMNS]
-        )
-        return table.append_column("num_records", self._num_records())
+        return _files_of(self._state.adds).append_column("num_records", self._num_records())
 
     def tombstones(self) -> pa.Table:
         return struct_to_table(self._state.removes)

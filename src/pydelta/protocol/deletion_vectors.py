@@ -98,8 +98,12 @@ def z85_encode(data: bytes) -> str:
 
 
 def z85_decode(text: str) -> bytes:
-    """Decode Z85 text; its length must be a multiple of 5 (4 bytes per 5 characters).
+    """Decode Z85 text: groups of 5 characters, 4 bytes each.
 
+    The last group may be a padded tail as the Rust `z85` crate writes it (delta-kernel-rs
+    encodes unaligned inline DVs so): n leading '#' (a digit no 32-bit group can start with)
+    stand for n bytes missing from the tail, and the group reads as its last 4 - n bytes.
+    delta-spark pads with zero bytes instead; readers keep the descriptor's `sizeInBytes` bytes.
     Raises CorruptedLogError for malformed input, since Z85 only ever comes from the log.
     """
     try:
@@ -108,13 +112,24 @@ def z85_decode(text: str) -> bytes:
         raise CorruptedLogError(f"Z85 text contains non-ASCII characters: {text!r}") from None
     if len(raw) % 5:
         raise CorruptedLogError(f"Z85 text length {len(raw)} is not a multiple of 5: {text!r}")
+    missing = _padded_tail_length(raw)
     values = _Z85_DECODE_TABLE[np.frombuffer(raw, dtype=np.uint8)]
     if np.any(values == 255):
         raise CorruptedLogError(f"Z85 text contains characters outside the Z85 alphabet: {text!r}")
+    if missing:
+        values[len(values) - 5 : len(values) - 5 + missing] = 0  # the '#'s read as '0's
     words = (values.reshape(-1, 5).astype(np.uint64) * _Z85_POWERS).sum(axis=1, dtype=np.uint64)
-    if np.any(words > 0xFFFFFFFF):
-        raise CorruptedLogError(f"Z85 text encodes a group larger than 32 bits: {text!r}")
-    return words.astype(">u4").tobytes()
+    if np.any(words > 0xFFFFFFFF) or (missing and int(words[-1]) >= 1 << (8 * (4 - missing))):
+        raise CorruptedLogError(f"Z85 text encodes a group larger than its bytes can hold: {text!r}")
+    out = words.astype(">u4").tobytes()
+    return out[: len(out) - 4] + out[len(out) - 4 + missing :] if missing else out
+
+
+def _padded_tail_length(raw: bytes) -> int:
+    """How many bytes a `z85`-crate padded tail (leading '#'s of the last group) leaves out: 0 to 3."""
+    last = raw[-5:]
+    missing = len(last) - len(last.lstrip(b"#"))
+    return missing if missing <= 3 else 0  # "#####" is no tail: it fails as a too-large group
 
 
 # ---- row index normalisation -------------------------------------------------------
@@ -415,6 +430,8 @@ class DeletionVectorDescriptor:
         if self.storage_type != "u":
             return None
         raw = z85_decode(self.path_or_inline_dv[-_UUID_Z85_LENGTH:])
+        if len(raw) != 16:
+            raise CorruptedLogError(f"'u' deletion vector path {self.path_or_inline_dv!r} does not end in a Z85 UUID")
         return uuid.UUID(bytes=raw)
 
     def absolute_path(self, table_root: str) -> str | None:

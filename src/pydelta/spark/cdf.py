@@ -16,7 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from pydelta.log.arrow_actions import DV_TYPE, STR_MAP
 from pydelta.log.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -25,7 +24,7 @@ from pydelta.log.changes import (
     plan_changes,
     resolve_range,
 )
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
 from pydelta.spark.read import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
 
@@ -89,17 +88,17 @@ def _rounds(files: list[ChangeFile]) -> list[list[ChangeFile]]:
     return [groups[k] for k in sorted(groups)]
 
 
+def _action(f: ChangeFile) -> dict[str, Any]:
+    """The file's action fields the read path uses (size unknown: None, not 0)."""
+    return {"path": f.path, "partitionValues": f.partition_values, "size": f.size or None,
+            "deletionVector": f.deletion_vector, "stats": f.stats}
+
+
 def _read_round(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
     from pyspark.sql import functions as F
 
     is_cdc = files[0].change_type is None
-    table = pa.table(
-        {
-            "path": pa.array([f.path for f in files], pa.string()),
-            "partition_values": pa.array([list(f.partition_values.items()) for f in files], STR_MAP),
-            "deletion_vector": pa.array([f.deletion_vector for f in files], DV_TYPE),
-        }
-    )
+    table = files_table([_action(f) for f in files])
     extra = (_CHANGE_TYPE_FIELD,) if is_cdc else ()
     df = build_dataframe(spark, snapshot, table, with_file=True, extra_fields=extra)
     uris = [spark_file_uri(snapshot.absolute_path(f.path)) for f in files]
