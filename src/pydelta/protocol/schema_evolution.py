@@ -41,8 +41,8 @@ def can_upcast(src: DataType, dst: DataType) -> bool:
         s, d = src.name, dst.name
         if s in _INT_RANK and d in _INT_RANK:
             return _INT_RANK[s] <= _INT_RANK[d]
-        if s in _INT_RANK and d == "double":
-            return True
+        if s in ("byte", "short", "integer") and d == "double":
+            return True  # not long: a DOUBLE holds 53 bits, larger longs would be rounded
         if s == "float" and d == "double":
             return True
         if s in ("byte", "short") and d == "float":

@@ -10,7 +10,7 @@ import json
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from pydelta.errors import DeltaError, InvariantViolationError
+from pydelta.errors import DeltaCastError, DeltaError, InvariantViolationError
 from pydelta.protocol.schema import StructType, quote_identifier
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
@@ -75,22 +75,32 @@ def with_checks(df: Any, checks: list[tuple[str, str]]) -> Any:
     return df.filter(cond)
 
 
-def violation_from(exc: BaseException) -> InvariantViolationError | None:
-    """The pydelta error for a Spark failure caused by one of our checks, if it was."""
-    text = str(exc)
-    if MARKER not in text:
-        return None
-    start = text.index(MARKER) + len(MARKER) + 2
+def _marked_message(text: str, marker: str) -> str:
+    """The message raised after `marker: ` inside a Spark failure's text."""
+    start = text.index(marker) + len(marker) + 2
     message = text[start:].splitlines()[0]
     for sep in ("'", '"', " SQLSTATE", "\tat "):
         if sep in message:
             message = message.split(sep)[0]
-    return InvariantViolationError(message.strip())
+    return message.strip()
+
+
+def violation_from(exc: BaseException) -> DeltaError | None:
+    """The pydelta error for a Spark failure caused by one of our checks (a constraint, or a
+    value `store_assignment.store_cast` could not store), if it was."""
+    from pydelta.spark.store_assignment import CAST_MARKER
+
+    text = str(exc)
+    if CAST_MARKER in text:
+        return DeltaCastError(_marked_message(text, CAST_MARKER))
+    if MARKER not in text:
+        return None
+    return InvariantViolationError(_marked_message(text, MARKER))
 
 
 @contextmanager
 def violations_as_errors() -> Iterator[None]:
-    """Turn a Spark job failure caused by one of our checks into InvariantViolationError."""
+    """Turn a Spark job failure caused by one of our checks into InvariantViolationError (or DeltaCastError)."""
     try:
         yield
     except DeltaError:

@@ -72,12 +72,16 @@ SQL_STATES: dict[str, str] = {
     "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE": "0AKDC",
     "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD": "22KD0",
     "DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION": "55000",
+    "CAST_OVERFLOW_IN_TABLE_INSERT": "22003",
+    "CAST_INVALID_INPUT": "22018",
 }
 
 ANALYSIS = "AnalysisException"
 ILLEGAL_ARGUMENT = "IllegalArgumentException"
 PARSE = "ParseException"
 UNSUPPORTED = "UnsupportedOperationException"
+ARITHMETIC = "ArithmeticException"
+NUMBER_FORMAT = "NumberFormatException"
 UNKNOWN = "UnknownException"  # delta-spark's DeltaRuntimeException / IllegalStateException family
 
 _PREFIX = re.compile(r"^\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]\s*")
@@ -117,6 +121,8 @@ def _rule(e: E.DeltaError) -> tuple[str, str | None] | None:
         if text.startswith("Failed to merge"):
             return ANALYSIS, "DELTA_FAILED_TO_MERGE_FIELDS"
         return ANALYSIS, "DELTA_METADATA_MISMATCH"
+    if isinstance(e, E.DeltaCastError):  # Spark's SparkArithmeticException / SparkNumberFormatException
+        return (NUMBER_FORMAT if text.startswith("[CAST_INVALID_INPUT]") else ARITHMETIC), None
     if isinstance(e, E.InvariantViolationError):
         if "NOT NULL constraint violated" in text:
             return UNKNOWN, "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"

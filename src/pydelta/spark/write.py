@@ -34,7 +34,14 @@ from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.read import build_dataframe, spark_schema
-from pydelta.spark.write_options import WriteOptions, parse_write_options
+from pydelta.spark.write_options import (
+    AUTO_MERGE_CONF,
+    TXN_APP_ID_CONF,
+    TXN_AUTO_RESET_CONF,
+    TXN_VERSION_CONF,
+    WriteOptions,
+    parse_write_options,
+)
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 
@@ -164,7 +171,7 @@ def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
             continue
         col = F.col(quote_identifier(source))
         if df.schema[source].dataType != spark_field.dataType:
-            col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col)
+            col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col, field.name)
         columns.append(col.alias(field.name))
     columns += [F.col(quote_identifier(k)) for k in keep]
     return df.select(*columns)
@@ -187,9 +194,13 @@ def nullable_type(dtype: Any) -> Any:
     return dtype
 
 
-def _conform_nested(src: Any, dst: Any, col: Any) -> Any:
+def _conform_nested(src: Any, dst: Any, col: Any, name: str = "") -> Any:
+    """`col` (of Spark type `src`) as `dst`: struct fields matched by name (missing ones NULL),
+    values cast by `store_cast` (a value that would change fails the write)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
+
+    from pydelta.spark.store_assignment import store_cast
 
     dst = nullable_type(dst)
 
@@ -202,9 +213,11 @@ def _conform_nested(src: Any, dst: Any, col: Any) -> Any:
                 parts.append(F.lit(None).cast(f.dataType).alias(f.name))
             else:
                 sub = col.getField(s.name)
-                parts.append((sub if s.dataType == f.dataType else _conform_nested(s.dataType, f.dataType, sub)).alias(f.name))
+                if s.dataType != f.dataType:
+                    sub = _conform_nested(s.dataType, f.dataType, sub, f"{name}.{f.name}")
+                parts.append(sub.alias(f.name))
         return F.when(col.isNull(), F.lit(None).cast(dst)).otherwise(F.struct(*parts))
-    return col.cast(dst)
+    return store_cast(col, src, dst, name)
 
 
 # ---- which files an overwrite replaces ---------------------------------------------------
@@ -289,13 +302,18 @@ def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicat
 # ---- the write itself ------------------------------------------------------------------------
 
 
-def _check_same_clustering(snapshot: Snapshot, cluster_by: Sequence[str], display: str) -> None:
-    """A write's clusterBy on an existing table must name its clustering columns, in order."""
+def _clustering_columns(snapshot: Snapshot) -> list[str]:
+    """The table's clustering columns by logical (dotted) name; [] when it is not clustered."""
     from pydelta.protocol import clustering
 
     metadata = snapshot.metadata
-    existing = clustering.logical_names(metadata.schema, metadata.configuration,
-                                        clustering.columns_of(snapshot.domain_metadata) or [])
+    return clustering.logical_names(metadata.schema, metadata.configuration,
+                                    clustering.columns_of(snapshot.domain_metadata) or [])
+
+
+def _check_same_clustering(snapshot: Snapshot, cluster_by: Sequence[str], display: str) -> None:
+    """A write's clusterBy on an existing table must name its clustering columns, in order."""
+    existing = _clustering_columns(snapshot)
     if [c.lower() for c in cluster_by] != [c.lower() for c in existing]:
         def as_text(names: Sequence[str]) -> str:
             return json.dumps([n.split(".") for n in names], separators=(",", ":"))
@@ -321,6 +339,57 @@ def define_clustering(txn: OptimisticTransaction, snapshot: Snapshot | None, clu
         txn.add_domain_metadata(clustering.DOMAIN, snapshot.domain_metadata[clustering.DOMAIN], removed=True)
 
 
+@dataclass(frozen=True)
+class SaveAsTableOverwrite:
+    """`df.write.mode("overwrite").saveAsTable(name)` of an existing table: in delta-spark a data
+    overwrite (replaceWhere, dynamic partitions, schema checks as `save(path)`), not a
+    redefinition, recorded as CREATE OR REPLACE TABLE AS SELECT with isV1SaveAsTableOverwrite."""
+
+    managed: bool
+
+
+def _save_as_table_operation(snapshot: Snapshot, metadata: Metadata, opts: WriteOptions,
+                             spec: SaveAsTableOverwrite) -> Operation | None:
+    """delta-spark's record of a saveAsTable overwrite (CreateDeltaTableCommand.getOperation);
+    None with replaceWhere, which delta-spark records as a plain WRITE."""
+    if opts.replace_where:
+        return None
+    op = Operation.table_definition(
+        "CREATE OR REPLACE TABLE AS SELECT", is_managed=spec.managed, description=metadata.description,
+        partition_by=metadata.partition_columns, properties=metadata.configuration,
+        cluster_by=_clustering_columns(snapshot))
+    flags = {"isDynamicPartitionOverwrite": opts.dynamic_mode_requested, "canOverwriteSchema": opts.overwrite_schema,
+             "canMergeSchema": opts.merge_schema, "isV1SaveAsTableOverwrite": True}
+    return Operation(op.name, {**op.parameters, **{k: True for k, v in flags.items() if v}})
+
+
+def _write_operation(metadata: Metadata, opts: WriteOptions) -> Operation:
+    """The WRITE delta-spark records: flags only when set, dynamic mode whenever it is requested."""
+    return Operation.write(
+        mode=opts.mode, partition_by=list(metadata.partition_columns),
+        predicate=json.dumps([opts.replace_where]) if opts.replace_where else None,
+        is_dynamic_partition_overwrite=True if opts.dynamic_mode_requested else None,
+        can_overwrite_schema=True if opts.overwrite_schema else None,
+        can_merge_schema=True if opts.merge_schema else None,
+    )
+
+
+_WRITE_CONFS = (
+    "spark.sql.sources.partitionOverwriteMode",
+    AUTO_MERGE_CONF,
+    "spark.databricks.delta.commitInfo.userMetadata",
+    "spark.pydelta.options.ignoreUnknown",
+    TXN_APP_ID_CONF,
+    TXN_VERSION_CONF,
+)
+
+
+def _after_session_txn(spark: Any, opts: WriteOptions) -> None:
+    """delta-spark's txnVersion.autoReset: a session-conf txnVersion is used once, then unset."""
+    if opts.txn_from_session and str(spark.conf.get(TXN_AUTO_RESET_CONF, "false")).lower() == "true":
+        spark.conf.unset(TXN_VERSION_CONF)
+
+
 def write_dataframe(
     df: Any,
     path: str,
@@ -332,20 +401,17 @@ def write_dataframe(
     new_table: NewTableSpec | None = None,
     cluster_by: list[str] | None = None,
     display: str | None = None,
+    save_as_table: SaveAsTableOverwrite | None = None,
 ) -> int | None:
     """Write `df` to the Delta table at `path`; returns the committed version (None if skipped).
 
     `new_table` carries a CREATE/REPLACE TABLE AS SELECT's properties and comment.
     `cluster_by` (the writer's clusterBy): the clustering of a table this write creates; an
     existing table's clustering must be the same. `display` names the table in errors.
+    `save_as_table`: this is a saveAsTable overwrite of an existing table (how it is recorded).
     """
     spark = df.sparkSession
-    conf = {k: spark.conf.get(k, None) for k in (
-        "spark.sql.sources.partitionOverwriteMode",
-        "spark.databricks.delta.schema.autoMerge.enabled",
-        "spark.databricks.delta.commitInfo.userMetadata",
-        "spark.pydelta.options.ignoreUnknown",
-    )}
+    conf = {k: spark.conf.get(k, None) for k in _WRITE_CONFS}
     opts = parse_write_options(mode, partition_by, options or {}, {k: v for k, v in conf.items() if v is not None})
     root = to_local_path(path)
     snapshot = try_load(root)
@@ -363,6 +429,7 @@ def write_dataframe(
                                 isolation_level=isolation_level(snapshot.metadata if snapshot else None))
     if opts.txn_app_id is not None:
         seen = txn.app_transaction_version(opts.txn_app_id)
+        _after_session_txn(spark, opts)
         if seen is not None and seen >= (opts.txn_version or 0):
             return None  # this (appId, version) already committed: idempotent no-op
         txn.set_app_transaction(opts.txn_app_id, int(opts.txn_version))  # type: ignore[arg-type]
@@ -385,6 +452,10 @@ def write_dataframe(
         new_checks.append((opts.replace_where, f"Written data does not conform to partial table overwrite condition or constraint ({opts.replace_where})"))
     to_write = with_checks(new_data, new_checks)
 
+    # delta-spark ignores dynamic partition overwrite on an unpartitioned table and when a table
+    # is replaced (REPLACE TABLE AS SELECT): either replaces it all
+    replacing = new_table is not None and new_table.replace
+    dynamic = opts.dynamic_partition_overwrite and bool(metadata.partition_columns) and not replacing
     removed: pa.Table | None = None
     if snapshot is not None and opts.mode == "Overwrite":
         files = snapshot.files()
@@ -401,7 +472,7 @@ def write_dataframe(
                 removed = candidates
                 txn.read_predicate(predicate)
                 txn.read_files(candidates.column("path").to_pylist())
-        elif not opts.dynamic_partition_overwrite:
+        elif not dynamic:
             removed = files
             txn.read_whole_table()
 
@@ -418,7 +489,7 @@ def write_dataframe(
 
         txn.update_metadata(with_high_water_marks(metadata, marks), replace_previous=True)
 
-    if snapshot is not None and opts.mode == "Overwrite" and opts.dynamic_partition_overwrite:
+    if snapshot is not None and opts.mode == "Overwrite" and dynamic:
         cols = list(metadata.partition_columns)
         mode_cm = column_mapping_mode(metadata.configuration)
         keys = [physical_name(metadata.schema.field(c)) if mode_cm != "none" else c for c in cols]
@@ -444,11 +515,9 @@ def write_dataframe(
     if operation is not None and operation.name == "STREAMING UPDATE":  # delta-spark's STREAMING_UPDATE metrics
         metrics = {"numAddedFiles": len(adds), "numRemovedFiles": len(removes),
                    "numOutputRows": metrics["numOutputRows"], "numOutputBytes": metrics["numOutputBytes"]}
+    if operation is None and save_as_table is not None and snapshot is not None:
+        operation = _save_as_table_operation(snapshot, metadata, opts, save_as_table)
     if operation is None:
-        predicate = json.dumps([opts.replace_where]) if opts.replace_where else None
-        operation = Operation.write(
-            mode=opts.mode, partition_by=list(metadata.partition_columns), predicate=predicate,
-            is_dynamic_partition_overwrite=opts.dynamic_partition_overwrite if opts.mode == "Overwrite" else None,
-        )
+        operation = _write_operation(metadata, opts)
     return txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
                       data_change=opts.data_change)

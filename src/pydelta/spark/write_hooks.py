@@ -73,7 +73,7 @@ def _save_as_table(original):
         mode, partition_by, opts = _settings(self, mode, partitionBy, options)
         from pydelta.spark.catalog import default_location, delta_location, lookup, register_table
         from pydelta.spark.table_ddl import table_as_select
-        from pydelta.spark.write import write_dataframe
+        from pydelta.spark.write import SaveAsTableOverwrite, write_dataframe
 
         spark = self._df.sparkSession
         explicit_path = opts.pop("path", None)
@@ -83,21 +83,21 @@ def _save_as_table(original):
 
             raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
         existing = delta_location(spark, name, entry)
-        exists = existing is not None
         location = explicit_path or existing or default_location(spark, name)
-        save_mode = (mode or "errorifexists").lower()
-        if not exists or save_mode == "overwrite":
-            # delta-spark: saveAsTable creates the table, or replaces it in overwrite mode.
+        if existing is None:  # delta-spark: saveAsTable creates the table
             properties = {k: str(v) for k, v in opts.items() if k.lower().startswith("delta.")}
-            if exists and save_mode == "overwrite" and entry is None:
-                register_table(spark, name, location, self._df.schema)
-            table_as_select(self._df, location, name=name, kind="createOrReplace" if exists else "create",
-                            partition_by=partition_by, properties=properties, options=opts,
-                            managed=explicit_path is None, cluster_by=st["cluster_by"])
+            table_as_select(self._df, location, name=name, kind="create", partition_by=partition_by,
+                            properties=properties, options=opts, managed=explicit_path is None,
+                            cluster_by=st["cluster_by"])
             return
         if entry is None:  # a Delta directory at the default location, from before names were registered
             register_table(spark, name, location, self._df.schema)
-        write_dataframe(self._df, location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name)
+        # An existing table is written as save(path) writes it: in overwrite mode the data is replaced
+        # (replaceWhere, dynamic partitions, schema checks), the table is not redefined (delta-spark).
+        managed = entry.managed if entry is not None else explicit_path is None
+        overwrite = SaveAsTableOverwrite(managed) if (mode or "").lower() == "overwrite" else None
+        write_dataframe(self._df, location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name,
+                        save_as_table=overwrite)
 
     return saveAsTable
 
@@ -109,21 +109,34 @@ def _insert_into(original):
         location = delta_table_location(self._df.sparkSession, tableName)
         if location is None:
             return original(self, tableName, overwrite)
-        from pydelta.spark.write import write_dataframe
         from pydelta.log.snapshot import load_snapshot
+        from pydelta.spark.write import write_dataframe
 
-        # insertInto matches columns by position, as in Spark.
-        table_cols = [f.name for f in load_snapshot(location).schema.fields]
-        df = self._df
-        if len(df.columns) != len(table_cols):
-            from pydelta.errors import SchemaMismatchError
-
-            raise SchemaMismatchError(f"insertInto {tableName}: the data has {len(df.columns)} columns, the table {len(table_cols)}")
-        df = df.toDF(*table_cols)
-        mode = "overwrite" if overwrite else "append"
-        write_dataframe(df, location, mode, None, dict(_state(self)["options"]))
+        snapshot = load_snapshot(location)
+        options = dict(_state(self)["options"])
+        # As Spark: overwrite=None keeps the writer's mode, whose overwrite replaces and anything else appends.
+        mode = ("overwrite" if overwrite else "append") if overwrite is not None else _state(self)["mode"]
+        mode = "overwrite" if str(mode or "").lower() == "overwrite" else "append"
+        df = _by_position(self._df, snapshot, tableName, options)
+        write_dataframe(df, location, mode, None, options)
 
     return insertInto
+
+
+def _by_position(df: Any, snapshot: Any, table_name: str, options: dict) -> Any:
+    """insertInto's data as an INSERT stores it: columns matched by position, cast (checked) to the
+    table's types, or kept wider where schema evolution widens a type-widening table (delta-spark)."""
+    from pydelta.spark.read import spark_schema
+    from pydelta.spark.store_assignment import cast_for_insert, widens_on_insert
+
+    table = spark_schema(snapshot.schema)
+    if len(df.columns) != len(table.fields):
+        from pydelta.errors import SchemaMismatchError
+
+        raise SchemaMismatchError(f"insertInto {table_name}: the data has {len(df.columns)} columns, "
+                                  f"the table {len(table.fields)}")
+    widen = widens_on_insert(df.sparkSession, snapshot.configuration, options)
+    return cast_for_insert(df.toDF(*table.names), table, widen)
 
 
 def install(writer_class: Any) -> None:

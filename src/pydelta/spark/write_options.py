@@ -3,7 +3,10 @@
 Implemented write options: mode, partitionBy, path, replaceWhere, partitionOverwriteMode,
 mergeSchema, overwriteSchema, userMetadata, txnAppId/txnVersion, dataChange,
 maxRecordsPerFile, compression, and `delta.*` table properties (used when the write
-creates the table). delta-spark options pydelta does not implement are refused by name
+creates the table). As in delta-spark, session confs stand in for some of them on every
+write path (SQL INSERT has no options): spark.sql.sources.partitionOverwriteMode,
+spark.databricks.delta.schema.autoMerge.enabled, ...commitInfo.userMetadata and
+...write.txnAppId/txnVersion. delta-spark options pydelta does not implement are refused by name
 (`WRITE_UNSUPPORTED`) rather than ignored, because ignoring them would change what the
 write means. Any other key is refused too (delta-spark ignores unknown keys, so a typo
 would silently do nothing); spark.pydelta.options.ignoreUnknown=true restores that.
@@ -47,6 +50,10 @@ _IGNORE_PROTOCOL_DEFAULTS = "delta.ignoreProtocolDefaults"
 
 
 IGNORE_UNKNOWN_CONF = "spark.pydelta.options.ignoreUnknown"
+# delta-spark's DeltaSQLConf.DELTA_IDEMPOTENT_DML_TXN_APP_ID / _TXN_VERSION / _AUTO_RESET_ENABLED
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+TXN_AUTO_RESET_CONF = "spark.databricks.delta.write.txnVersion.autoReset.enabled"
 
 
 def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str,
@@ -163,17 +170,30 @@ def _get(options: Mapping[str, Any], name: str) -> Any:
     return None
 
 
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+def merge_schema_requested(options: Mapping[str, Any], conf: Mapping[str, str]) -> bool:
+    """Schema evolution for a write: the mergeSchema option, else the session's autoMerge conf."""
+    merge = _get(options, "mergeSchema")
+    if merge is None:
+        merge = conf.get(AUTO_MERGE_CONF, "false")
+    return _bool(merge, "mergeSchema")
+
+
 @dataclass
 class WriteOptions:
     mode: str = "ErrorIfExists"  # Append, Overwrite, ErrorIfExists, Ignore
     partition_by: list[str] | None = None
     replace_where: str | None = None
-    dynamic_partition_overwrite: bool = False
+    dynamic_partition_overwrite: bool = False  # this overwrite replaces only the partitions it writes
+    dynamic_mode_requested: bool = False  # partitionOverwriteMode (option, else session conf) is dynamic
     merge_schema: bool = False
     overwrite_schema: bool = False
     user_metadata: str | None = None
     txn_app_id: str | None = None
     txn_version: int | None = None
+    txn_from_session: bool = False  # txnAppId/txnVersion came from the session confs
     data_change: bool = True
     max_records_per_file: int | None = None
     compression: str | None = None
@@ -198,19 +218,23 @@ def parse_write_options(
     if pom is not None:
         if str(pom).lower() not in ("static", "dynamic"):
             raise DeltaIllegalArgumentError(f"partitionOverwriteMode must be static or dynamic, got {pom!r}")
-        out.dynamic_partition_overwrite = str(pom).lower() == "dynamic" and out.mode == "Overwrite"
-        if _get(options, "partitionOverwriteMode") is not None and str(pom).lower() == "dynamic" and out.mode != "Overwrite":
-            out.dynamic_partition_overwrite = False
-    merge = _get(options, "mergeSchema")
-    if merge is None:
-        merge = conf.get("spark.databricks.delta.schema.autoMerge.enabled", "false")
-    out.merge_schema = _bool(merge, "mergeSchema")
+        out.dynamic_mode_requested = str(pom).lower() == "dynamic"
+    # delta-spark: replaceWhere wins over a dynamic mode from the session (from an option: an error, below)
+    out.dynamic_partition_overwrite = out.dynamic_mode_requested and out.mode == "Overwrite" and not out.replace_where
+    out.merge_schema = merge_schema_requested(options, conf)
     ow = _get(options, "overwriteSchema")
     out.overwrite_schema = _bool(ow, "overwriteSchema") if ow is not None else False
     out.user_metadata = _get(options, "userMetadata") or conf.get("spark.databricks.delta.commitInfo.userMetadata")
     app, ver = _get(options, "txnAppId"), _get(options, "txnVersion")
     if (app is None) != (ver is None):
         raise DeltaIllegalArgumentError("txnAppId and txnVersion must be given together")
+    if app is None:  # delta-spark's idempotent writes by session conf (SQL INSERT has no options)
+        app, ver = conf.get(TXN_APP_ID_CONF), conf.get(TXN_VERSION_CONF)
+        if (app is None) != (ver is None):
+            raise DeltaIllegalArgumentError(
+                f"[DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS] Invalid options for idempotent Dataframe writes: "
+                f"both {TXN_APP_ID_CONF} and {TXN_VERSION_CONF} must be set")
+        out.txn_from_session = app is not None
     if app is not None:
         try:
             out.txn_app_id, out.txn_version = str(app), int(ver)
@@ -230,7 +254,7 @@ def parse_write_options(
     }
     if out.replace_where and out.mode != "Overwrite":
         raise DeltaIllegalArgumentError("replaceWhere can only be used with mode('overwrite')")
-    if out.replace_where and out.dynamic_partition_overwrite and _get(options, "partitionOverwriteMode"):
+    if out.replace_where and out.dynamic_mode_requested and _get(options, "partitionOverwriteMode"):
         raise DeltaIllegalArgumentError("replaceWhere cannot be combined with partitionOverwriteMode=dynamic")
     if out.overwrite_schema and out.mode != "Overwrite":
         raise DeltaIllegalArgumentError("overwriteSchema can only be used with mode('overwrite')")

@@ -139,7 +139,7 @@ def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str)
     out = {}
     for name, dtype in zip(names, types):
         wanted = target[name].dataType
-        out[name] = values[name] if dtype == wanted else _conform_nested(dtype, wanted, values[name])
+        out[name] = values[name] if dtype == wanted else _conform_nested(dtype, wanted, values[name], name)
     return out
 
 

@@ -167,9 +167,11 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
     if target is None:
         return NOT_DELTA
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
 
     from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.read import spark_schema
+    from pydelta.spark.store_assignment import inserted, widens_on_insert
     from pydelta.spark.write import nullable_type, write_dataframe
 
     snapshot = load_snapshot(target.path)
@@ -204,15 +206,17 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {target.display()}: the data has {len(data.columns)} "
             f"columns, the target {len(columns)} ({', '.join(columns)})"
         )
+    options: dict[str, Any] = {}
+    if jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution():
+        options["mergeSchema"] = "true"  # INSERT WITH SCHEMA EVOLUTION
+    widen = widens_on_insert(spark, snapshot.configuration, options)
     exprs = []
     if not by_name:  # positional: the query's own names may repeat (CAST(id AS STRING) is named `id` too)
         data = data.toDF(*[f"__pydelta_insert_{i}" for i in range(len(data.columns))])
-    for source_col, name in zip(data.columns, columns):
-        field = field_of(name)
-        exprs.append(F.col(quote_parts([source_col])).cast(nullable_type(field.dataType)).alias(field.name))
+    for source, name in zip(data.schema.fields, columns):
+        exprs.append(inserted(F.col(quote_parts([source.name])), source.dataType, field_of(name), widen))
     for name, value in static_given.items():
-        field = field_of(name)
-        exprs.append(F.lit(value).cast(nullable_type(field.dataType)).alias(field.name))
+        exprs.append(inserted(F.lit(value), StringType(), field_of(name), widen=False))
     data = data.select(*exprs)
     present = {c.lower() for c in data.columns}
     generated = {f.name for f in snapshot.schema.fields
@@ -222,7 +226,6 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
             default = default_value(field)
             value = default if default is not None else F.lit(None)
             data = data.withColumn(field.name, value.cast(nullable_type(field.dataType)))
-    options: dict[str, Any] = {}
     mode = "overwrite" if plan.overwrite() else "append"
     replace = jplan.option(plan.replaceCriteriaOpt()) if jplan.has_method(plan, "replaceCriteriaOpt") else None
     if replace is not None:
