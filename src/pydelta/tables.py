@@ -15,7 +15,7 @@ from pydelta.errors import (
     TableAlreadyExistsError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
-from pydelta.spark.spark_errors import boundary_class
+from pydelta.spark.spark_errors import boundary_class, not_a_delta_table
 
 
 def _check_condition(condition: Any, argname: str = "'condition'") -> None:
@@ -90,7 +90,10 @@ class DeltaTable:
     @classmethod
     def forPath(cls, sparkSession: Any, path: str, hadoopConf: dict[str, str] | None = None) -> "DeltaTable":
         table = cls(sparkSession, path)
-        table.snapshot()  # fails now, as delta-spark does, when there is no table
+        try:
+            table.snapshot()  # fails now, as delta-spark does, when there is no table
+        except DeltaTableNotFoundError:
+            raise not_a_delta_table(path) from None
         return table
 
     @classmethod

@@ -20,6 +20,7 @@ from pydelta.errors import (
     DeltaProtocolError,
     InvalidTableError,
     ProtocolChangedException,
+    TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
 from pydelta.protocol.actions import Metadata, Protocol
@@ -153,6 +154,19 @@ def test_second_creator_of_the_same_table_gets_protocol_changed(tmp_path: Path) 
     with pytest.raises(ProtocolChangedException, match="writing to an empty directory"):
         b.commit([], "CREATE TABLE")
     assert sorted(os.listdir(Path(root) / "_delta_log")) == [f"{0:020d}.json"]
+
+
+def test_creating_a_table_that_exists_says_it_exists(table: str) -> None:
+    """Not the creation race's ProtocolChangedException: the log had version 0 before this
+    transaction started (delta-spark's DELTA_TABLE_ALREADY_EXISTS, "Table <tableName> already exists.")."""
+    before = log_listing(table)
+    with pytest.raises(TableAlreadyExistsError) as err:
+        OptimisticTransaction(table, None)
+    assert str(err.value) == f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{table}` already exists."
+    assert not isinstance(err.value, ProtocolChangedException)
+    with pytest.raises(TableAlreadyExistsError):
+        create_table(table)
+    assert log_listing(table) == before
 
 
 def test_post_commit_snapshot_is_at_the_committed_version(table: str) -> None:

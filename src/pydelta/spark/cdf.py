@@ -38,7 +38,9 @@ def cdf_schema(schema: StructType) -> Any:
     """The Spark schema of a change feed: the table's columns, then the three CDF columns."""
     from pyspark.sql.types import LongType, StringType, TimestampType
 
-    out = spark_schema(schema)
+    from pydelta.protocol.internal_metadata import remove_internal_metadata
+
+    out = spark_schema(remove_internal_metadata(schema))  # as reads show it (read.build_dataframe)
     return out.add(CHANGE_TYPE, StringType()).add(COMMIT_VERSION, LongType()).add(COMMIT_TIMESTAMP, TimestampType())
 
 

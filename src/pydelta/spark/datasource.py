@@ -27,14 +27,16 @@ class DeltaCatalogSource(DataSource):
         return "delta"
 
     def schema(self) -> Any:
-        """The table's schema now (a stream's schema is fixed at query start), plus the change-feed columns."""
+        """The table's schema now as delta-spark shows it (a stream's schema is fixed at query start),
+        plus the change-feed columns."""
         path = self.options.get("path")
         if path:
             from pydelta.log.snapshot import load_snapshot
+            from pydelta.protocol.internal_metadata import remove_internal_metadata
             from pydelta.spark.read import spark_schema
 
             snapshot = load_snapshot(path)
-            schema = spark_schema(snapshot.schema)
+            schema = spark_schema(remove_internal_metadata(snapshot.schema))
             if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
                 from pydelta.spark.streaming.source import StreamOptions
 
@@ -44,7 +46,7 @@ class DeltaCatalogSource(DataSource):
 
                     tracked = SchemaTrackingLog(opts.schema_tracking, snapshot.metadata.id, opts.tracking_id).latest()
                     if tracked is not None:
-                        schema = spark_schema(tracked.schema)
+                        schema = spark_schema(remove_internal_metadata(tracked.schema))
             if _change_feed(self.options):
                 from pyspark.sql.types import LongType, StringType, TimestampType
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from pydelta.errors import MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.internal_metadata import remove_internal_metadata
 from pydelta.protocol.partition_values import file_uri
 from pydelta.protocol.schema import (
     DecimalType,
@@ -87,6 +88,9 @@ def build_dataframe(
     `row_tracking_metadata` (user reads): on tables with row tracking enabled, the hidden
     `_metadata` column also holds `row_id`, `base_row_id`, `row_commit_version` and
     `default_row_commit_version`, as delta-spark's.
+    The table's columns carry the field metadata delta-spark shows readers (comments, defaults),
+    not Delta's internal keys (`remove_internal_metadata`): pydelta's own writers take the
+    metadata they need from the log.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
@@ -99,7 +103,7 @@ def build_dataframe(
     schema = snapshot.schema
     if extra_fields:
         schema = StructType(tuple(schema.fields) + tuple(extra_fields))
-    logical = spark_schema(schema)
+    logical = spark_schema(remove_internal_metadata(schema))
     if files.num_rows == 0:
         if with_file:
             logical = logical.add(StructField(FILE_COL, StringType())).add(StructField(ROW_COL, LongType()))
@@ -109,7 +113,10 @@ def build_dataframe(
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
     data_schema = StructType(tuple(f for f in snapshot.schema.fields if f.name not in partition_cols))
-    read_schema = spark_schema(to_physical_schema(data_schema, mode, field_ids=mode == "id"))
+    # Without column mapping the scan's columns are the output's, so they get the exposed metadata.
+    physical = remove_internal_metadata(data_schema) if mode == "none" else to_physical_schema(
+        data_schema, mode, field_ids=mode == "id")
+    read_schema = spark_schema(physical)
     for f in extra_fields:
         read_schema = read_schema.add(spark_schema(StructType((f,)))[f.name])
     materialized = _materialized_columns(snapshot) if row_ids else []
@@ -152,19 +159,20 @@ def build_dataframe(
     columns = []
     for field in schema.fields:
         spark_type = logical[field.name].dataType
+        exposed = logical[field.name].metadata  # set explicitly: a cast or physical column has other metadata
         if field.name in partition_cols and hive:
-            columns.append(F.col(quote_identifier(field.name)))
+            columns.append(F.col(quote_identifier(field.name)).alias(field.name, metadata=exposed))
         elif field.name in partition_cols:
             # Like delta-spark: zone-less timestamp partition values are in the session time zone.
             part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
-            columns.append(part.cast(spark_type).alias(field.name))
+            columns.append(part.cast(spark_type).alias(field.name, metadata=exposed))
         else:
             extra = field in extra_fields
             phys = physical_name(field) if mode != "none" and not extra else field.name
             col = F.col(quote_identifier(phys))
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)
-            columns.append(col.alias(field.name))
+            columns.append(col.alias(field.name, metadata=exposed))
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
     if hidden_metadata:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.log.snapshot import load_snapshot
+from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
+from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.read import read_snapshot
+from pydelta.spark.spark_errors import no_table_to_read
 from pydelta.spark.write_options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The read options pydelta implements; keys are case-insensitive.
@@ -81,9 +82,17 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
             version = int(version)
         except (TypeError, ValueError):
             raise DeltaIllegalArgumentError(f"versionAsOf must be an integer, got {version!r}") from None
-    snapshot = load_snapshot(path, version=version, timestamp=timestamp)
+    snapshot = load_for_read(path, version=version, timestamp=timestamp)
     if change_feed:
         from pydelta.spark.cdf import read_change_feed
 
         return read_change_feed(spark, snapshot, opts)
     return read_snapshot(spark, snapshot)
+
+
+def load_for_read(path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:
+    """The snapshot a read of `path` scans; delta-spark's read error when there is no table."""
+    try:
+        return load_snapshot(path, version=version, timestamp=timestamp)
+    except DeltaTableNotFoundError:
+        raise no_table_to_read(path) from None

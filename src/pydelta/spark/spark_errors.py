@@ -28,6 +28,7 @@ SQL_STATES: dict[str, str] = {
     "DELTA_TABLE_NOT_FOUND": "42P01",
     "DELTA_MISSING_DELTA_TABLE": "42P01",
     "DELTA_PATH_DOES_NOT_EXIST": "42K03",
+    "PATH_NOT_FOUND": "42K03",
     "TABLE_OR_VIEW_NOT_FOUND": "42P01",
     "DELTA_TABLE_ALREADY_EXISTS": "42P07",
     "TABLE_OR_VIEW_ALREADY_EXISTS": "42P07",
@@ -143,6 +144,31 @@ def _rule(e: E.DeltaError) -> tuple[str, str | None] | None:
     if isinstance(e, E.DeltaNotImplementedError):
         return UNSUPPORTED, None
     return None
+
+
+def not_a_delta_table(path: str) -> E.DeltaTableNotFoundError:
+    """delta-spark's `DeltaTable.forPath` error, for a missing path and a non-Delta directory alike
+    (DeltaErrors.notADeltaTableException)."""
+    return E.DeltaTableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] `{path}` is not a Delta table.")
+
+
+def no_table_to_read(path: str) -> E.DeltaTableNotFoundError:
+    """delta-spark's error for reading a path without a Delta table (DeltaTableV2.toBaseRelation):
+    Spark's PATH_NOT_FOUND when nothing is there, DELTA_TABLE_NOT_FOUND for an existing directory."""
+    shown = path.rstrip("/") or path  # as Hadoop's Path prints it
+    if not _path_exists(path):
+        return E.DeltaTableNotFoundError(f"[PATH_NOT_FOUND] Path does not exist: {shown}.")
+    return E.DeltaTableNotFoundError(f"[DELTA_TABLE_NOT_FOUND] Delta table `{shown}` doesn't exist.")
+
+
+def _path_exists(path: str) -> bool:
+    from pydelta.log.storage import storage_for
+
+    try:
+        storage = storage_for(path)
+        return storage.exists(path) or storage.is_directory(path)
+    except Exception:  # noqa: BLE001 - an unreachable store: do not claim the path is missing
+        return True
 
 
 _classes: dict[tuple[type, type], type] = {}

@@ -23,6 +23,7 @@ from pydelta.errors import (
     DeltaIllegalArgumentError,
     DeltaProtocolError,
     InvalidTableError,
+    TableAlreadyExistsError,
 )
 from pydelta.log.segment import LogSegment, list_log, log_dir_of
 from pydelta.log.storage import FileAlreadyExistsError, FileInfo, Storage, storage_for, to_local_path
@@ -158,6 +159,16 @@ class OptimisticTransaction:
             _refuse_catalog_managed(snapshot.protocol)
             snapshot.protocol.check_writable()
             owner_spec(snapshot.metadata, snapshot.protocol)  # invalid managed-commit states
+        else:
+            self._refuse_existing_table()
+
+    def _refuse_existing_table(self) -> None:
+        """A new table's transaction over a log that already has versions could only fail at commit,
+        on version 0, with the creation race's ProtocolChangedException: say what it is, now."""
+        listing = list_log(self.storage, self.table_root, 0)
+        if listing.commits or listing.checkpoints:
+            raise TableAlreadyExistsError(
+                f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{self.table_root}` already exists.")
 
     # ---- state ------------------------------------------------------------------------
     @property

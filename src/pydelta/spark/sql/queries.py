@@ -269,7 +269,12 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
     if rel.timestamp_sql is not None:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]
         timestamp = micros // 1000
-    snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
+    if rel.target.name is None:  # delta.`/path`: delta-spark's path read errors
+        from pydelta.spark.reader_options import load_for_read
+
+        snapshot = load_for_read(rel.target.path, version=rel.version, timestamp=timestamp)
+    else:
+        snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
     snapshot.protocol.check_readable()
     files = snapshot.files()
     if rel.conditions and files.num_rows:

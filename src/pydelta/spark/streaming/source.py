@@ -49,7 +49,15 @@ from pydelta.errors import (
 )
 from pydelta.log.changes import VersionActions, change_files, is_cdf_enabled, read_versions
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.schema import ArrayType, DataType, MapType, StructType, column_mapping_mode, parse_schema
+from pydelta.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructType,
+    column_mapping_mode,
+    parse_schema,
+    without_field_metadata,
+)
 from pydelta.spark.streaming.arrow_files import FileToRead, ReadSpec, read_files
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, parse_offset
 
@@ -325,12 +333,18 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         data_fields = [f for f in schema.fields if not (self.opts.change_feed and f.name in cdf_names)]
         self.cdf_fields = tuple(f for f in schema.fields if self.opts.change_feed and f.name in cdf_names)
         planned = parse_schema(json.dumps({"type": "struct", "fields": [json.loads(f.json()) for f in data_fields]}))
-        # The planned schema is the table's at query start; Spark keeps the fields' metadata, but
-        # take the log's copy (physical names, ids) whenever it is the same schema.
-        self.schema = self.snapshot.schema if _same(self.snapshot.schema, planned) else planned
+        # The planned schema is the table's at query start as readers see it, without internal
+        # metadata (`remove_internal_metadata`): take the log's copy (physical names, ids) when it
+        # has the same columns.
+        self.schema = planned
         self.tracking = self._tracking_log()
         if self.tracking is not None:
             self.schema = self._tracked_schema()
+        elif _same(without_field_metadata(self.snapshot.schema), without_field_metadata(planned)):
+            self.schema = self.snapshot.schema
+        elif column_mapping_mode(self.metadata.configuration) != "none":
+            # The columns changed since the query was planned: their physical names are unknown.
+            raise self._schema_changed(self.snapshot.schema, self.snapshot.version)
         self.partition_columns = tuple(self.metadata.partition_columns)
         self.mapping_mode = column_mapping_mode(self.metadata.configuration)
         if self.opts.change_feed and not is_cdf_enabled(self.metadata):
