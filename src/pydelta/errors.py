@@ -180,3 +180,7 @@ class StorageAccessError(DeltaError, OSError):
     The message names the URI and the store's own cause. An OSError too, as file-system
     failures are.
     """
+
+
+class MissingConnectorError(DeltaError):
+    """Spark has no Hadoop FileSystem for the table's URI scheme (e.g. s3a:// without hadoop-aws)."""

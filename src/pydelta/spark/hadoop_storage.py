@@ -222,3 +222,45 @@ def _uri_path(uri: str) -> str:
     from urllib.parse import urlparse
 
     return urlparse(uri).path
+
+
+# Object-store schemes whose data Spark reads and writes through a Hadoop connector jar that
+# pip cannot install: the FileSystem class each needs, and the Maven artifact that has it.
+CONNECTORS: dict[str, tuple[str, str]] = {
+    "s3a": ("org.apache.hadoop.fs.s3a.S3AFileSystem", "org.apache.hadoop:hadoop-aws:{hadoop}"),
+    "gs": ("com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem", "com.google.cloud.bigdataoss:gcs-connector"),
+    "abfs": ("org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem", "org.apache.hadoop:hadoop-azure:{hadoop}"),
+    "abfss": ("org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem", "org.apache.hadoop:hadoop-azure:{hadoop}"),
+}
+
+
+def require_connector(spark: Any, uri: str) -> None:
+    """Refuse, before any I/O, a table URI whose Hadoop connector the Spark session lacks.
+
+    Without it Spark fails deep inside a job with a Java ClassNotFoundException; this names
+    the missing artifact (matching the session's Hadoop version) and how to add it instead.
+    """
+    from urllib.parse import urlparse
+
+    from pydelta.errors import MissingConnectorError
+
+    scheme = urlparse(str(uri)).scheme.lower()
+    if scheme not in CONNECTORS:
+        return
+    default_class, artifact = CONNECTORS[scheme]
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    fs_class = conf.get(f"fs.{scheme}.impl") or default_class
+    try:
+        conf.getClassByName(fs_class)
+        return
+    except Exception:  # noqa: BLE001 - py4j's ClassNotFoundException
+        pass
+    hadoop = str(spark._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+    coordinates = artifact.format(hadoop=hadoop)
+    raise MissingConnectorError(
+        f"Spark cannot reach {uri}: the Hadoop FileSystem for '{scheme}://' ({fs_class}) is not on the "
+        f"session's classpath. Add the connector jar {coordinates} (and its dependencies, e.g. the AWS SDK "
+        f"bundle for hadoop-aws) with spark.jars / spark.jars.packages when building the session, or use "
+        f"a cluster image that ships it. pydelta's log core reaches '{scheme}://' on its own, Spark's "
+        "data path needs the connector."
+    )

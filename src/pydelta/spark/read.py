@@ -95,6 +95,9 @@ def build_dataframe(
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
+    from pydelta.spark.hadoop_storage import require_connector
+
+    require_connector(spark, snapshot.table_root)
     hidden_metadata = (
         row_tracking_metadata and not (with_file or row_ids or extra_fields) and files.num_rows > 0
         and _tracks_rows(snapshot)

@@ -82,6 +82,9 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
             version = int(version)
         except (TypeError, ValueError):
             raise DeltaIllegalArgumentError(f"versionAsOf must be an integer, got {version!r}") from None
+    from pydelta.spark.hadoop_storage import require_connector
+
+    require_connector(spark, path)
     snapshot = load_for_read(path, version=version, timestamp=timestamp)
     if change_feed:
         from pydelta.spark.cdf import read_change_feed

@@ -411,6 +411,9 @@ def write_dataframe(
     `save_as_table`: this is a saveAsTable overwrite of an existing table (how it is recorded).
     """
     spark = df.sparkSession
+    from pydelta.spark.hadoop_storage import require_connector
+
+    require_connector(spark, path)
     conf = {k: spark.conf.get(k, None) for k in _WRITE_CONFS}
     opts = parse_write_options(mode, partition_by, options or {}, {k: v for k, v in conf.items() if v is not None})
     root = to_local_path(path)

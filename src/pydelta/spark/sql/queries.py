@@ -259,8 +259,10 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
     from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.predicates import And
     from pydelta.spark.predicates import filter_condition, translate
+    from pydelta.spark.hadoop_storage import require_connector
     from pydelta.spark.read import build_dataframe, spark_schema, wrap
 
+    require_connector(spark, rel.target.path)  # before the log is read: Spark's data path needs it
     if rel.change_range is not None:
         from pydelta.spark.cdf import read_change_feed
 
