@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from decimal import Decimal
-from typing import Any
+from typing import Any, Iterator
 
 
 def canonical(value: Any) -> Any:
@@ -37,3 +38,15 @@ def last_commit_actions(path: str) -> list[dict]:
     version = pydelta.load_snapshot(path).version
     with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
         return [json.loads(line) for line in f]
+
+
+@contextlib.contextmanager
+def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+    """Set session confs for the block only: the SparkSession is shared by the whole run."""
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in confs:
+            spark.conf.unset(key)

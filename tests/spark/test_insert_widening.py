@@ -16,29 +16,19 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from pydelta import errors
+
+from tests.helpers import session_conf
 
 pytestmark = pytest.mark.spark
 
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 WIDENING = "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
 BIG = 5_000_000_000
-
-
-@contextmanager
-def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in confs:
-            spark.conf.unset(key)
 
 
 def log_files(path: str) -> dict[str, bytes]:

@@ -9,7 +9,6 @@ Each table is checked in the log itself and through the independent `deltalake` 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 
@@ -17,21 +16,15 @@ import pytest
 
 from pydelta import DeltaTable, load_snapshot
 
+from tests.helpers import session_conf
+
 pytestmark = pytest.mark.spark
 
 PREFIX = "spark.databricks.delta.properties.defaults."
 
 
-@contextlib.contextmanager
 def session_confs(spark, **confs: str):
-    """Set session confs for the block only: the SparkSession is shared by the whole run."""
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in confs:
-            spark.conf.unset(key)
+    return session_conf(spark, confs)
 
 
 def defaults(**props: str) -> dict[str, str]:

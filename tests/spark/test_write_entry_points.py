@@ -13,28 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
 from pydelta import errors
 
+from tests.helpers import session_conf
+
 pytestmark = pytest.mark.spark
 
 DYNAMIC_CONF = "spark.sql.sources.partitionOverwriteMode"
 INITIAL = [(1, "a"), (2, "b"), (3, "c")]
-
-
-@contextmanager
-def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in confs:
-            spark.conf.unset(key)
 
 
 def dl_rows(path: str) -> list[tuple]:
