@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo test test-slow test-all test-fast bench java clean
+.PHONY: setup demo test test-slow test-all test-fast test-witness witness bench java clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,14 @@ test-slow: setup
 
 test-all: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+# delta-spark in its own process as a witness (tests/witness): jars by Maven, its own venv.
+# `make test` runs these tests too (set up on first use, or skipped loudly without mvn).
+witness:
+	bash tests/witness/setup.sh
+
+test-witness: setup witness
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q tests/witness
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not spark and not slow"

@@ -1,0 +1,30 @@
+"""The `delta_spark` fixture: one delta-spark witness process per pytest session.
+
+When the witness cannot be set up (no mvn, Maven Central or PyPI unreachable, java
+missing) the witness tests fail if $PYDELTA_REQUIRE_WITNESS is set (CI sets it) and
+are otherwise skipped, with the reason in the skip message."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tests.witness.delta_spark import DeltaSparkWitness, WitnessUnavailable
+
+
+@pytest.fixture(scope="session")
+def delta_spark():
+    try:
+        witness = DeltaSparkWitness.start()
+    except WitnessUnavailable as e:
+        msg = f"delta-spark witness unavailable: {e}"
+        if os.environ.get("PYDELTA_REQUIRE_WITNESS"):
+            pytest.fail(msg + "\n($PYDELTA_REQUIRE_WITNESS is set: the witness tests may not skip)", pytrace=False)
+        print("\n*** SKIPPING delta-spark witness tests: " + msg, file=sys.stderr)
+        pytest.skip(msg)
+    print(f"\ndelta-spark witness: pyspark {witness.info['pyspark']}, started in {witness.start_seconds:.1f}s,"
+          f" log {witness.log_path}", file=sys.stderr)
+    yield witness
+    witness.close()
