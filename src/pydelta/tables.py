@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -11,11 +12,12 @@ from pydelta.errors import (
     DeltaAnalysisError,
     DeltaError,
     DeltaIllegalArgumentError,
+    DeltaNotImplementedError,
     DeltaTableNotFoundError,
     TableAlreadyExistsError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
-from pydelta.spark.spark_errors import boundary_class, not_a_delta_table
+from pydelta.spark.spark_errors import boundary_class, cannot_replace_missing_table, not_a_delta_table
 
 
 def _check_condition(condition: Any, argname: str = "'condition'") -> None:
@@ -89,6 +91,11 @@ class DeltaTable:
     # ---- construction --------------------------------------------------------------
     @classmethod
     def forPath(cls, sparkSession: Any, path: str, hadoopConf: dict[str, str] | None = None) -> "DeltaTable":
+        bad = {k: v for k, v in (hadoopConf or {}).items() if not k.startswith(("fs.", "dfs."))}
+        if bad:
+            raise DeltaIllegalArgumentError(
+                "[DELTA_TABLE_FOR_PATH_UNSUPPORTED_HADOOP_CONF] Currently DeltaTable.forPath only supports hadoop "
+                "configuration keys starting with [fs.,dfs.] but got " + ",".join(f"{k} -> {v}" for k, v in bad.items()))
         table = cls(sparkSession, path)
         try:
             table.snapshot()  # fails now, as delta-spark does, when there is no table
@@ -102,7 +109,9 @@ class DeltaTable:
 
         location = delta_table_location(sparkSession, tableOrViewName)
         if location is None:
-            raise DeltaTableNotFoundError(f"`{tableOrViewName}` is not a Delta table")
+            parts = [p.strip("`").replace("`", "``") for p in re.findall(r"`[^`]*`|[^.]+", tableOrViewName)]
+            shown = ".".join(f"`{p}`" for p in parts[-2:])  # DeltaTableIdentifier.quotedString
+            raise DeltaTableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] {shown} is not a Delta table.")
         return cls.forPath(sparkSession, location)
 
     @classmethod
@@ -238,6 +247,8 @@ class DeltaTable:
     def addFeatureSupport(self, featureName: str) -> None:
         from pydelta.spark.maintenance.protocol_ops import add_feature_support
 
+        if not isinstance(featureName, str):
+            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
         add_feature_support(self, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
@@ -373,7 +384,8 @@ class DeltaTableBuilder:
         if type(nullable) is not bool:
             _raise_type_error("Column nullable must be bool.", [nullable])
         if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise ValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.")
+            raise ValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.",
+                             [generatedByDefaultAs, generatedAlwaysAs])
         identity = None
         if generatedAlwaysAs is not None:
             if isinstance(generatedAlwaysAs, IdentityGenerator):
@@ -392,6 +404,11 @@ class DeltaTableBuilder:
             dataType = _parse_datatype_string(dataType)
         if not isinstance(dataType, DataType):
             raise DeltaIllegalArgumentError(f"addColumn: dataType must be a DataType or a DDL string, got {dataType!r}")
+        if identity is not None and dataType.typeName() != "long":  # DeltaColumnBuilder.build
+            json_name = dataType.jsonValue()
+            type_name = json_name if isinstance(json_name, str) else dataType.typeName()
+            raise DeltaNotImplementedError(f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType {type_name} "
+                                           "is not supported for IDENTITY columns.")
         metadata: dict[str, Any] = {}
         if identity is not None:
             from pydelta.protocol.identity import column_metadata
@@ -453,7 +470,8 @@ class DeltaTableBuilder:
         from pydelta.txn.transaction import OptimisticTransaction
 
         if self._location is None and self._name is None:
-            raise DeltaIllegalArgumentError("the table needs a tableName or a location")
+            raise DeltaAnalysisError("[DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION] "
+                                     "Table name or location has to be specified.")
         if not self._columns:
             raise DeltaAnalysisError("the table needs at least one column (addColumn / addColumns)")
         path = self._location or table_location(self._spark, self._name)  # type: ignore[arg-type]
@@ -471,9 +489,7 @@ class DeltaTableBuilder:
         if snapshot is not None and self._kind == "createIfNotExists":
             return DeltaTable.forPath(self._spark, path)
         if snapshot is None and self._kind == "replace":
-            raise DeltaAnalysisError(
-                f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {self._name or path} cannot be replaced as it does not "
-                "exist. Use CREATE OR REPLACE TABLE to create the table.")
+            raise cannot_replace_missing_table(self._spark, self._name, self._location)
         schema = parse_schema(SparkStructType(self._columns).json())
         # create and replace both make a new table: the session's table defaults apply (delta-spark).
         properties = with_table_defaults(checked_table_properties(self._spark, self._properties),

@@ -61,7 +61,7 @@ def test_builder_and_table_argument_checks(spark, tmp_path):
         t.merge(5, "true")
     with pytest.raises(ValueError, match="timestamp needs to be a string"):
         t.restoreToTimestamp(5)
-    with pytest.raises(ValueError, match="cannot be converted to a valid timestamp"):
+    with pytest.raises(AnalysisException, match="cannot be converted to a valid timestamp"):
         t.restoreToTimestamp("not a time")
     with pytest.raises(TypeError, match="Z-order column must be str"):
         t.optimize().executeZOrderBy(1)
@@ -109,7 +109,7 @@ def test_builder_details_and_errors(spark, tmp_path):
         spark.sql("DROP TABLE IF EXISTS parity_built")
     with pytest.raises(AnalysisException) as missing:
         DeltaTable.replace(spark).tableName("parity_never_made").addColumn("id", "INT").execute()
-    assert missing.value.getCondition() == "DELTA_CANNOT_REPLACE_MISSING_TABLE"
+    assert missing.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND"  # Spark's AtomicReplaceTableExec
     bad = str(tmp_path / "bad")
     with pytest.raises(AnalysisException) as part:
         DeltaTable.create(spark).location(bad).addColumn("id", "INT").partitionedBy("zz").execute()

@@ -11,6 +11,7 @@ import json
 import threading
 
 import pytest
+from pyspark.errors import UnsupportedOperationException
 
 import pydelta
 from pydelta import DeltaTable, errors
@@ -130,7 +131,7 @@ def test_invalid_identity_definitions_and_merge_updates(spark, tmp_path):
     with pytest.raises(ValueError, match="step to be non-zero"):
         DeltaTable.create(spark).addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator(step=0))
     bad = str(tmp_path / "bad")
-    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE"):
+    with pytest.raises(UnsupportedOperationException, match="DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE"):
         spark.sql(f"CREATE TABLE delta.`{bad}` (id INT GENERATED ALWAYS AS IDENTITY, v STRING) USING delta")
     with pytest.raises(errors.DeltaAnalysisError, match="DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED"):
         spark.sql(f"CREATE TABLE delta.`{bad}` (id BIGINT GENERATED ALWAYS AS IDENTITY, v STRING) USING delta "

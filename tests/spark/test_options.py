@@ -123,12 +123,12 @@ def test_unknown_options_are_refused_unless_asked_to_ignore(spark, table):
 # ---- writes ------------------------------------------------------------------------------
 
 
-def test_optimize_write_is_refused_and_commits_nothing(spark, table):
+def test_refused_write_option_commits_nothing(spark, table):
     before = log_files(table)
     data = os.listdir(table)
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite") as info:
-        spark.range(100, 103).write.format("delta").mode("append").option("optimizeWrite", "true").save(table)
-    assert info.value.option == "optimizeWrite"
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="writePartitionColumns") as info:
+        spark.range(100, 103).write.format("delta").mode("append").option("writePartitionColumns", "true").save(table)
+    assert info.value.option == "writePartitionColumns"
     assert log_files(table) == before
     assert os.listdir(table) == data
     assert ids(read(spark, table)) == [0, 1, 2, 10, 11]
@@ -143,7 +143,6 @@ def test_refused_write_does_not_create_a_table(spark, tmp_path):
 
 
 @pytest.mark.parametrize("option,value", [
-    ("optimizeWrite", "TRUE"),
     ("replaceOn", "t.id = s.id"),
     ("replaceUsing", "id"),
     ("targetAlias", "t"),
@@ -159,13 +158,13 @@ def test_unimplemented_write_options_raise(spark, table, option, value):
 
 def test_every_write_entry_point_checks_options(spark, table):
     before = log_files(table)
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
-        pydelta.write(spark.range(3), table, "append", optimizeWrite="true")
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
-        spark.range(3).write.format("delta").save(table, mode="append", optimizeWrite="true")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="writePartitionColumns"):
+        pydelta.write(spark.range(3), table, "append", writePartitionColumns="true")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="writePartitionColumns"):
+        spark.range(3).write.format("delta").save(table, mode="append", writePartitionColumns="true")
     assert log_files(table) == before
-    with pytest.raises(errors.DeltaUnsupportedOptionError, match="optimizeWrite"):
-        spark.range(3).write.format("delta").option("optimizeWrite", "true").saveAsTable("options_refused")
+    with pytest.raises(errors.DeltaUnsupportedOptionError, match="writePartitionColumns"):
+        spark.range(3).write.format("delta").option("writePartitionColumns", "true").saveAsTable("options_refused")
     from pydelta.spark.catalog import table_location
 
     assert not os.path.exists(table_location(spark, "options_refused"))

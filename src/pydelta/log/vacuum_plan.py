@@ -326,3 +326,39 @@ def execute_plan(plan: VacuumPlan) -> int:
         except OSError:
             continue  # not empty (a hidden file, or something new arrived): delta-spark skips it too
     return deleted
+
+
+# ---- VACUUM LITE ----------------------------------------------------------------------------------
+
+
+def lite_plan(snapshot: Snapshot, plan: VacuumPlan) -> VacuumPlan:
+    """VACUUM LITE (delta-spark 3.3+): of what a full VACUUM would delete, only the files the
+    log names (add/remove actions of commits made before the retention cutoff), no listing of
+    strangers and no directories. Without commit 0 the log may miss files: delta-spark's
+    DELTA_CANNOT_VACUUM_LITE (pydelta keeps no _last_vacuum_info to resume from)."""
+    import json
+
+    from pydelta.log.segment import list_log
+    from pydelta.log.snapshot import ict_enablement_version
+    from pydelta.log.timestamps import commit_timestamps
+
+    storage = snapshot.storage
+    commits = list_log(storage, snapshot.table_root).commits
+    if commits and min(commits) != 0:
+        raise DeltaIllegalArgumentError(
+            "[DELTA_CANNOT_VACUUM_LITE] VACUUM LITE cannot delete all eligible files as some files are not "
+            "referenced by the Delta log. Please run VACUUM FULL.")
+    stamps = {c.version: c.timestamp for c in commit_timestamps(
+        storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), {})}
+    named: set[str] = set()
+    for version in sorted(v for v in commits if v <= snapshot.version):
+        if stamps.get(version, commits[version].modification_time) > plan.delete_before_ms:
+            break
+        for line in storage.read(commits[version].path).splitlines():
+            action = json.loads(line) if line.strip() else {}
+            for kind in ("add", "remove"):
+                if kind in action:
+                    named.add(_norm(canonical_path(action[kind]["path"], snapshot.table_root)))
+    plan.files = [f for f in plan.files if _norm(f.path) in named]
+    plan.dirs = []
+    return plan

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from pydelta.errors import DeltaAnalysisError
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import PrimitiveType, StructField, StructType
 
@@ -85,7 +85,8 @@ def validate(schema: StructType, partition_columns: tuple[str, ...] | list[str])
         if spec.step == 0:
             raise DeltaAnalysisError("[DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP] IDENTITY column step cannot be 0.")
         if not (isinstance(f.type, PrimitiveType) and f.type.name == "long"):
-            raise DeltaAnalysisError(f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType "
+            # delta-spark: a DeltaUnsupportedOperationException (DeltaErrors.identityColumnDataTypeNotSupported)
+            raise DeltaNotImplementedError(f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType "
                                      f"{getattr(f.type, 'name', f.type)} is not supported for IDENTITY columns.")
         if f.name.lower() in partitions:
             raise DeltaAnalysisError(f"[DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED] PARTITIONED BY IDENTITY "

@@ -8,12 +8,13 @@ delta-spark's leniency.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.read import read_snapshot
-from pydelta.spark.spark_errors import no_table_to_read
+from pydelta.spark.spark_errors import _path_exists, no_table_to_read
 from pydelta.spark.write_options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The read options pydelta implements; keys are case-insensitive.
@@ -75,6 +76,12 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
                 )
     version = _option(opts, "versionAsOf")
     timestamp = _option(opts, "timestampAsOf")
+    path, at_version, at_timestamp = split_at_syntax(spark, path)
+    if at_version is not None or at_timestamp is not None:
+        if version is not None or timestamp is not None:
+            raise DeltaAnalysisError("[DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS] "
+                                     "Cannot specify time travel in multiple formats.")
+        version, timestamp = at_version, at_timestamp
     if version is not None and timestamp is not None:
         raise DeltaIllegalArgumentError("cannot specify both versionAsOf and timestampAsOf")
     if version is not None:
@@ -91,6 +98,36 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
 
         return read_change_feed(spark, snapshot, opts)
     return read_snapshot(spark, snapshot)
+
+
+_AT_VERSION = re.compile(r".*@[vV](\d+)$", re.DOTALL)
+_AT_TIMESTAMP = re.compile(r".*@(\d{17})$", re.DOTALL)
+RESOLVE_ON_IDENTIFIER_CONF = "spark.databricks.delta.timeTravel.resolveOnIdentifier.enabled"
+
+
+def split_at_syntax(spark: Any, path: str) -> tuple[str, int | None, int | None]:
+    """delta-spark's `/path@v123` / `/path@yyyyMMddHHmmssSSS` (DeltaTableUtils.extractIfPathContainsTimeTravel):
+    (real path, version, timestamp in epoch ms). A path that exists as written is not time travel."""
+    from datetime import datetime
+
+    from pydelta.spark.maintenance.restore import _session_zone
+
+    if str(spark.conf.get(RESOLVE_ON_IDENTIFIER_CONF, "true")).lower() != "true":
+        return path, None, None
+    at_version, at_timestamp = _AT_VERSION.match(path), _AT_TIMESTAMP.match(path)
+    if (at_version is None and at_timestamp is None) or _path_exists(path):
+        return path, None, None
+    if at_timestamp is not None:
+        text = at_timestamp.group(1)
+        try:
+            dt = datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(
+                microsecond=int(text[14:]) * 1000, tzinfo=_session_zone(spark))
+        except ValueError:
+            raise DeltaAnalysisError(f"[DELTA_INVALID_TIMESTAMP_FORMAT] The provided timestamp {text} does not "
+                                     "match the expected syntax yyyyMMddHHmmssSSS.") from None
+        return path[: -len(text) - 1], None, int(dt.timestamp() * 1000)
+    digits = at_version.group(1)  # type: ignore[union-attr]
+    return path[: -len(digits) - 2], int(digits), None
 
 
 def load_for_read(path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:

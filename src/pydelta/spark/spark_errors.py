@@ -33,6 +33,13 @@ SQL_STATES: dict[str, str] = {
     "DELTA_TABLE_ALREADY_EXISTS": "42P07",
     "TABLE_OR_VIEW_ALREADY_EXISTS": "42P07",
     "DELTA_PATH_EXISTS": "42K04",
+    "DELTA_CANNOT_REPLACE_MISSING_TABLE": "42P01",
+    "DELTA_TABLE_FOR_PATH_UNSUPPORTED_HADOOP_CONF": "0AKDC",
+    "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION": "42601",
+    "DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS": "42613",
+    "DELTA_INVALID_TIMESTAMP_FORMAT": "22007",
+    "DELTA_TIMESTAMP_INVALID": "42816",
+    "DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE": "428H2",
     "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG": "56038",
     "DELTA_UNSUPPORTED_FEATURES_FOR_READ": "56038",
     "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE": "56038",
@@ -150,6 +157,26 @@ def not_a_delta_table(path: str) -> E.DeltaTableNotFoundError:
     """delta-spark's `DeltaTable.forPath` error, for a missing path and a non-Delta directory alike
     (DeltaErrors.notADeltaTableException)."""
     return E.DeltaTableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] `{path}` is not a Delta table.")
+
+
+def cannot_replace_missing_table(spark: Any, name: str | None, location: str | None) -> E.DeltaError:
+    """delta-spark's error for replacing a table that does not exist: Spark's TABLE_OR_VIEW_NOT_FOUND
+    (AtomicReplaceTableExec) for a name, DELTA_CANNOT_REPLACE_MISSING_TABLE (CreateDeltaTableCommand)
+    for a path."""
+    if name is None:
+        shown = f"`{location}`" if location and not re.fullmatch(r"[A-Za-z0-9_]+", location) else location
+        return E.DeltaAnalysisError(f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table delta.{shown} cannot be replaced "
+                                    "as it does not exist. Use CREATE OR REPLACE TABLE to create the table.")
+    parts = [p.strip("`") for p in re.findall(r"`[^`]*`|[^.]+", name)]
+    if len(parts) == 1:
+        parts = [spark.catalog.currentDatabase(), *parts]
+    relation = ".".join(f"`{p}`" for p in parts[-2:])
+    search = f"[`system`.`builtin`, `system`.`session`, `spark_catalog`.`{spark.catalog.currentDatabase()}`]"
+    return E.DeltaTableNotFoundError(
+        f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {relation} cannot be found. Verify the spelling and "
+        f"correctness of the schema and catalog.\nSearch path: {search}.\nIf you did not qualify the name with a "
+        "schema, verify the current_schema() output, or qualify the name with the correct schema and catalog.\n"
+        "To tolerate the error on drop use DROP VIEW IF EXISTS or DROP TABLE IF EXISTS.")
 
 
 def no_table_to_read(path: str) -> E.DeltaTableNotFoundError:

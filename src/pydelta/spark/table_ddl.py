@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
+from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark import catalog
 from pydelta.spark.write import NewTableSpec, try_load, write_dataframe
 from pydelta.txn.commit_info import Operation
@@ -37,9 +37,9 @@ def table_as_select(
             return None
         raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {display} already exists")
     if kind == "replace" and snapshot is None:
-        raise DeltaAnalysisError(
-            f"[TABLE_OR_VIEW_NOT_FOUND] Table {display} cannot be replaced as it does not exist. "
-            "Use CREATE OR REPLACE TABLE to create the table.")
+        from pydelta.spark.spark_errors import cannot_replace_missing_table
+
+        raise cannot_replace_missing_table(spark, name, path)
     replacing = snapshot is not None
     operation_name = {"create": "CREATE TABLE AS SELECT", "replace": "REPLACE TABLE AS SELECT",
                       "createOrReplace": "CREATE OR REPLACE TABLE AS SELECT"}[kind]

@@ -47,7 +47,11 @@ from pydelta.txn.transaction import OptimisticTransaction
 
 
 def engine_info(spark: Any) -> str:
-    return f"pydelta/{__version__} Apache-Spark/{spark.version}"
+    """engineInfo for a commit from `spark`, carrying the session's commitInfo.userMetadata to every commit."""
+    from pydelta.txn.commit_info import EngineInfo
+
+    return EngineInfo(f"pydelta/{__version__} Apache-Spark/{spark.version}",
+                      spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None))
 
 
 def isolation_level(metadata: Metadata | None) -> str:
@@ -381,6 +385,7 @@ _WRITE_CONFS = (
     "spark.pydelta.options.ignoreUnknown",
     TXN_APP_ID_CONF,
     TXN_VERSION_CONF,
+    "spark.databricks.delta.optimizeWrite.enabled",
 )
 
 
@@ -479,6 +484,10 @@ def write_dataframe(
             removed = files
             txn.read_whole_table()
 
+    from pydelta.spark import optimized_write
+
+    if optimized_write.enabled(opts.optimize_write, metadata.configuration):
+        to_write = optimized_write.optimized(to_write, list(metadata.partition_columns))
     with violations_as_errors():
         adds = write_data_files(
             to_write, root, metadata, data_change=opts.data_change,

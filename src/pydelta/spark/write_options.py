@@ -25,13 +25,12 @@ from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionErro
 # The write options pydelta implements (besides `delta.*` table properties); keys are case-insensitive.
 WRITE_SUPPORTED = (
     "path", "replaceWhere", "partitionOverwriteMode", "mergeSchema", "overwriteSchema", "userMetadata",
-    "txnAppId", "txnVersion", "dataChange", "maxRecordsPerFile", "compression",
+    "txnAppId", "txnVersion", "dataChange", "maxRecordsPerFile", "compression", "optimizeWrite",
 )
 
 # delta-spark options pydelta does not implement, mapped to the one value that means
 # "pydelta's behaviour anyway" (accepted), or None when every value is refused.
 WRITE_UNSUPPORTED: dict[str, str | None] = {
-    "optimizeWrite": "false",
     "writePartitionColumns": "false",
     "useNullIntolerantEqualityWithDPO": "false",
     "replaceOn": None,
@@ -197,6 +196,7 @@ class WriteOptions:
     data_change: bool = True
     max_records_per_file: int | None = None
     compression: str | None = None
+    optimize_write: bool | None = None  # None: the table property decides
     table_properties: dict[str, str] = field(default_factory=dict)
 
 
@@ -249,6 +249,10 @@ def parse_write_options(
         except (TypeError, ValueError):
             raise DeltaIllegalArgumentError(f"maxRecordsPerFile must be an integer, got {mrpf!r}") from None
     out.compression = _get(options, "compression")
+    ow_opt = _get(options, "optimizeWrite")
+    ow_conf = conf.get("spark.databricks.delta.optimizeWrite.enabled")
+    if ow_opt is not None or ow_conf is not None:
+        out.optimize_write = _bool(ow_opt if ow_opt is not None else ow_conf, "optimizeWrite")
     out.table_properties = {
         k: str(v) for k, v in options.items() if k.lower().startswith("delta.") and k.lower() != "delta.columnmapping.maxcolumnid"
     }

@@ -250,6 +250,18 @@ def new_txn_id() -> str:
     return str(uuid.uuid4())
 
 
+class EngineInfo(str):
+    """An engineInfo string that also carries the engine session's default commitInfo.userMetadata
+    (delta-spark reads spark.databricks.delta.commitInfo.userMetadata at every commit)."""
+
+    user_metadata: str | None
+
+    def __new__(cls, text: str, user_metadata: str | None = None) -> "EngineInfo":
+        made = super().__new__(cls, text)
+        made.user_metadata = user_metadata
+        return made
+
+
 def default_engine_info() -> str:
     from pydelta import __version__
 

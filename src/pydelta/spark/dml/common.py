@@ -79,19 +79,19 @@ def column_mapping(value: Any, argname: str) -> dict[str, Any]:
     from pyspark.sql import Column
 
     if value is None:
-        raise DeltaIllegalArgumentError(f"{argname} cannot be None")
+        raise ValueError(f"{argname} cannot be None")  # delta-spark's _dict_to_jmap
     if not isinstance(value, dict):
         raise DmlTypeError(f"{argname} must be a dict, found to be {type(value)}")
     out = {}
     for key, expr in value.items():
         if not isinstance(key, str):
             raise DmlTypeError(
-                f"Keys of dict in {argname} must contain only strings with column names, found {key!r} of type {type(key)}"
+                f"Keys of dict in {argname} must contain only strings with column names, found '{key}' of type '{type(key)}"
             )
         if not isinstance(expr, (str, Column)):
             raise DmlTypeError(
                 f"Values of dict in {argname} must contain only Spark SQL Columns or strings (expressions in SQL "
-                f"syntax) as values, found {expr!r} of type {type(expr)}"
+                f"syntax) as values, found '{expr}' of type '{type(expr)}'"
             )
         out[key] = as_column(expr, argname)
     return out

@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from pydelta.errors import DeltaIllegalArgumentError, MissingDataFileError
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, MissingDataFileError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.txn.clone import add_action_from_file_row as _add_action
@@ -65,9 +65,10 @@ def _parse_timestamp(spark: Any, timestamp: Any) -> datetime:
     text = str(timestamp).strip()
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise DeltaIllegalArgumentError(
-            f"The provided timestamp ({text}) cannot be converted to a valid timestamp."
+    except ValueError:  # delta-spark: DeltaErrors.timestampInvalid(Literal(timestamp)), an AnalysisException
+        literal = "'" + str(timestamp).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        raise DeltaAnalysisError(
+            f"[DELTA_TIMESTAMP_INVALID] The provided timestamp ({literal}) cannot be converted to a valid timestamp."
         ) from None
     return dt if dt.tzinfo else dt.replace(tzinfo=zone)
 

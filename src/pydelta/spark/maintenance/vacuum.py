@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, plan_vacuum
+from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
 from pydelta.spark.maintenance._conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
 
@@ -20,13 +20,14 @@ RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 LOGGING_CONF = "spark.databricks.delta.vacuum.logging.enabled"
 
 
-def _plan(table: Any, retention_hours: float | None, now_ms: int | None) -> VacuumPlan:
+def _plan(table: Any, retention_hours: float | None, now_ms: int | None, lite: bool = False) -> VacuumPlan:
     snapshot = table.snapshot()
     # delta-spark: deltaLog.protocolWrite(snapshot.protocol). With vacuumProtocolCheck the
     # reader side is part of it; check_writable checks both.
     snapshot.protocol.check_writable()
     check = conf_bool(table._spark, RETENTION_CHECK_CONF, True)
-    return plan_vacuum(snapshot, retention_hours, now_ms=now_ms, check_enabled=check)
+    plan = plan_vacuum(snapshot, retention_hours, now_ms=now_ms, check_enabled=check)
+    return lite_plan(snapshot, plan) if lite else plan
 
 
 def vacuum_dry_run(table: Any, retentionHours: float | None = None, *, now_ms: int | None = None) -> list[str]:
@@ -84,6 +85,7 @@ def vacuum(
     *,
     dry_run: bool = False,
     now_ms: int | None = None,
+    lite: bool = False,
 ) -> Any:
     """Run VACUUM on `table`.
 
@@ -95,7 +97,7 @@ def vacuum(
     from pyspark.sql.types import StringType, StructField, StructType
 
     spark = table._spark
-    plan = _plan(table, retentionHours, now_ms)
+    plan = _plan(table, retentionHours, now_ms, lite)
     if dry_run:
         rows = [(f"file:{p}",) for p in plan.paths]
         return spark.createDataFrame(rows, StructType([StructField("path", StringType(), True)]))

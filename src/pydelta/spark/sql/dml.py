@@ -7,7 +7,7 @@ hands the statement to Spark.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.sql import jplan
@@ -27,6 +27,61 @@ def _relation_target(spark: Any, node: Any) -> tuple[DeltaTarget | None, str | N
     if jplan.kind(node) != "UnresolvedRelation":
         return None, alias, node
     return resolve(spark, jplan.identifier_parts(node)), alias, node
+
+
+Requalify = Callable[[Any], Any]
+
+
+def _qualifier(spark: Any, parts: list[str]) -> list[str]:
+    """The name parts Spark qualifies an unaliased table's columns with ([catalog, db, table]),
+    so `people10m.id`, `db.people10m.id` and delta.`/p`.id all name the table's column."""
+    if len(parts) == 1:
+        return ["spark_catalog", spark.catalog.currentDatabase(), parts[0]]
+    return ["spark_catalog", *parts] if len(parts) == 2 else list(parts)
+
+
+def _requalifier(spark: Any, tables: list[tuple[list[str], str]]) -> Requalify:
+    """Rewrites column references qualified by an unaliased table's name (any suffix of
+    [catalog, db, table]) to the single alias pydelta gives that table's DataFrame."""
+    from pydelta.spark.sql.targets import path_parts
+
+    rules = [(_qualifier(spark, parts) if path_parts(parts) is None else ["spark_catalog", *parts], alias)
+             for parts, alias in tables]
+
+    def rename(name: list[str]) -> list[str] | None:
+        lower = [p.lower() for p in name]
+        for qualifier, alias in rules:
+            for k in range(len(qualifier), 0, -1):
+                suffix = [p.lower() for p in qualifier[-k:]]
+                if len(name) > k and lower[:k] == suffix:
+                    return None if name[:k] == [alias] else [alias, *name[k:]]
+        return None
+
+    def fix(expr: Any) -> Any:
+        return _rewrite_attributes(expr, rename)[0] if rules else expr
+
+    return fix
+
+
+def _rewrite_attributes(expr: Any, rename: Callable[[list[str]], list[str] | None]) -> tuple[Any, bool]:
+    """(expr with each UnresolvedAttribute renamed by `rename`, whether anything changed)."""
+    if jplan.node_kind(expr) == "UnresolvedAttribute":
+        new = rename([str(p) for p in jplan.seq(expr.nameParts())])
+        if new is None:
+            return expr, False
+        from py4j.java_gateway import JavaClass
+
+        cls = JavaClass("org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute", expr._gateway_client)
+        return cls(jplan.scala_list(expr, new)), True
+    kids = [_rewrite_attributes(k, rename) for k in jplan.children(expr)]
+    if not any(changed for _, changed in kids):
+        return expr, False
+    return expr.withNewChildren(jplan.scala_list(expr, [k for k, _ in kids])), True
+
+
+def _default_alias(parts: list[str]) -> str:
+    """The alias an unaliased relation gets: its table name (the path for delta.`/path`)."""
+    return parts[-1]
 
 
 def _dataframe_of(spark: Any, text: str, node: Any) -> Any:
@@ -64,13 +119,22 @@ def _delta_table(spark: Any, target: DeltaTarget, alias: str | None) -> Any:
 # ---- DML ---------------------------------------------------------------------------------
 
 
+def _unaliased(spark: Any, alias: str | None, node: Any) -> tuple[str, Requalify]:
+    """(alias, requalifier) of a DML target: an unaliased table is known by its own name."""
+    if alias:
+        return alias, _requalifier(spark, [])
+    parts = jplan.identifier_parts(node)
+    return _default_alias(parts), _requalifier(spark, [(parts, _default_alias(parts))])
+
+
 def _delete(spark: Any, text: str, plan: Any) -> Any:
-    target, alias, _ = _relation_target(spark, plan.table())
+    target, alias, node = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
     from pydelta.spark.dml.delete import prepare_delete
 
-    condition = None if _is_true_literal(plan.condition()) else plan.condition().sql()
+    alias, fix = _unaliased(spark, alias, node)
+    condition = None if _is_true_literal(plan.condition()) else fix(plan.condition()).sql()
     table = _delta_table(spark, target, alias)
     prepared = prepare_delete(spark, table.snapshot(), condition, alias=alias)
     prepared.commit()
@@ -79,34 +143,41 @@ def _delete(spark: Any, text: str, plan: Any) -> Any:
 
 
 def _update(spark: Any, text: str, plan: Any) -> Any:
-    target, alias, _ = _relation_target(spark, plan.table())
+    target, alias, node = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
     from pydelta.spark.dml.update import column_mapping, prepare_update
 
+    alias, fix = _unaliased(spark, alias, node)
     table = _delta_table(spark, target, alias)
-    assignments = _assignments(plan, alias, _column_defaults(table))
+    assignments = _assignments(plan, alias, _column_defaults(table), fix)
     condition = jplan.option(plan.condition())
-    prepared = prepare_update(spark, table.snapshot(), condition.sql() if condition is not None else None,
+    prepared = prepare_update(spark, table.snapshot(), fix(condition).sql() if condition is not None else None,
                               column_mapping(assignments, "SET"), alias=alias)
     prepared.commit()
     return spark.createDataFrame([(int(prepared.metrics.get("numUpdatedRows", 0)),)], "num_affected_rows BIGINT")
 
 
 def _merge(spark: Any, text: str, plan: Any) -> Any:
-    target, alias, _ = _relation_target(spark, plan.targetTable())
+    target, alias, node = _relation_target(spark, plan.targetTable())
     if target is None:
         return NOT_DELTA
+    tables = [] if alias else [(jplan.identifier_parts(node), _default_alias(jplan.identifier_parts(node)))]
+    alias = alias or tables[0][1]
+    if jplan.kind(plan.sourceTable()) == "UnresolvedRelation":  # an unaliased source: known by its name too
+        parts = jplan.identifier_parts(plan.sourceTable())
+        tables.append((parts, parts[-1]))
+    fix = _requalifier(spark, tables)
     source = _dataframe_of(spark, text, plan.sourceTable())
     table = _delta_table(spark, target, alias)
     defaults = _column_defaults(table)
-    builder = table.merge(source, plan.mergeCondition().sql())
+    builder = table.merge(source, fix(plan.mergeCondition()).sql())
     for action in jplan.seq(plan.matchedActions()):
-        builder = _merge_clause(builder, action, "matched", alias, defaults)
+        builder = _merge_clause(builder, action, "matched", alias, defaults, fix)
     for action in jplan.seq(plan.notMatchedActions()):
-        builder = _merge_clause(builder, action, "notMatched", alias, defaults)
+        builder = _merge_clause(builder, action, "notMatched", alias, defaults, fix)
     for action in jplan.seq(plan.notMatchedBySourceActions()):
-        builder = _merge_clause(builder, action, "notMatchedBySource", alias, defaults)
+        builder = _merge_clause(builder, action, "notMatchedBySource", alias, defaults, fix)
     if plan.withSchemaEvolution():
         builder = builder.withSchemaEvolution()
     return builder.execute()
@@ -123,40 +194,41 @@ def _column_defaults(table: Any) -> dict[str, str]:
     return out
 
 
-def _assignments(action: Any, alias: str | None, defaults: dict[str, str]) -> dict[str, str]:
+def _assignments(action: Any, alias: str | None, defaults: dict[str, str], fix: Requalify) -> dict[str, str]:
     """SET / VALUES of a MERGE clause as {column: SQL}; the DEFAULT keyword becomes the column's default."""
     from pydelta.spark.column_defaults import is_default_keyword
 
     out = {}
     for a in jplan.seq(action.assignments()):
-        key = a.key().sql()
+        key = fix(a.key()).sql()
         if alias and key.lower().startswith(alias.lower() + "."):
             key = key[len(alias) + 1:]
         value = a.value()
         bare = key.strip("`").lower()
-        out[key] = defaults.get(bare, "NULL") if is_default_keyword(value) else value.sql()
+        out[key] = defaults.get(bare, "NULL") if is_default_keyword(value) else fix(value).sql()
     return out
 
 
-def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defaults: dict[str, str]) -> Any:
+def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defaults: dict[str, str],
+                  fix: Requalify) -> Any:
     kind = jplan.kind(action)
     cond = jplan.option(action.condition())
-    condition = cond.sql() if cond is not None else None
+    condition = fix(cond).sql() if cond is not None else None
     if when == "matched":
         if kind == "UpdateAction":
-            return builder.whenMatchedUpdate(condition, _assignments(action, alias, defaults))
+            return builder.whenMatchedUpdate(condition, _assignments(action, alias, defaults, fix))
         if kind == "UpdateStarAction":
             return builder.whenMatchedUpdateAll(condition)
         if kind == "DeleteAction":
             return builder.whenMatchedDelete(condition)
     elif when == "notMatched":
         if kind == "InsertAction":
-            return builder.whenNotMatchedInsert(condition, _assignments(action, alias, defaults))
+            return builder.whenNotMatchedInsert(condition, _assignments(action, alias, defaults, fix))
         if kind == "InsertStarAction":
             return builder.whenNotMatchedInsertAll(condition)
     else:
         if kind == "UpdateAction":
-            return builder.whenNotMatchedBySourceUpdate(condition, _assignments(action, alias, defaults))
+            return builder.whenNotMatchedBySourceUpdate(condition, _assignments(action, alias, defaults, fix))
         if kind == "DeleteAction":
             return builder.whenNotMatchedBySourceDelete(condition)
     raise DeltaNotImplementedError(f"MERGE clause {kind} in WHEN {when.upper()} is not supported")
@@ -201,19 +273,24 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
         columns = user_cols
     else:
         columns = [c for c in table_cols if c.lower() not in {k.lower() for k in static_given}]
+    options: dict[str, Any] = {}
+    if jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution():
+        options["mergeSchema"] = "true"  # INSERT WITH SCHEMA EVOLUTION
+    extra = _evolved_columns(spark, data, columns, options) if not by_name and not user_cols else []
+    columns = columns + extra
     if not by_name and len(data.columns) != len(columns):
         raise DeltaAnalysisError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {target.display()}: the data has {len(data.columns)} "
             f"columns, the target {len(columns)} ({', '.join(columns)})"
         )
-    options: dict[str, Any] = {}
-    if jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution():
-        options["mergeSchema"] = "true"  # INSERT WITH SCHEMA EVOLUTION
     widen = widens_on_insert(spark, snapshot.configuration, options)
     exprs = []
     if not by_name:  # positional: the query's own names may repeat (CAST(id AS STRING) is named `id` too)
         data = data.toDF(*[f"__pydelta_insert_{i}" for i in range(len(data.columns))])
     for source, name in zip(data.schema.fields, columns):
+        if name in extra:  # a new column: schema evolution adds it with the source's type
+            exprs.append(F.col(quote_parts([source.name])).alias(name))
+            continue
         exprs.append(inserted(F.col(quote_parts([source.name])), source.dataType, field_of(name), widen))
     for name, value in static_given.items():
         exprs.append(inserted(F.lit(value), StringType(), field_of(name), widen=False))
@@ -242,6 +319,20 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
+
+
+def _evolved_columns(spark: Any, data: Any, columns: list[str], options: dict[str, Any]) -> list[str]:
+    """Names of the query's trailing columns beyond the table's, when schema evolution is on:
+    delta-spark's by-position INSERT adds them to the table (without evolution: an arity error)."""
+    from pydelta.spark.write_options import merge_schema_requested, session_conf
+
+    if len(data.columns) <= len(columns) or not merge_schema_requested(options, session_conf(spark)):
+        return []
+    taken = {c.lower() for c in columns}
+    extra = list(data.columns[len(columns):])
+    if any(c.lower() in taken for c in extra):
+        return []  # a clash: the arity error below says what is wrong
+    return extra
 
 
 def _truncate(spark: Any, text: str, plan: Any) -> Any:

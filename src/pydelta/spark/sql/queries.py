@@ -272,9 +272,17 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]
         timestamp = micros // 1000
     if rel.target.name is None:  # delta.`/path`: delta-spark's path read errors
-        from pydelta.spark.reader_options import load_for_read
+        from pydelta.errors import DeltaAnalysisError
+        from pydelta.spark.reader_options import load_for_read, split_at_syntax
 
-        snapshot = load_for_read(rel.target.path, version=rel.version, timestamp=timestamp)
+        path, at_version, at_timestamp = split_at_syntax(spark, rel.target.path)  # delta.`/path@v1`
+        version = rel.version
+        if at_version is not None or at_timestamp is not None:
+            if version is not None or timestamp is not None:
+                raise DeltaAnalysisError("[DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS] "
+                                         "Cannot specify time travel in multiple formats.")
+            version, timestamp = at_version, at_timestamp
+        snapshot = load_for_read(path, version=version, timestamp=timestamp)
     else:
         snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
     snapshot.protocol.check_readable()

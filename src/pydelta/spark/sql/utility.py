@@ -102,8 +102,8 @@ def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
 
     table = _table(spark, stmt.table)
     if stmt.dry_run:
-        return vacuum(table, stmt.retain_hours, dry_run=True)
-    vacuum(table, stmt.retain_hours)
+        return vacuum(table, stmt.retain_hours, dry_run=True, lite=stmt.lite)
+    vacuum(table, stmt.retain_hours, lite=stmt.lite)
     return spark.createDataFrame([(f"file:{table.path}",)], "path STRING")
 
 

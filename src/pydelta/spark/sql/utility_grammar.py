@@ -50,6 +50,7 @@ class Vacuum:
     table: TableRef
     retain_hours: float | None = None
     dry_run: bool = False
+    lite: bool = False  # VACUUM ... LITE: only files the log names (delta-spark 3.3+)
 
 
 @dataclass(frozen=True)
@@ -199,13 +200,16 @@ def parse_utility(text: str) -> object | None:
         return Restore(table, timestamp=timestamp)
     if ts.accept("VACUUM"):
         table = _table(ts)
+        lite = ts.accept("LITE")
+        if not lite:
+            ts.accept("FULL")
         hours = None
         if ts.accept("RETAIN"):
             hours = ts.number()
             ts.expect("HOURS")
         dry = ts.accept("DRY", "RUN")
         _end(ts)
-        return Vacuum(table, hours, dry)
+        return Vacuum(table, hours, dry, lite)
     if ts.accept("OPTIMIZE"):
         table = _table(ts)
         full = ts.accept("FULL")
