@@ -32,6 +32,12 @@ _STAT_TYPES: dict[str, pa.DataType] = {
 }
 
 
+def _null_count_only(type_name: str) -> bool:
+    """Geometry/geography leaves: nullCount but never min/max (not SkippingEligibleDataType),
+    so only IS [NOT] NULL can skip on them, as in delta-spark."""
+    return type_name.startswith(("geometry(", "geography("))
+
+
 class _Resolved:
     """A predicate column resolved against the table schema."""
 
@@ -91,7 +97,10 @@ class FileSkipper:
     # ---- public -------------------------------------------------------------
     def keep_mask(self, predicate: Predicate) -> pa.BooleanArray:
         predicate = push_not(predicate)
-        self._stats_columns = [r for r in self._leaves(predicate) if r is not None and not r.is_partition]
+        columns = [r for r in self._leaves(predicate) if r is not None and not r.is_partition]
+        if [r.physical for r in columns] != [r.physical for r in self._stats_columns]:
+            self._stats = None  # parsed for another predicate's columns
+        self._stats_columns = columns
         mask = self._eval(predicate)
         return pc.fill_null(mask, True)
 
@@ -166,9 +175,10 @@ class FileSkipper:
             fields: dict[str, Any] = {}
             for r in self._stats_columns:
                 st = _STAT_TYPES.get(r.type_name)
-                if st is None:
+                if st is None and not _null_count_only(r.type_name):
                     continue
-                for group, typ in (("minValues", st), ("maxValues", st), ("nullCount", pa.int64())):
+                groups = (("minValues", st), ("maxValues", st)) if st is not None else ()
+                for group, typ in (*groups, ("nullCount", pa.int64())):
                     node = fields.setdefault(group, {})
                     for part in r.physical[:-1]:
                         node = node.setdefault(part, {})
@@ -197,7 +207,8 @@ class FileSkipper:
         return arr
 
     def _stats_leaf(self, p: Predicate, col: _Resolved) -> pa.BooleanArray:
-        if col.type_name not in _STAT_TYPES:
+        if col.type_name not in _STAT_TYPES and not (
+                _null_count_only(col.type_name) and isinstance(p, (IsNull, IsNotNull))):
             return self._all(True)
         if isinstance(p, (IsNull, IsNotNull)):
             nulls = self._stat("nullCount", col)

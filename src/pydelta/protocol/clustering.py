@@ -20,6 +20,7 @@ from pydelta.protocol.schema import (
     StructField,
     StructType,
     column_mapping_mode,
+    is_geospatial,
     physical_name,
 )
 
@@ -96,8 +97,8 @@ def resolve(schema: StructType, partition_columns: Sequence[str], configuration:
     for name in names:
         path = _field_path(schema, name)
         leaf = path[-1]
-        if isinstance(leaf.type, (StructType, ArrayType, MapType)) or getattr(leaf.type, "name", "") in (
-                "binary", "boolean", "variant"):
+        if isinstance(leaf.type, (StructType, ArrayType, MapType)) or is_geospatial(leaf.type) or getattr(
+                leaf.type, "name", "") in ("binary", "boolean", "variant"):
             raise DeltaAnalysisError(f"[DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED] CLUSTER BY is not supported "
                                      f"because the following column(s): {name} : {getattr(leaf.type, 'name', leaf.type)}"
                                      " don't support data skipping.")

@@ -48,6 +48,8 @@ READER_WRITER_FEATURES = frozenset(
         "variantShredding-preview",
         "catalogOwned-preview",
         "catalogManaged",
+        "geospatial",
+        "geospatial-dev",
     }
 )
 
@@ -69,6 +71,8 @@ SUPPORTED_READER_FEATURES = frozenset(
         "variantType-preview",
         "catalogManaged",
         "catalogOwned-preview",
+        "geospatial",
+        "geospatial-dev",
     }
 )
 
@@ -95,6 +99,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "allowColumnDefaults",
         "rowTracking",
         "clustering",
+        "geospatial",
+        "geospatial-dev",
     }
 )
 

@@ -22,6 +22,10 @@ from pydelta.errors import DeltaIllegalArgumentError, InvalidTableError, Unsuppo
 __all__ = [
     "PrimitiveType",
     "DecimalType",
+    "GeometryType",
+    "GeographyType",
+    "is_geospatial",
+    "contains_geospatial",
     "ArrayType",
     "MapType",
     "StructField",
@@ -204,6 +208,66 @@ class DecimalType:
 
     def __str__(self) -> str:
         return self.name
+
+
+#: The default CRS of both geospatial types (Parquet, Delta and Iceberg agree on it).
+DEFAULT_GEO_CRS = "OGC:CRS84"
+#: The edge interpolation algorithm of a geography, spelled as Spark writes it.
+DEFAULT_GEOGRAPHY_ALGORITHM = "SPHERICAL"
+#: delta-kernel's (and the Parquet spec's) algorithms; Spark 4.3 only implements SPHERICAL.
+GEOGRAPHY_ALGORITHMS = frozenset({"SPHERICAL", "VINCENTY", "THOMAS", "ANDOYER", "KARNEY"})
+#: The CRS of Spark's mixed-SRID type (SRID -1), which Delta tables may not store.
+MIXED_SRID_CRS = "SRID:ANY"
+
+
+@dataclass(frozen=True, slots=True)
+class GeometryType:
+    """``geometry(<crs>)``: WKB values with planar edges (the ``geospatial`` table feature).
+
+    The CRS is kept as written (``OGC:CRS84``, ``SRID:0``, ``EPSG:3857``), as Spark does.
+    """
+
+    crs: str = DEFAULT_GEO_CRS
+
+    @property
+    def name(self) -> str:
+        return f"geometry({self.crs})"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class GeographyType:
+    """``geography(<crs>, <algorithm>)``: WKB values with geodesic edges.
+
+    The algorithm is upper-cased like Spark's JSON (delta-kernel writes ``spherical``; Spark
+    reads either and writes ``SPHERICAL``, so delta-spark normalizes it on its next commit).
+    """
+
+    crs: str = DEFAULT_GEO_CRS
+    algorithm: str = DEFAULT_GEOGRAPHY_ALGORITHM
+
+    def __post_init__(self) -> None:
+        algorithm = self.algorithm.upper()
+        if algorithm not in GEOGRAPHY_ALGORITHMS:
+            raise DeltaIllegalArgumentError(
+                f"invalid geography edge interpolation algorithm {self.algorithm!r}: expected one of "
+                f"{', '.join(sorted(a.lower() for a in GEOGRAPHY_ALGORITHMS))}"
+            )
+        object.__setattr__(self, "algorithm", algorithm)
+
+    @property
+    def name(self) -> str:
+        return f"geography({self.crs}, {self.algorithm})"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def is_geospatial(dt: object) -> bool:
+    """Whether `dt` itself is a geometry or geography type."""
+    return isinstance(dt, (GeometryType, GeographyType))
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +453,22 @@ class StructType:
         return f"StructType({list(self.fields)!r})"
 
 
-DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
+DataType = Union[PrimitiveType, DecimalType, GeometryType, GeographyType, ArrayType, MapType, StructType]
+
+
+def contains_geospatial(dt: DataType) -> bool:
+    """Whether a geometry or geography type occurs anywhere in `dt` (delta-spark's
+    ``DeltaGeoSpatial.containsGeoColumns``: through structs, arrays and maps)."""
+    if is_geospatial(dt):
+        return True
+    if isinstance(dt, StructType):
+        return any(contains_geospatial(f.type) for f in dt.fields)
+    if isinstance(dt, ArrayType):
+        return contains_geospatial(dt.element_type)
+    if isinstance(dt, MapType):
+        return contains_geospatial(dt.key_type) or contains_geospatial(dt.value_type)
+    return False
+
 
 STRING = PrimitiveType("string")
 LONG = PrimitiveType("long")
@@ -409,6 +488,10 @@ VOID = PrimitiveType("void")
 # ---- JSON parsing ------------------------------------------------------------------
 
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+# The spellings Spark's and delta-kernel's JSON parsers accept (DataTypeJsonSerDe.java).
+_GEOMETRY_RE = re.compile(r"^geometry\(\s*(\w+:-?\w+)\s*\)$")
+_GEOGRAPHY_RE = re.compile(r"^geography\(\s*(\w+:-?\w+)\s*(?:,\s*(\w+)\s*)?\)$")
+_GEOGRAPHY_ALG_RE = re.compile(r"^geography\(\s*(\w+)\s*\)$")
 # Spark accepts these spellings when reading JSON schemas.
 _PRIMITIVE_ALIASES = {"null": "void"}
 
@@ -466,6 +549,10 @@ def _parse_type_name(name: str) -> DataType:
         return PrimitiveType(name)
     if name == "decimal":  # Spark's default decimal
         return DecimalType(10, 0)
+    if name.startswith(("geometry", "geography")):
+        geo = _parse_geo_type_name(name)
+        if geo is not None:
+            return geo
     m = _DECIMAL_RE.match(name)
     if m:
         p, s = int(m.group(1)), int(m.group(2))
@@ -474,6 +561,25 @@ def _parse_type_name(name: str) -> DataType:
         except DeltaIllegalArgumentError as e:
             raise InvalidTableError(str(e)) from None
     raise UnsupportedDataTypeError(f"unsupported Delta data type {name!r}")
+
+
+def _parse_geo_type_name(name: str) -> GeometryType | GeographyType | None:
+    """``geometry``, ``geometry(<crs>)``, ``geography``, ``geography(<crs>[, <alg>])`` or
+    ``geography(<alg>)``, with the defaults Spark and delta-kernel fill in."""
+    try:
+        if name == "geometry":
+            return GeometryType()
+        if name == "geography":
+            return GeographyType()
+        if m := _GEOMETRY_RE.match(name):
+            return GeometryType(m.group(1))
+        if m := _GEOGRAPHY_RE.match(name):
+            return GeographyType(m.group(1), m.group(2) or DEFAULT_GEOGRAPHY_ALGORITHM)
+        if m := _GEOGRAPHY_ALG_RE.match(name):
+            return GeographyType(DEFAULT_GEO_CRS, m.group(1))
+    except DeltaIllegalArgumentError as e:
+        raise InvalidTableError(f"invalid Delta data type {name!r}: {e}") from None
+    return None
 
 
 def _parse_field(value: Any) -> StructField:
@@ -490,7 +596,7 @@ def _parse_field(value: Any) -> StructField:
 
 def data_type_to_json_value(dt: DataType) -> Any:
     """The JSON value of a type, keys in delta-spark's order."""
-    if isinstance(dt, (PrimitiveType, DecimalType)):
+    if isinstance(dt, (PrimitiveType, DecimalType, GeometryType, GeographyType)):
         return dt.name
     if isinstance(dt, StructType):
         return {
@@ -570,6 +676,8 @@ def _to_arrow(dt: DataType, nested_ids: Mapping[str, Any] | None, path: str) -> 
         return _PRIMITIVE_TO_ARROW[dt.name]
     if isinstance(dt, DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
+    if is_geospatial(dt):
+        return pa.binary()  # WKB, in a BYTE_ARRAY column with a GEOMETRY/GEOGRAPHY annotation
     if isinstance(dt, StructType):
         return pa.struct([_field_to_arrow(f) for f in dt.fields])
     if isinstance(dt, ArrayType):

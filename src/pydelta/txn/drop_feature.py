@@ -44,9 +44,10 @@ from pydelta.protocol.schema import (
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
     TYPE_CHANGES_KEY,
     column_mapping_mode,
+    contains_geospatial,
     walk_fields,
 )
-from pydelta.protocol import type_widening
+from pydelta.protocol import geospatial, type_widening
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
@@ -401,6 +402,16 @@ def _no_traces(ctx: _Context) -> bool:
     return False
 
 
+def _geo_clean(s: Snapshot) -> bool:
+    return not contains_geospatial(s.metadata.schema)
+
+
+def _geo_pre(ctx: _Context) -> bool:
+    """GeospatialPreDowngradeCommand: nothing to clean up, but geo columns must be dropped first."""
+    geospatial.check_droppable(ctx.snapshot().metadata.schema)
+    return False
+
+
 REMOVABLE: dict[str, Removable] = {
     r.name: r
     for r in (
@@ -415,6 +426,9 @@ REMOVABLE: dict[str, Removable] = {
         Removable("columnMapping", True, _mapping_clean, _mapping_pre,
                   metadata_uses=lambda m: column_mapping_mode(m.configuration) != "none"),
         Removable("vacuumProtocolCheck", True, lambda s: True, _no_traces),
+        # Reader-writer features whose actions never count as traces (actionUsesFeature is false).
+        Removable(geospatial.FEATURE, True, _geo_clean, _geo_pre),
+        Removable(geospatial.PREVIEW_FEATURE, True, _geo_clean, _geo_pre),
         Removable("inCommitTimestamp", False, _ict_clean, _ict_pre),
         Removable("checkConstraints", False, lambda s: not _constraint_names(s), _constraints_pre),
         Removable("rowTracking", False, _row_tracking_clean, _row_tracking_pre,

@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
+from pydelta.protocol import geospatial
 from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.protocol.schema import walk_fields
+from pydelta.protocol.schema import contains_geospatial, walk_fields
 
 MIN_READER_VERSION_PROP = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROP = "delta.minWriterVersion"
@@ -94,6 +95,7 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("catalogManaged", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False),
         _rw("catalogOwned-preview", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False),
         _rw("geospatial", auto=True),
+        _rw("geospatial-dev"),
         _rw("redirectReaderWriter-preview", auto=True),
     )
 }
@@ -268,6 +270,8 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("v2Checkpoint")
     if "variant" in type_names and "variantType-preview" not in supported:
         out.add("variantType")
+    if contains_geospatial(schema) and geospatial.PREVIEW_FEATURE not in supported:
+        out.add(geospatial.FEATURE)  # not over the preview feature, which old clients may only know
     if _is_true(conf, "delta.enableInCommitTimestamps"):
         out.add("inCommitTimestamp")
     if conf.get("delta.managedCommit.commitOwner") is not None:
@@ -394,6 +398,7 @@ def required_features(metadata: Metadata, current: Protocol | None) -> tuple[set
     base |= _implicit_of_request(max(req_reader, 1), max(req_writer, 1)) if (req_reader or req_writer) else set()
     requested = requested_features(conf)
     _check_column_defaults(metadata, base | requested, current is None)
+    geospatial.check_metadata(metadata.schema, metadata.partition_columns)
     from_metadata = metadata_features(metadata, current)
     needed = _closure(base | requested | from_metadata)
     if current is not None:

@@ -423,6 +423,27 @@ def _cheap_to_reread(source: Any) -> bool:
         return False
 
 
+def _cacheable(source: Any) -> bool:
+    """Whether Spark's in-memory columnar cache can hold the source: Spark 4.3's cannot hold
+    GEOMETRY/GEOGRAPHY ("not support type"), so such a source is read again instead."""
+    from pyspark.sql import types as T
+
+    spatial = getattr(T, "SpatialType", None)
+
+    def has_spatial(dt: Any) -> bool:
+        if spatial is not None and isinstance(dt, spatial):
+            return True
+        if isinstance(dt, T.StructType):
+            return any(has_spatial(f.dataType) for f in dt.fields)
+        if isinstance(dt, T.ArrayType):
+            return has_spatial(dt.elementType)
+        if isinstance(dt, T.MapType):
+            return has_spatial(dt.keyType) or has_spatial(dt.valueType)
+        return False
+
+    return not has_spatial(source.schema)
+
+
 ONE_PASS_CONF = "spark.pydelta.merge.onePassSourceRowsPerFile"
 
 
@@ -709,7 +730,7 @@ def prepare_merge(
         if not insert_only and candidates.num_rows:
             t0 = time.monotonic()
             level = source.storageLevel
-            if not (level.useMemory or level.useDisk) and not _cheap_to_reread(source):
+            if not (level.useMemory or level.useDisk) and not _cheap_to_reread(source) and _cacheable(source):
                 source.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted = True
             metrics_timing["materializeSourceTimeMs"] = elapsed_ms(t0)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, SchemaMismatchError
 from pydelta.log.storage import to_local_path
+from pydelta.protocol import geospatial
 from pydelta.protocol.partition_values import (
     HIVE_DEFAULT_PARTITION,
     deserialize_partition_value,
@@ -251,6 +252,7 @@ def _convert_directory(spark: Any, root: str, display: str, part_schema: StructT
     except (OSError, pa.ArrowException) as e:
         raise DeltaAnalysisError(f"CONVERT TO DELTA: cannot read a Parquet footer: {e}") from None
     data_schema = as_nullable(merge_file_schemas(schemas))
+    geospatial.fail_if_geospatial(data_schema, "CONVERT TO DELTA")
     partition_fields: list[StructField] = list(part_schema.fields) if part_schema is not None else []
     part_lower = {f.name.lower() for f in partition_fields}
     data_fields = tuple(f for f in data_schema.fields if f.name.lower() not in part_lower)

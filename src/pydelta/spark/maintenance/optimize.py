@@ -37,7 +37,7 @@ from pydelta.errors import (
     DeltaIllegalArgumentError,
 )
 from pydelta.log.snapshot import Snapshot
-from pydelta.protocol import clustering, zcubes
+from pydelta.protocol import clustering, geospatial, zcubes
 from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
 from pydelta.spark.spark_errors import boundary_class
@@ -334,6 +334,7 @@ def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[st
         path = find(data_schema, parts)
         if path is None:
             raise DeltaAnalysisError(f"Z-Ordering column {col} does not exist in data schema.")
+        geospatial.fail_if_geospatial_column(col, _type_at(data_schema, path), "Z-ORDER")
         if check_stats and find(stats_schema, path) is None:
             without_stats.append(col)
         resolved.append(path)
@@ -345,6 +346,14 @@ def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[st
             f"'SET {ZORDER_STATS_CHECK_CONF} = false'"
         )
     return resolved
+
+
+def _type_at(struct: Any, path: list[str]) -> Any:
+    """The type of the column at a resolved (possibly nested) path."""
+    dt = struct
+    for name in path:
+        dt = dt.field(name).type
+    return dt
 
 
 _NUMERIC = {"byte", "short", "integer", "long", "float", "double"}

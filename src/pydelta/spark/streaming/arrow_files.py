@@ -29,6 +29,7 @@ from pydelta.protocol.schema import (
     StructField,
     StructType,
     field_id,
+    is_geospatial,
     parse_schema,
     physical_name,
 )
@@ -214,4 +215,16 @@ def _conform(arr: pa.Array | None, dt: DataType, target: pa.DataType, mode: str,
         keys = _conform(arr.keys, dt.key_type, target.key_type, mode, len(arr.keys))
         items = _conform(arr.items, dt.value_type, target.item_type, mode, len(arr.items))
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+    if is_geospatial(dt) and pa.types.is_struct(target):
+        return _spark_geo(arr, target, mask)
     return _cast(arr, target)
+
+
+def _spark_geo(wkb: pa.Array, target: pa.StructType, mask: pa.Array | None) -> pa.StructArray:
+    """File WKB as PySpark's Arrow form of GEOMETRY/GEOGRAPHY: struct<srid, wkb>, the SRID
+    being the column type's (PySpark puts it in the wkb field's metadata)."""
+    srid_field, wkb_field = target.field("srid"), target.field("wkb")
+    srid = int((wkb_field.metadata or {}).get(b"srid", b"0"))
+    values = pc.fill_null(_cast(wkb, wkb_field.type), b"")  # the children are non-nullable
+    srids = pa.array(np.full(len(wkb), srid, dtype=np.int32), srid_field.type)
+    return pa.StructArray.from_arrays([srids, values], fields=[srid_field, wkb_field], mask=mask)
