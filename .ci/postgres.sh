@@ -1,15 +1,9 @@
 #!/usr/bin/env bash
-# Installs (from Debian's packages), starts and prepares the PostgreSQL server that the
+# Starts and prepares the PostgreSQL server (.ci/run installs it from Debian's packages) that the
 # postgres commit-owner tests use: 127.0.0.1:5432, user postgres with password postgres,
 # database `test`. Idempotent: safe on a machine where all of it is already done.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
-  echo "PostgreSQL server not installed: apt-get install -y postgresql"
-  apt-get update -q
-  apt-get install -y -q postgresql
-fi
 
 pgver="$(ls /usr/lib/postgresql | sort -V | tail -n 1)"
 if ! pg_lsclusters -h 2>/dev/null | awk '{print $1" "$2}' | grep -qx "$pgver main"; then

@@ -38,9 +38,9 @@ def _snapshot(args: argparse.Namespace):
     return load_snapshot(args.path, version=getattr(args, "version", None), timestamp=getattr(args, "timestamp", None))
 
 
-def _deleted_rows(files: Any) -> list[int]:
-    """Rows each file's deletion vector marks deleted (0 without one)."""
-    return [int(dv["cardinality"] or 0) if dv else 0 for dv in files.column("deletion_vector").to_pylist()]
+def _deleted_rows(dvs: list[dict | None]) -> list[int]:
+    """Rows each file's deletion vector (a `deletion_vector` column value) marks deleted (0 without one)."""
+    return [int(dv["cardinality"] or 0) if dv else 0 for dv in dvs]
 
 
 def _features(protocol: Any) -> list[str]:
@@ -52,7 +52,8 @@ def cmd_describe(args: argparse.Namespace) -> dict:
     snap = _snapshot(args)
     files = snap.files()
     physical = int(sum(x or 0 for x in files.column("num_records").to_pylist()))
-    deleted = sum(_deleted_rows(files))
+    dvs = files.column("deletion_vector").to_pylist()
+    deleted = sum(_deleted_rows(dvs))
     return {
         "path": snap.table_root,
         "version": snap.version,
@@ -67,7 +68,7 @@ def cmd_describe(args: argparse.Namespace) -> dict:
         "sizeInBytes": int(sum(files.column("size").to_pylist())) if files.num_rows else 0,
         "numRecords": physical - deleted,  # live rows: what a query of the table returns
         "numDeletedRecords": deleted,  # rows hidden by deletion vectors, still in the files
-        "numFilesWithDeletionVectors": sum(1 for dv in files.column("deletion_vector").to_pylist() if dv),
+        "numFilesWithDeletionVectors": sum(1 for dv in dvs if dv),
     }
 
 
@@ -82,7 +83,7 @@ def cmd_files(args: argparse.Namespace) -> list:
     files = _snapshot(args).files()
     rows = files.select(["path", "size", "partition_values", "num_records"]).to_pylist()
     out = []
-    for row, deleted in zip(rows, _deleted_rows(files)):
+    for row, deleted in zip(rows, _deleted_rows(files.column("deletion_vector").to_pylist())):
         records = row["num_records"]
         out.append({**row, "partition_values": dict(row["partition_values"] or []),
                     "deleted_records": deleted,  # the file's deletion vector cardinality
