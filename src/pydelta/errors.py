@@ -11,8 +11,13 @@ class DeltaError(Exception):
     """Base class of all pydelta errors."""
 
 
-class DeltaTableNotFoundError(DeltaError):
-    """The path holds no Delta table (no `_delta_log` with commits or checkpoints)."""
+class DeltaAnalysisError(DeltaError):
+    """Mirrors delta-spark's AnalysisException for table-level misuse."""
+
+
+class DeltaTableNotFoundError(DeltaAnalysisError):
+    """The path holds no Delta table (no `_delta_log` with commits or checkpoints), or the named table
+    does not exist. An AnalysisException in delta-spark, so it is a DeltaAnalysisError here."""
 
 
 class DeltaProtocolError(DeltaError):
@@ -74,10 +79,6 @@ class DeltaCastError(DeltaError):
 
 class DeltaIllegalArgumentError(DeltaError, ValueError):
     """An argument to a pydelta API is invalid."""
-
-
-class DeltaAnalysisError(DeltaError):
-    """Mirrors delta-spark's AnalysisException for table-level misuse."""
 
 
 class DeltaTableFeatureError(DeltaError):
