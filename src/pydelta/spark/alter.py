@@ -161,7 +161,7 @@ _INTERVALS = (
     "dropFeatureTruncateHistory.retentionDuration", "deletedFileRetentionDuration", "setTransactionRetentionDuration",
 )
 _FREE = (
-    "redirectReaderWriter-preview", "redirectWriterOnly-preview", "autoOptimize.autoCompact", "parquet.format.version",
+    "redirectReaderWriter-preview", "redirectWriterOnly-preview", "parquet.format.version",
     "dataSkippingStatsColumns", "universalFormat.enabledFormats", "coordinatedCommits.commitCoordinator-preview",
     "coordinatedCommits.commitCoordinatorConf-preview", "coordinatedCommits.tableConf-preview",
     "managedCommit.commitOwner", "managedCommit.commitOwnerConf",  # seed 001; txn validates them
@@ -175,6 +175,7 @@ _OTHERS = (
     _Config("dataSkippingStringPrefixLength", _int_check(lambda n: n >= 0), "needs to be greater or equal to zero."),
     _Config("columnMapping.mode", _one_of("none", "id", "name"), "needs to be one of: none, id, name."),
     _Config("columnMapping.maxColumnId", _int_check(lambda n: n >= 0), "needs to be a long."),
+    _Config("autoOptimize.autoCompact", _one_of("true", "false"), '"needs to be one of: true,false'),
     _Config("isolationLevel", _one_of("serializable"), "must be Serializable"),
     _Config("checkpointPolicy", _one_of("classic", "v2"), "can be one of the following: classic, v2"),
     _Config("inCommitTimestampEnablementVersion", _int_check(lambda n: True), "needs to be a long."),

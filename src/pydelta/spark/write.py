@@ -433,6 +433,9 @@ def write_dataframe(
             new_table = replace(new_table or NewTableSpec(), cluster_by=list(cluster_by))
         else:
             _check_same_clustering(snapshot, cluster_by, display or f"delta.`{path}`")
+    from pydelta.spark.maintenance.auto_compact import check_session_conf
+
+    check_session_conf(spark)
     txn = OptimisticTransaction(root, snapshot, engine_info=engine_info(spark),
                                 isolation_level=isolation_level(snapshot.metadata if snapshot else None))
     if opts.txn_app_id is not None:
@@ -531,5 +534,9 @@ def write_dataframe(
         operation = _save_as_table_operation(snapshot, metadata, opts, save_as_table)
     if operation is None:
         operation = _write_operation(metadata, opts)
-    return txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
-                      data_change=opts.data_change)
+    version = txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
+                         data_change=opts.data_change)
+    from pydelta.spark.maintenance.auto_compact import after_data_commit
+
+    after_data_commit(spark, txn, version, actions)
+    return version

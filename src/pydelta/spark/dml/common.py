@@ -234,6 +234,9 @@ def check_not_append_only(snapshot: Snapshot) -> None:
 
 
 def new_transaction(spark: Any, snapshot: Snapshot) -> OptimisticTransaction:
+    from pydelta.spark.maintenance.auto_compact import check_session_conf
+
+    check_session_conf(spark)
     return OptimisticTransaction(
         snapshot.table_root, snapshot, engine_info=engine_info(spark), isolation_level=isolation_level(snapshot.metadata)
     )
@@ -475,6 +478,7 @@ class PreparedCommit:
     metrics: dict[str, Any]
     started: float = field(default_factory=time.monotonic)
     result: Any = None
+    spark: Any = None  # runs the post-commit hooks (auto compaction)
 
     def commit(self) -> int | None:
         """Commit; returns the version, or None when delta-spark would skip an empty commit.
@@ -490,10 +494,14 @@ class PreparedCommit:
             # delta-spark (skipRecordingEmptyCommits): an empty commit is skipped under Serializable.
             return None
         try:
-            return self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
+            version = self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
         except DeltaConcurrentModificationException:
             discard_files(self.txn.table_root, self.actions)
             raise
+        from pydelta.spark.maintenance.auto_compact import after_data_commit
+
+        after_data_commit(self.spark, self.txn, version, self.actions)
+        return version
 
 
 def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:

@@ -156,4 +156,4 @@ def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, ali
         for key in ("numDeletedRows", "numCopiedRows", "numAddedFiles"):
             metrics.pop(key)
     return PreparedCommit(txn, actions, Operation.delete(predicates), metrics, started=started,
-                          result=deleted_rows)
+                          result=deleted_rows, spark=spark)

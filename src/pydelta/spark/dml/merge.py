@@ -943,7 +943,7 @@ def prepare_merge(
         [r.history for r in r_by_source],
     )
     return PreparedCommit(txn, actions, operation, metrics, started=started,
-                          result=(updated + deleted + inserted, updated, deleted, inserted))
+                          result=(updated + deleted + inserted, updated, deleted, inserted), spark=spark)
 
 
 def _when(expr: Any, cond: Any, code: int) -> Any:

@@ -281,4 +281,4 @@ def prepare_update(
         "numAddedBytes": sum(a["add"]["size"] for a in added),
     }
     return PreparedCommit(txn, actions, Operation.update(cond.sql if cond is not None else None), metrics,
-                          started=started, result=updated_rows)
+                          started=started, result=updated_rows, spark=spark)

@@ -593,6 +593,9 @@ def optimize(
     purge: bool = False,
     rewrite_paths: Sequence[str] | None = None,
     full: bool = False,
+    auto: bool = False,
+    min_file_size: int | None = None,
+    max_file_size: int | None = None,
 ) -> Any:
     """Run OPTIMIZE (compaction, or Z-order when `zorder_by` is given); returns delta-spark's result DataFrame.
 
@@ -603,6 +606,8 @@ def optimize(
     On a clustered table (liquid clustering) OPTIMIZE clusters: the files no clustering run
     wrote yet (all files with `full`, OPTIMIZE ... FULL) are Z-ordered together on the
     clustering columns and marked `clusteringProvider: liquid`.
+    `auto` is auto compaction's run (spark/maintenance/auto_compact.py): its own file sizes
+    instead of the OPTIMIZE confs, recorded with `auto: true`.
     """
     from pydelta.spark.write import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
@@ -624,8 +629,10 @@ def optimize(
     else:
         zorder_paths = validate_zorder_columns(spark, snapshot, zorder_by) if zorder_by else None
 
-    min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
-    max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
+    if min_file_size is None:
+        min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
+    if max_file_size is None:
+        max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
     if max_file_size <= 0:
         raise DeltaIllegalArgumentError(f"{MAX_FILE_SIZE_CONF} must be positive")
     try:
@@ -682,9 +689,9 @@ def optimize(
         if purge or rewrite_paths is not None:
             operation = Operation.reorg_purge(predicates, apply_purge=purge)
         elif cluster_by is not None:
-            operation = Operation.optimize(predicates, cluster_by=cluster_by, is_full=full)
+            operation = Operation.optimize(predicates, cluster_by=cluster_by, is_full=full, auto=auto)
         else:
-            operation = Operation.optimize(predicates, zorder_by)
+            operation = Operation.optimize(predicates, zorder_by, auto=auto)
         removed_sizes = [r.get("size") or 0 for r in result.removes]
         added_sizes = [a["size"] for a in result.adds]
         hist = _file_size_histogram(added_sizes)

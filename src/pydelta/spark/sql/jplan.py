@@ -77,8 +77,15 @@ def span(node: Any) -> tuple[int, int] | None:
 
 
 def text_of(text: str, node: Any) -> str:
-    """The statement text `node` was parsed from (its span in `text`)."""
+    """The statement text `node` was parsed from (its span in `text`).
+
+    A hint (`SELECT /*+ REPARTITION(3) */ ...`) spans only its comment: its text is the
+    hint's and its child's together."""
     where = span(node)
+    if where is not None and kind(node) == "UnresolvedHint":
+        inner = span(node.child())
+        if inner is not None:
+            where = (min(where[0], inner[0]), max(where[1], inner[1]))
     if where is None:
         from pydelta.errors import DeltaNotImplementedError
 
