@@ -170,8 +170,6 @@ class DeltaTable:
     def history(self, limit: int | None = None) -> Any:
         from pydelta.spark.table_info import history_dataframe
 
-        if limit is not None and limit < 1:
-            raise DeltaIllegalArgumentError("history limit must be at least 1")
         return history_dataframe(self._spark, self.snapshot(), limit)
 
     def detail(self) -> Any:
@@ -458,6 +456,24 @@ class DeltaTableBuilder:
         self._properties[key] = value
         return self
 
+    def _name_existing(self, snapshot: Snapshot) -> DeltaTable:
+        """CREATE TABLE name ... LOCATION of an existing Delta table: no commit; the definition given
+        must match the table's (delta-spark's verifyTableMetadata), then the name is recorded."""
+        from pyspark.sql.types import StructType as SparkStructType
+
+        from pydelta.protocol.schema import parse_schema
+        from pydelta.spark.catalog import register_table
+        from pydelta.spark.existing_table import verify_definition
+        from pydelta.spark.read import spark_schema
+        from pydelta.spark.write_options import checked_table_properties
+
+        specified = parse_schema(SparkStructType(self._columns).json())
+        verify_definition(self._spark, snapshot, schema=specified, partition_by=self._partitioned_by,
+                          cluster_by=self._cluster_by, properties=checked_table_properties(self._spark, self._properties))
+        register_table(self._spark, self._name, snapshot.table_root, spark_schema(snapshot.schema),  # type: ignore[arg-type]
+                       self._comment if self._comment is not None else snapshot.metadata.description)
+        return DeltaTable.forPath(self._spark, snapshot.table_root)
+
     def execute(self) -> DeltaTable:
         from pyspark.sql.types import StructType as SparkStructType
 
@@ -482,12 +498,14 @@ class DeltaTableBuilder:
                     f"table {self._name} already exists at {entry.location}, not at the given location {path}"
                 )
         snapshot = try_load(path)
-        if snapshot is not None and self._kind == "create":
+        if snapshot is not None and self._kind in ("create", "createIfNotExists"):
+            if self._name is not None and self._location is not None and lookup(self._spark, self._name) is None:
+                return self._name_existing(snapshot)
+            if self._kind == "createIfNotExists":
+                return DeltaTable.forPath(self._spark, path)
             if self._name is not None:
                 raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {self._name} already exists")
             raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists.")
-        if snapshot is not None and self._kind == "createIfNotExists":
-            return DeltaTable.forPath(self._spark, path)
         if snapshot is None and self._kind == "replace":
             raise cannot_replace_missing_table(self._spark, self._name, self._location)
         schema = parse_schema(SparkStructType(self._columns).json())

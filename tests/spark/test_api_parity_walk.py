@@ -10,9 +10,10 @@ from datetime import datetime, timezone
 
 import deltalake
 import pytest
-from pyspark.errors import AnalysisException, UnsupportedOperationException
+from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
 from pyspark.sql.types import IntegerType, LongType
 
+from pydelta import errors as E
 from pydelta.tables import DeltaTable, IdentityGenerator
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -276,3 +277,105 @@ def test_for_path_does_not_time_travel(spark, tmp_path):
     with pytest.raises(AnalysisException) as info:  # delta-spark: DeltaTableUtils.isDeltaTable(new Path(path))
         DeltaTable.forPath(spark, f"{path}@v0")
     assert str(info.value) == f"[DELTA_MISSING_DELTA_TABLE] `{path}@v0` is not a Delta table."
+
+
+# ---- the rest of the walk: history, vacuum, optimize, convertToDelta, builders, names ----------
+
+
+def test_history_limit_below_one_lists_nothing(spark, tmp_path):
+    _, table = _table(spark, tmp_path, versions=3)
+    assert [r.version for r in table.history(2).collect()] == [2, 1]
+    assert table.history(0).collect() == [] and table.history(-1).collect() == []
+    assert table.history(0).columns == table.history().columns  # delta-spark: the same empty history frame
+
+
+def test_vacuum_negative_retention(spark, tmp_path):
+    path, table = _table(spark, tmp_path)
+    with pytest.raises(IllegalArgumentException) as info:
+        table.vacuum(-1)
+    assert info.value.getCondition() == "DELTA_VACUUM_RETENTION_PERIOD_NEGATIVE"
+    assert "Retention period for Vacuum can't be less than 0 hours." in str(info.value)
+    assert len(glob.glob(os.path.join(path, "_delta_log", "*.json"))) == 1  # nothing committed
+
+
+def test_optimize_builder_argument_types(spark, tmp_path):
+    _, table = _table(spark, tmp_path)
+    with pytest.raises(E.DeltaIllegalArgumentError, match="partition filter"):
+        table.optimize().where(5)
+    with pytest.raises(TypeError, match="Z-order column must be str. Found 5 with type <class 'int'>"):
+        table.optimize().executeZOrderBy(5)
+
+
+def test_convert_to_delta_arguments(spark, tmp_path):
+    parquet = str(tmp_path / "pq")
+    spark.range(4).selectExpr("id", "id % 2 AS part").write.partitionBy("part").parquet(parquet)
+    with pytest.raises(AnalysisException, match="Expecting 0 partition column"):
+        DeltaTable.convertToDelta(spark, f"parquet.`{parquet}`")
+    with pytest.raises(E.DeltaIllegalArgumentError, match="partitionSchema must be a DDL string or a StructType"):
+        DeltaTable.convertToDelta(spark, f"parquet.`{parquet}`", 5)
+    with pytest.raises(AnalysisException, match="only supports parquet"):
+        DeltaTable.convertToDelta(spark, f"csv.`{parquet}`")
+    assert not os.path.exists(os.path.join(parquet, "_delta_log"))
+    converted = DeltaTable.convertToDelta(spark, f"parquet.`{parquet}`", "part bigint")
+    assert sorted(r.id for r in converted.toDF().collect()) == [0, 1, 2, 3]
+    again = DeltaTable.convertToDelta(spark, f"parquet.`{parquet}`", "part bigint")  # already Delta: no new commit
+    assert again.history().count() == 1
+    assert deltalake.DeltaTable(parquet).metadata().partition_columns == ["part"]
+
+
+def test_builders_use_the_active_session(spark, tmp_path):
+    path = str(tmp_path / "active")
+    table = DeltaTable.create().location(path).addColumn("x", "INT").execute()
+    assert table.toDF().columns == ["x"]
+    DeltaTable.createIfNotExists().location(path).addColumn("x", "INT").execute()
+    DeltaTable.createOrReplace().location(path).addColumn("y", "STRING").execute()
+    DeltaTable.replace().location(path).addColumn("z", "LONG").execute()
+    assert deltalake.DeltaTable(path).schema().fields[0].name == "z"
+    assert [r.operation for r in table.history().collect()] == [
+        "REPLACE TABLE", "CREATE OR REPLACE TABLE", "CREATE TABLE"]
+
+
+def test_naming_an_existing_table_checks_its_definition(spark, tmp_path):
+    path = str(tmp_path / "existing")
+    spark.range(3).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(path)
+    for name in ("walk_same", "walk_schema", "walk_parts", "walk_props", "walk_builder"):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(f"CREATE TABLE walk_schema (id INT, q STRING) USING delta LOCATION '{path}'")
+    assert info.value.getCondition() == "DELTA_CREATE_TABLE_SCHEME_MISMATCH"
+    text = str(info.value)
+    assert "- Specified schema is missing field(s): p" in text
+    assert "- Specified schema has additional field(s): q" in text
+    assert "- Specified type for id is different from existing schema:\n  Specified: integer\n  Existing:  long" in text
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(f"CREATE TABLE walk_parts (id BIGINT, p BIGINT) USING delta LOCATION '{path}'")
+    assert info.value.getCondition() == "DELTA_CREATE_TABLE_WITH_DIFFERENT_PARTITIONING"
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(f"CREATE TABLE walk_props USING delta LOCATION '{path}' TBLPROPERTIES ('delta.appendOnly' = 'true')")
+    assert info.value.getCondition() == "DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY"
+    assert not any(spark.catalog.tableExists(n) for n in ("walk_schema", "walk_parts", "walk_props"))
+    spark.sql(f"CREATE TABLE walk_same (id BIGINT, p BIGINT) USING delta PARTITIONED BY (p) LOCATION '{path}'")
+    DeltaTable.create(spark).tableName("walk_builder").location(path) \
+        .addColumn("id", "BIGINT").addColumn("p", "BIGINT").partitionedBy("p").execute()
+    try:
+        assert spark.table("walk_same").count() == 3 and spark.table("walk_builder").count() == 3
+        assert len(glob.glob(os.path.join(path, "_delta_log", "*.json"))) == 1  # naming commits nothing
+        with pytest.raises(AnalysisException) as info:
+            spark.sql(f"CREATE TABLE walk_same (id BIGINT, p BIGINT) USING delta PARTITIONED BY (p) LOCATION '{path}'")
+        assert info.value.getCondition() == "TABLE_OR_VIEW_ALREADY_EXISTS"
+    finally:
+        spark.sql("DROP TABLE IF EXISTS walk_same")
+        spark.sql("DROP TABLE IF EXISTS walk_builder")
+    assert os.path.exists(path)  # external: dropping the names keeps the data
+
+
+def test_at_syntax_on_table_names(spark, tmp_path):
+    path, _ = _table(spark, tmp_path, versions=2)
+    spark.sql("DROP TABLE IF EXISTS walk_at")
+    spark.sql(f"CREATE TABLE walk_at USING delta LOCATION '{path}'")
+    try:
+        assert spark.table("walk_at@v0").count() == 3
+        assert spark.read.table("walk_at@v1").count() == 5
+        assert spark.sql("SELECT count(*) AS n FROM walk_at@v0").collect()[0].n == 3
+    finally:
+        spark.sql("DROP TABLE IF EXISTS walk_at")

@@ -45,8 +45,8 @@ def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
         for c in commit_timestamps(storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), extra)
     }
     versions = sorted((v for v in commits if v <= snapshot.version), reverse=True)
-    if limit is not None:
-        versions = versions[:limit]
+    if limit is not None:  # delta-spark: a limit below 1 lists nothing
+        versions = versions[:max(limit, 0)]
     out = []
     for v in versions:
         info = _commit_info(storage.read(commits[v].path))

@@ -7,6 +7,7 @@ leave every other format untouched.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydelta.spark.spark_errors import boundary
@@ -77,25 +78,38 @@ def _reader_load(original):
     return load
 
 
+_AT_SUFFIX = re.compile(r"@(?:[vV]\d+|\d{17})$")
+
+
+def _delta_location(spark: Any, name: str) -> tuple[str | None, str]:
+    """(location of the Delta table `name` names, time-travel suffix): `t@v5` and
+    `t@yyyyMMddHHmmssSSS` name table `t` at a version or timestamp, as in delta-spark."""
+    from pydelta.spark.catalog import delta_table_location
+
+    location = delta_table_location(spark, name)
+    if location is not None:
+        return location, ""
+    at = _AT_SUFFIX.search(name) if isinstance(name, str) else None
+    if at is None:
+        return None, ""
+    return delta_table_location(spark, name[: at.start()]), at.group(0)
+
+
 def _reader_table(original):
     def table(self, tableName):
-        from pydelta.spark.catalog import delta_table_location
-
-        location = delta_table_location(self._spark, tableName)
+        location, at = _delta_location(self._spark, tableName)
         if location is None:
             return original(self, tableName)
         from pydelta.spark.reader_options import read_delta
 
-        return read_delta(self._spark, location, dict(_state(self)["options"]))
+        return read_delta(self._spark, location + at, dict(_state(self)["options"]))
 
     return table
 
 
 def _session_table(original):
     def table(self, tableName):
-        from pydelta.spark.catalog import is_delta_name
-
-        if is_delta_name(self, tableName):
+        if _delta_location(self, tableName)[0] is not None:
             return self.read.table(tableName)
         return original(self, tableName)
 

@@ -183,13 +183,13 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
         if kind == "createIfNotExists":
             return jplan.empty_result(spark)
         raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
-    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in snapshot.partition_columns]:
-        raise DeltaAnalysisError("the specified partitioning does not match the existing table's partitioning")
-    if spec.properties:
-        existing = snapshot.configuration
-        if any(existing.get(k) != v for k, v in spec.properties.items()):
-            raise DeltaAnalysisError("the specified properties do not match the existing table's properties")
-    if lookup(spark, name) is not None:
+    if lookup(spark, name) is None:
+        from pydelta.spark.existing_table import verify_definition
+        from pydelta.spark.write_options import checked_table_properties
+
+        verify_definition(spark, snapshot, schema=None, partition_by=partition_by, cluster_by=None,
+                          properties=checked_table_properties(spark, spec.properties))
+    else:
         if kind == "createIfNotExists":
             return jplan.empty_result(spark)
         raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")

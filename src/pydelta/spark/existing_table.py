@@ -1,0 +1,88 @@
+"""CREATE TABLE name ... LOCATION '<a Delta table>': naming a table that already exists.
+
+delta-spark (CreateDeltaTableCommand.verifyTableMetadata) commits nothing in that case: the
+name is recorded in the catalog, provided that what the statement specifies (columns,
+partitioning, clustering, properties) matches the table exactly. A mismatch is refused with
+delta-spark's error classes, each naming the location and both definitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from pydelta.errors import DeltaAnalysisError
+from pydelta.log.snapshot import Snapshot
+from pydelta.protocol import clustering
+from pydelta.protocol.internal_metadata import NESTED_INTERNAL_KEYS
+from pydelta.protocol.schema import StructType, without_field_metadata
+from pydelta.protocol.schema_diff import schema_differences
+
+#: Properties delta-spark leaves out of the comparison: column mapping's internal counter and
+#: the protocol settings (they become the protocol, not table properties).
+_IGNORED_KEYS = ("delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion",
+                 "delta.ignoreProtocolDefaults")
+_IGNORED_PREFIXES = ("delta.feature.", "delta.coordinatedCommits.", "delta.managedCommit.")
+
+
+def verify_definition(
+    spark: Any,
+    snapshot: Snapshot,
+    *,
+    schema: StructType | None,
+    partition_by: Sequence[str] | None,
+    cluster_by: Sequence[str] | None,
+    properties: Mapping[str, str],
+) -> None:
+    """Raise unless the specified definition matches the existing table (`schema` None: not given)."""
+    location = _shown(snapshot.table_root)
+    if schema is not None:
+        existing = without_field_metadata(snapshot.schema, NESTED_INTERNAL_KEYS)
+        assert isinstance(existing, StructType)
+        differences = schema_differences(existing, schema)
+        if differences:
+            from pydelta.spark.read import spark_schema
+
+            listed = "\n".join("- " + d.replace("\n", "\n  ") for d in differences)
+            raise DeltaAnalysisError(
+                f"[DELTA_CREATE_TABLE_SCHEME_MISMATCH] The specified schema does not match the existing schema "
+                f"at {location}.\n\n== Specified ==\n{spark_schema(schema).treeString()}\n== Existing ==\n"
+                f"{spark_schema(snapshot.schema).treeString()}\n== Differences ==\n{listed}\n\n"
+                "If your intention is to keep the existing schema, you can omit the\nschema from the create "
+                "table command. Otherwise please ensure that\nthe schema matches.")
+    if schema is not None or partition_by:
+        specified = list(partition_by or [])
+        if specified != list(snapshot.partition_columns):
+            raise DeltaAnalysisError(
+                f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_PARTITIONING] The specified partitioning does not match the "
+                f"existing partitioning at {location}.\n\n== Specified ==\n{', '.join(specified)}\n\n"
+                f"== Existing ==\n{', '.join(snapshot.partition_columns)}\n")
+        physical = clustering.columns_of(snapshot.domain_metadata)
+        existing_clustering = ([] if physical is None else
+                               clustering.logical_names(snapshot.schema, snapshot.configuration, physical))
+        if schema is not None and list(cluster_by or []) != list(existing_clustering):
+            raise DeltaAnalysisError(
+                f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_CLUSTERING] The specified clustering columns do not match the "
+                f"existing clustering columns at {location}.\n== Specified ==\n{', '.join(cluster_by or [])}\n"
+                f"== Existing ==\n{', '.join(existing_clustering)}\n")
+    if properties:
+        specified_props = _compared(properties)
+        existing_props = _compared(snapshot.configuration)
+        if specified_props != existing_props:
+            raise DeltaAnalysisError(
+                f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY] The specified properties do not match the existing "
+                f"properties at {location}.\n\n== Specified ==\n{_lines(specified_props)}\n\n"
+                f"== Existing ==\n{_lines(existing_props)}\n")
+
+
+def _compared(properties: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in properties.items()
+            if k not in _IGNORED_KEYS and not k.startswith(_IGNORED_PREFIXES)}
+
+
+def _lines(properties: Mapping[str, str]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in sorted(properties.items()))
+
+
+def _shown(path: str) -> str:
+    """The location as delta-spark prints it (a Hadoop path: `file:` for local files)."""
+    return f"file:{path}" if path.startswith("/") else path
