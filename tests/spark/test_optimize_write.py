@@ -69,3 +69,33 @@ def test_optimize_write_unpartitioned_bins_by_size(spark, tmp_path):
     spark.range(0, 1000, 1, 4).write.format("delta").option("optimizeWrite", "true").save(path)
     assert len(deltalake.DeltaTable(path).file_uris()) == 1  # far below one 512 MiB bin
     assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 1000
+
+
+def test_a_partition_larger_than_a_bin_is_split(spark, tmp_path):
+    """delta-spark bins by size: a partition value holding several bins of data gets several files,
+    a small one still gets one."""
+    path = str(tmp_path / "bins")
+    rows = spark.range(0, 200_000, 1, 4).selectExpr(
+        "id", "CASE WHEN id < 199000 THEN 0 ELSE 1 END AS p", "sha2(CAST(id AS STRING), 256) AS payload")
+    spark.conf.set("spark.databricks.delta.optimizeWrite.binSize", "2m")
+    try:
+        rows.write.format("delta").partitionBy("p").option("optimizeWrite", "true").save(path)
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimizeWrite.binSize")
+    files = _files_per_partition(path)
+    assert files["1"] == 1 and files["0"] > 1
+    sizes = [a["size_bytes"] for a in pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=True)).to_pylist()]
+    assert max(sizes) < 6 * 1024 * 1024  # no file far beyond the 2 MiB bins
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 200_000
+
+
+def test_without_adaptive_execution(spark, tmp_path):
+    path = str(tmp_path / "no_aqe")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        _data(spark).write.format("delta").partitionBy("p").option("optimizeWrite", "true").save(path)
+        spark.range(0, 1000, 1, 4).write.format("delta").option("optimizeWrite", "true").save(path + "_flat")
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    assert _files_per_partition(path) == {"0": 1, "1": 1, "2": 1}
+    assert len(deltalake.DeltaTable(path + "_flat").file_uris()) == 1
