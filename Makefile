@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo test test-slow test-all test-fast test-witness witness bench java clean
+.PHONY: setup demo lint test test-slow test-all test-fast test-witness witness bench java clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,10 @@ demo: setup
 
 # The default suite leaves out the tests marked slow (multi-process, crash);
 # .ci/run runs them too with `make test-slow`.
-test: setup
+lint: setup
+	$(PY) -m ruff check src tests benchmarks
+
+test: setup lint
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" --durations=10
 
 test-slow: setup

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaError
+from pydelta.version import __version__
 
-__all__ = ["DeltaError", "DeltaTable", "configure_spark", "enable", "load_snapshot", "write"]
-__version__ = "0.1.0"
+__all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "enable", "load_snapshot", "write"]
 
 
 def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,

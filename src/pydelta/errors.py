@@ -6,9 +6,29 @@ code written against delta-spark can catch the same exceptions.
 
 from __future__ import annotations
 
+import re
+
+_CLASS_PREFIX = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+
 
 class DeltaError(Exception):
-    """Base class of all pydelta errors."""
+    """Base class of all pydelta errors.
+
+    `error_class` is delta-spark's (or Spark's) error class for the situation, when it has one:
+    given where the error is raised (`error_class=`), or named by the message's leading `[CLASS]`.
+    The Spark layer hands it to PySpark's exception (`getCondition()`).
+    """
+
+    error_class: str | None = None
+
+    def __init__(self, *args: object, error_class: str | None = None) -> None:
+        super().__init__(*args)
+        if error_class is not None:
+            self.error_class = error_class
+        elif type(self).error_class is None and args and isinstance(args[0], str):
+            match = _CLASS_PREFIX.match(args[0])
+            if match:
+                self.error_class = match.group(1)
 
 
 class DeltaAnalysisError(DeltaError):
@@ -31,8 +51,9 @@ class UnsupportedProtocolError(DeltaError):
 class UnsupportedFeatureError(UnsupportedProtocolError):
     """A named table feature that pydelta does not implement (for this operation)."""
 
-    def __init__(self, message: str, features: frozenset[str] | set[str] = frozenset()) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, features: frozenset[str] | set[str] = frozenset(), *,
+                 error_class: str | None = None) -> None:
+        super().__init__(message, error_class=error_class)
         self.features = frozenset(features)
 
 
@@ -185,3 +206,63 @@ class StorageAccessError(DeltaError, OSError):
 
 class MissingConnectorError(DeltaError):
     """Spark has no Hadoop FileSystem for the table's URI scheme (e.g. s3a:// without hadoop-aws)."""
+
+
+# ---- errors of one operation (their messages are delta-spark's) ------------------------------
+
+MERGE_DOCS = "https://docs.delta.io/latest/delta-update.html#upsert-into-a-table-using-merge"
+
+
+class FileAlreadyExistsError(DeltaError):
+    """put_if_absent found the target already there (another writer won)."""
+
+
+class UnsupportedDataTypeError(InvalidTableError, UnsupportedFeatureError):
+    """A schema uses a data type pydelta does not know.
+
+    It is both an InvalidTableError (the schema cannot be used) and an
+    UnsupportedFeatureError (a newer Delta may define the type), so callers can
+    catch either.
+    """
+
+    def __init__(self, message: str) -> None:
+        UnsupportedFeatureError.__init__(self, message)
+
+
+class DmlTypeError(DeltaIllegalArgumentError, TypeError):
+    """A DML argument of the wrong type (delta-spark raises TypeError)."""
+
+
+class MultipleSourceRowMatchingTargetRowInMergeError(DeltaError):
+    """delta-spark's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE (SQLSTATE 21506)."""
+
+    error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+    sql_state = "21506"
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"[{self.error_class}] Cannot perform Merge as multiple source rows matched and attempted to modify "
+            "the same target row in the Delta table in possibly conflicting ways. By SQL semantics of Merge, when "
+            "multiple source rows match on the same target row, the result may be ambiguous as it is unclear which "
+            "source row should be used to update or delete the matching target row. You can preprocess the source "
+            f"table to eliminate the possibility of multiple matches. Please refer to {MERGE_DOCS}"
+        )
+
+
+class RestoreMissingFilesError(MissingDataFileError, DeltaIllegalArgumentError):
+    """Data files of the version to restore are gone (vacuumed or deleted by hand)."""
+
+
+class ManifestGenerationError(DeltaAnalysisError):
+    """The table cannot have symlink manifests (column mapping, deletion vectors)."""
+
+
+# ---- the local Spark session ---------------------------------------------------------------
+
+
+class JavaNotFoundError(DeltaError):
+    """Spark needs Java 17; it is not installed or not on PATH / JAVA_HOME."""
+
+
+class CatalogLockedError(DeltaError):
+    """Another process holds the embedded Derby metastore of the catalog directory."""

@@ -17,11 +17,20 @@ def test_conversion_keeps_pydelta_class_and_adds_pyspark():
     assert str(e) == "[DELTA_MISSING_DELTA_TABLE] /x is not a Delta table"
     e = to_pyspark(E.TableAlreadyExistsError("[TABLE_OR_VIEW_ALREADY_EXISTS] Table t already exists"))
     assert e.getCondition() == "TABLE_OR_VIEW_ALREADY_EXISTS" and str(e).count("[TABLE_OR_VIEW") == 1
-    e = to_pyspark(E.DeltaAnalysisError("p is a partition column. Z-Ordering can only be performed on data columns"))
+    # The error class travels on the exception (given where it is raised, or the message's [CLASS]);
+    # it decides the pyspark class where delta-spark raises another than the type's.
+    assert E.DeltaAnalysisError("[DELTA_X_Y] text").error_class == "DELTA_X_Y"
+    assert E.DeltaAnalysisError("no class").error_class is None
+    e = to_pyspark(E.DeltaAnalysisError("p is a partition column. Z-Ordering can only be performed on data columns",
+                                        error_class="DELTA_ZORDERING_ON_PARTITION_COLUMN"))
     assert isinstance(e, IllegalArgumentException) and e.getCondition() == "DELTA_ZORDERING_ON_PARTITION_COLUMN"
-    e = to_pyspark(E.VersionNotFoundError("timestamp x is after the latest version 3"))
-    assert e.getCondition() == "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"
-    e = to_pyspark(E.InvariantViolationError("NOT NULL constraint violated for column: a"))
+    assert not isinstance(e, AnalysisException)
+    e = to_pyspark(E.VersionNotFoundError("timestamp x is after the latest version 3",
+                                          error_class="DELTA_TIMESTAMP_GREATER_THAN_COMMIT"))
+    assert e.getCondition() == "DELTA_TIMESTAMP_GREATER_THAN_COMMIT" and isinstance(e, AnalysisException)
+    assert to_pyspark(E.VersionNotFoundError("version 9 does not exist")).getCondition() == "DELTA_VERSION_NOT_FOUND"
+    e = to_pyspark(E.InvariantViolationError("NOT NULL constraint violated for column: a",
+                                             error_class="DELTA_NOT_NULL_CONSTRAINT_VIOLATED"))
     assert e.getCondition() == "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
     e = to_pyspark(E.DeltaNotImplementedError("nope"))
     assert isinstance(e, UnsupportedOperationException) and isinstance(e, NotImplementedError)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pytest
 
 import pydelta

@@ -470,7 +470,7 @@ def test_optimize_doc_forms(spark, tmp_path, db):
         assert len(by_part["2017-01-02"]) == 1 and len(by_part["2021-11-18"]) == 3
         spark.sql("OPTIMIZE docforms.events WHERE date = '2021-11-18' ZORDER BY (eventType)")
         assert len(deltalake.DeltaTable(path).file_uris()) == 2
-        spark.sql(f"INSERT INTO docforms.events VALUES ('g', '2017-01-02')")
+        spark.sql("INSERT INTO docforms.events VALUES ('g', '2017-01-02')")
         spark.sql(f"OPTIMIZE '{path}'")
         spark.sql("OPTIMIZE docforms.events;")
         spark.sql(f"OPTIMIZE delta.`{path}`;")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Protocol
 from urllib.parse import unquote, urlparse
 
-from pydelta.errors import DeltaError
+from pydelta.errors import DeltaError, FileAlreadyExistsError  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,6 @@ class FileInfo:
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
-
-
-class FileAlreadyExistsError(DeltaError):
-    """put_if_absent found the target already there (another writer won)."""
 
 
 class Storage(Protocol):

@@ -101,12 +101,14 @@ def version_at(timestamps: list[CommitTimestamp], ts_ms: int, table_root: str) -
     if ts_ms < timestamps[0].timestamp:
         raise VersionNotFoundError(
             f"timestamp {_fmt(ts_ms)} is before the earliest available version "
-            f"{timestamps[0].version} ({_fmt(timestamps[0].timestamp)}) of {table_root}"
+            f"{timestamps[0].version} ({_fmt(timestamps[0].timestamp)}) of {table_root}",
+            error_class="DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION",
         )
     if ts_ms > timestamps[-1].timestamp:
         raise VersionNotFoundError(
             f"timestamp {_fmt(ts_ms)} is after the latest version {timestamps[-1].version} "
-            f"({_fmt(timestamps[-1].timestamp)}) of {table_root}"
+            f"({_fmt(timestamps[-1].timestamp)}) of {table_root}",
+            error_class="DELTA_TIMESTAMP_GREATER_THAN_COMMIT",
         )
     best = timestamps[0].version
     for ct in timestamps:

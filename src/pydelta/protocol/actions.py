@@ -102,6 +102,7 @@ class Protocol:
             raise UnsupportedFeatureError(
                 f"table requires writer feature(s) not supported by pydelta: {', '.join(sorted(missing))}",
                 missing,
+                error_class="DELTA_UNSUPPORTED_FEATURES_FOR_WRITE",
             )
 
 

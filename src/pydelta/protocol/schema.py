@@ -17,7 +17,12 @@ from typing import Any, Union
 
 import pyarrow as pa
 
-from pydelta.errors import DeltaIllegalArgumentError, InvalidTableError, UnsupportedFeatureError
+from pydelta.errors import (  # noqa: F401 - UnsupportedDataTypeError re-exported
+    DeltaIllegalArgumentError,
+    InvalidTableError,
+    UnsupportedDataTypeError,
+    UnsupportedFeatureError,
+)
 
 __all__ = [
     "PrimitiveType",
@@ -86,18 +91,6 @@ PARQUET_FIELD_NESTED_IDS_KEY = "parquet.field.nested.ids"
 TYPE_CHANGES_KEY = "delta.typeChanges"
 #: The Arrow field-metadata key pyarrow's Parquet writer/reader uses for field ids.
 ARROW_FIELD_ID_KEY = b"PARQUET:field_id"
-
-
-class UnsupportedDataTypeError(InvalidTableError, UnsupportedFeatureError):
-    """A schema uses a data type pydelta does not know.
-
-    It is both an InvalidTableError (the schema cannot be used) and an
-    UnsupportedFeatureError (a newer Delta may define the type), so callers can
-    catch either.
-    """
-
-    def __init__(self, message: str) -> None:
-        UnsupportedFeatureError.__init__(self, message)
 
 
 # ---- column names in Spark SQL -----------------------------------------------------

@@ -95,7 +95,17 @@ def violation_from(exc: BaseException) -> DeltaError | None:
         return DeltaCastError(_marked_message(text, CAST_MARKER))
     if MARKER not in text:
         return None
-    return InvariantViolationError(_marked_message(text, MARKER))
+    message = _marked_message(text, MARKER)
+    return InvariantViolationError(message, error_class=_violation_class(message))
+
+
+def _violation_class(message: str) -> str | None:
+    """delta-spark's error class for the check whose message this is."""
+    if message.startswith("NOT NULL constraint violated"):
+        return "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+    if message.startswith(("CHECK constraint", "Invariant violated")):
+        return "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"
+    return None
 
 
 @contextmanager

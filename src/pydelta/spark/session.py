@@ -12,7 +12,7 @@ import shutil
 import sys
 from typing import Any
 
-from pydelta.errors import DeltaError
+from pydelta.errors import CatalogLockedError, JavaNotFoundError
 
 SESSION_CONF = {
     # Column mapping "id" mode resolves Parquet columns by field id.
@@ -20,14 +20,6 @@ SESSION_CONF = {
     # Delta timestamp stats and readers expect microseconds, never INT96.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
-
-
-class JavaNotFoundError(DeltaError):
-    """Spark needs Java 17; it is not installed or not on PATH / JAVA_HOME."""
-
-
-class CatalogLockedError(DeltaError):
-    """Another process holds the embedded Derby metastore of the catalog directory."""
 
 
 def check_java() -> None:

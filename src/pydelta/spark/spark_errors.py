@@ -95,61 +95,45 @@ UNKNOWN = "UnknownException"  # delta-spark's DeltaRuntimeException / IllegalSta
 _PREFIX = re.compile(r"^\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]\s*")
 
 
+#: The pyspark exception for an error class where delta-spark raises another than its type's.
+_PYSPARK_CLASS_OF_ERROR_CLASS = {
+    "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE": UNSUPPORTED,
+    "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG": UNKNOWN,  # DeltaTableFeatureException, not an AnalysisException
+    "DELTA_ZORDERING_ON_PARTITION_COLUMN": ILLEGAL_ARGUMENT,
+    "DELTA_INVALID_PROTOCOL_DOWNGRADE": UNKNOWN,
+    "CAST_INVALID_INPUT": NUMBER_FORMAT,  # Spark's SparkNumberFormatException
+}
+#: (pydelta type, pyspark exception, error class when the error carries none); the first match wins.
+_BY_TYPE: tuple[tuple[type, str, str | None], ...] = (
+    (E.DeltaParseError, PARSE, None),
+    (E.DeltaTableFeatureError, UNKNOWN, None),  # delta-spark's DeltaTableFeatureException
+    (E.DeltaTableNotFoundError, ANALYSIS, "DELTA_MISSING_DELTA_TABLE"),  # forPath / forName, commands
+    (E.TableAlreadyExistsError, ANALYSIS, "DELTA_TABLE_ALREADY_EXISTS"),
+    (E.VersionNotFoundError, ANALYSIS, "DELTA_VERSION_NOT_FOUND"),
+    (E.LogNotContiguousError, UNKNOWN, "DELTA_VERSIONS_NOT_CONTIGUOUS"),
+    (E.UnsupportedFeatureError, UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_FOR_READ"),
+    (E.SchemaMismatchError, ANALYSIS, "DELTA_METADATA_MISMATCH"),
+    (E.DeltaCastError, ARITHMETIC, None),  # Spark's SparkArithmeticException
+    (E.InvariantViolationError, UNKNOWN, None),
+    (E.DeltaAnalysisError, ANALYSIS, None),
+    (E.DeltaIllegalArgumentError, ILLEGAL_ARGUMENT, None),
+    (E.DeltaNotImplementedError, UNSUPPORTED, None),
+)
+
+
 def _rule(e: E.DeltaError) -> tuple[str, str | None] | None:
-    """(pyspark exception name, delta-spark error class) for `e`, or None to leave it alone."""
-    text = str(e)
-    explicit = getattr(type(e), "error_class", None)
-    if E.DeltaConcurrentModificationException in type(e).__mro__:
+    """(pyspark exception name, delta-spark error class) for `e`, or None to leave it alone.
+
+    The error class is the one `e` carries (given where it was raised); the pyspark class
+    follows from it or from `e`'s type."""
+    if isinstance(e, E.DeltaConcurrentModificationException):
         return None  # keep delta-spark's names (pydelta.errors); no pyspark class to add
-    if isinstance(e, E.DeltaParseError):
-        return PARSE, None
-    if explicit == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE":
-        return UNSUPPORTED, explicit
-    if isinstance(e, E.DeltaTableFeatureError):
-        return UNKNOWN, None  # delta-spark's DeltaTableFeatureException; the class is in the message
-    if isinstance(e, E.DeltaTableNotFoundError):
-        return ANALYSIS, "DELTA_MISSING_DELTA_TABLE"  # DeltaTable.forPath / forName, commands
-    if isinstance(e, E.TableAlreadyExistsError):
-        if text.startswith("Cannot write to already existent path"):
-            return ANALYSIS, "DELTA_PATH_EXISTS"
-        return ANALYSIS, "DELTA_TABLE_ALREADY_EXISTS"
-    if isinstance(e, E.VersionNotFoundError):
-        if "before the earliest" in text:
-            return ANALYSIS, "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"
-        if "after the latest" in text:
-            return ANALYSIS, "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"
-        return ANALYSIS, "DELTA_VERSION_NOT_FOUND"
-    if isinstance(e, E.LogNotContiguousError):
-        return UNKNOWN, "DELTA_VERSIONS_NOT_CONTIGUOUS"
-    if isinstance(e, E.UnsupportedFeatureError):
-        if "writer feature" in text:
-            return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
-        return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_FOR_READ"
-    if isinstance(e, E.SchemaMismatchError):
-        if text.startswith("Failed to merge"):
-            return ANALYSIS, "DELTA_FAILED_TO_MERGE_FIELDS"
-        return ANALYSIS, "DELTA_METADATA_MISMATCH"
-    if isinstance(e, E.DeltaCastError):  # Spark's SparkArithmeticException / SparkNumberFormatException
-        return (NUMBER_FORMAT if text.startswith("[CAST_INVALID_INPUT]") else ARITHMETIC), None
-    if isinstance(e, E.InvariantViolationError):
-        if "NOT NULL constraint violated" in text:
-            return UNKNOWN, "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
-        if text.startswith(("CHECK constraint", "Invariant violated")):
-            return UNKNOWN, "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"
-        return UNKNOWN, None
-    if isinstance(e, E.DeltaAnalysisError):
-        if "Table features configured in the following" in text:
-            # delta-spark: DeltaTableFeatureException (a RuntimeException, not an AnalysisException)
-            return UNKNOWN, "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG"
-        if "is a partition column. Z-Ordering can only be performed on data columns" in text:
-            return ILLEGAL_ARGUMENT, "DELTA_ZORDERING_ON_PARTITION_COLUMN"
-        return ANALYSIS, None
-    if isinstance(e, E.DeltaProtocolError) and "cannot be downgraded" in text:
-        return UNKNOWN, "DELTA_INVALID_PROTOCOL_DOWNGRADE"
-    if isinstance(e, E.DeltaIllegalArgumentError):
-        return ILLEGAL_ARGUMENT, None
-    if isinstance(e, E.DeltaNotImplementedError):
-        return UNSUPPORTED, None
+    for kind, name, default in _BY_TYPE:
+        if isinstance(e, kind):
+            error_class = e.error_class or default
+            return _PYSPARK_CLASS_OF_ERROR_CLASS.get(error_class or "", name), error_class
+    if e.error_class in _PYSPARK_CLASS_OF_ERROR_CLASS:
+        return _PYSPARK_CLASS_OF_ERROR_CLASS[e.error_class], e.error_class
     return None
 
 

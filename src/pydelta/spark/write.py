@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from pydelta import __version__
+from pydelta.version import __version__
 from pydelta.errors import (
     DeltaAnalysisError,
     DeltaTableNotFoundError,
@@ -425,7 +425,8 @@ def write_dataframe(
     snapshot = try_load(root)
     if snapshot is not None:
         if opts.mode == "ErrorIfExists":
-            raise TableAlreadyExistsError(f"Cannot write to already existent path {path} without setting mode('overwrite') or mode('append')")
+            raise TableAlreadyExistsError(f"Cannot write to already existent path {path} without setting "
+                                          "mode('overwrite') or mode('append')", error_class="DELTA_PATH_EXISTS")
         if opts.mode == "Ignore":
             return None
     if cluster_by:

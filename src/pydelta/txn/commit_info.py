@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.version import __version__
 
 
 def _json(value: Any) -> str:
@@ -263,8 +264,6 @@ class EngineInfo(str):
 
 
 def default_engine_info() -> str:
-    from pydelta import __version__
-
     return f"pydelta/{__version__}"
 
 

@@ -16,98 +16,27 @@ exactly, e.g. CDF gives (1,7) with [appendOnly, invariants, changeDataFeed].
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
 from pydelta.protocol import geospatial
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.features import (  # noqa: F401 - FeatureSpec and feature_spec re-exported for callers
+    FEATURES,
+    TABLE_FEATURES_READER,
+    TABLE_FEATURES_WRITER,
+    FeatureSpec,
+    feature_spec,
+    known_feature,
+)
 from pydelta.protocol.schema import contains_geospatial, walk_fields
 
 MIN_READER_VERSION_PROP = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROP = "delta.minWriterVersion"
 IGNORE_PROTOCOL_DEFAULTS_PROP = "delta.ignoreProtocolDefaults"
 FEATURE_PROP_PREFIX = "delta.feature."
-TABLE_FEATURES_READER = 3
-TABLE_FEATURES_WRITER = 7
 DEFAULT_PROTOCOL = (1, 2)  # delta-spark's session defaults for new tables
-
-
-@dataclass(frozen=True)
-class FeatureSpec:
-    """What delta-spark knows about one table feature."""
-
-    name: str
-    min_reader: int
-    min_writer: int
-    reader_writer: bool = False
-    legacy: bool = False
-    auto_update: bool = False  # may silently upgrade an existing table when metadata needs it
-    requires: tuple[str, ...] = ()
-    fail_concurrent_at_upgrade: bool = True  # a concurrent upgrade adding it aborts other writers
-
-
-def _legacy_w(name: str, writer: int, fail: bool = True) -> FeatureSpec:
-    return FeatureSpec(name, 0, writer, legacy=True, auto_update=True, fail_concurrent_at_upgrade=fail)
-
-
-def _writer(name: str, *, auto: bool = False, requires: tuple[str, ...] = (), fail: bool = True) -> FeatureSpec:
-    return FeatureSpec(name, 0, 7, auto_update=auto, requires=requires, fail_concurrent_at_upgrade=fail)
-
-
-def _rw(name: str, *, auto: bool = False, requires: tuple[str, ...] = (), fail: bool = True) -> FeatureSpec:
-    return FeatureSpec(name, 3, 7, True, False, auto, requires, fail)
-
-
-FEATURES: dict[str, FeatureSpec] = {
-    f.name: f
-    for f in (
-        _legacy_w("appendOnly", 2, fail=False),
-        _legacy_w("invariants", 2),
-        _legacy_w("checkConstraints", 3),
-        _legacy_w("changeDataFeed", 4, fail=False),
-        _legacy_w("generatedColumns", 4),
-        FeatureSpec("columnMapping", 2, 5, True, True, True, (), False),
-        _legacy_w("identityColumns", 6),
-        _writer("inCommitTimestamp", auto=True, fail=False),
-        _writer("domainMetadata", fail=False),
-        _writer("rowTracking", auto=True, requires=("domainMetadata",), fail=False),
-        _writer("clustering", requires=("domainMetadata",)),
-        _writer("checkpointProtection"),
-        _writer("allowColumnDefaults"),
-        _writer("materializePartitionColumns", auto=True),
-        _writer("icebergCompatV1", auto=True, requires=("columnMapping",), fail=False),
-        _writer("icebergCompatV2", auto=True, requires=("columnMapping",), fail=False),
-        _writer("icebergCompatV3", auto=True, requires=("columnMapping",), fail=False),
-        _writer("managedCommit", auto=True, requires=("inCommitTimestamp",), fail=True),
-        _writer("coordinatedCommits-preview", auto=True, requires=("inCommitTimestamp", "vacuumProtocolCheck")),
-        _writer("redirectWriterOnly-preview", auto=True),
-        _rw("deletionVectors", auto=True, fail=False),
-        _rw("timestampNtz", fail=False),
-        _rw("typeWidening", auto=True, fail=False),
-        _rw("typeWidening-preview", fail=False),
-        _rw("v2Checkpoint", auto=True, fail=False),
-        _rw("vacuumProtocolCheck", fail=False),
-        _rw("variantType", auto=True),
-        _rw("variantType-preview", auto=True),
-        _rw("variantShredding", auto=True, requires=("variantType",)),
-        _rw("variantShredding-preview", auto=True),
-        _rw("catalogManaged", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False),
-        _rw("catalogOwned-preview", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False),
-        _rw("geospatial", auto=True),
-        _rw("geospatial-dev"),
-        _rw("redirectReaderWriter-preview", auto=True),
-    )
-}
-_BY_LOWER = {name.lower(): spec for name, spec in FEATURES.items()}
-
-
-def feature_spec(name: str, in_reader_features: bool = False) -> FeatureSpec:
-    """The spec of a feature; an unknown name (a newer client's) is treated as a plain table feature."""
-    spec = FEATURES.get(name) or _BY_LOWER.get(name.lower())
-    if spec is not None:
-        return spec
-    return _rw(name) if in_reader_features else _writer(name)
 
 
 # ---- protocol algebra (delta-spark's TableFeatureSupport) ------------------------------
@@ -297,7 +226,7 @@ def requested_features(configuration: Mapping[str, str]) -> set[str]:
             raise DeltaIllegalArgumentError(
                 f'Expecting the status for table feature {name} to be "supported", but got "{value}".'
             )
-        spec = FEATURES.get(name) or _BY_LOWER.get(name.lower())
+        spec = known_feature(name)
         if spec is None:
             unknown.append(key)
         else:
@@ -305,7 +234,8 @@ def requested_features(configuration: Mapping[str, str]) -> set[str]:
     if unknown:
         raise DeltaAnalysisError(
             "Table features configured in the following Delta table properties are not recognized "
-            f"by this version of Delta Lake: {', '.join(sorted(unknown))}."
+            f"by this version of Delta Lake: {', '.join(sorted(unknown))}.",
+            error_class="DELTA_UNSUPPORTED_FEATURES_IN_CONFIG",
         )
     return out
 
@@ -475,7 +405,8 @@ def check_upgrade(current: Protocol | None, new: Protocol) -> None:
         return
     if not can_upgrade(current, new):
         raise DeltaProtocolError(
-            f"Protocol version cannot be downgraded from ({_fmt(current)}) to ({_fmt(new)})"
+            f"Protocol version cannot be downgraded from ({_fmt(current)}) to ({_fmt(new)})",
+            error_class="DELTA_INVALID_PROTOCOL_DOWNGRADE",
         )
 
 

@@ -27,8 +27,8 @@ from pydelta.errors import (
     DeltaAnalysisError,
     DeltaConcurrentModificationException,
     DeltaError,
-    DeltaIllegalArgumentError,
     DeltaNotImplementedError,
+    DmlTypeError,
 )
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
@@ -48,10 +48,6 @@ __all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit", "files_match
 CDF_KEY = "delta.enableChangeDataFeed"
 # A predicate that keeps every file: what delta-spark records for an unfiltered read.
 READ_ALL = Unknown("true")
-
-
-class DmlTypeError(DeltaIllegalArgumentError, TypeError):
-    """A DML argument of the wrong type (delta-spark raises TypeError)."""
 
 
 # ---- arguments ----------------------------------------------------------------------------

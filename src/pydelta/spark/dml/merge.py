@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from pydelta.errors import DeltaAnalysisError, DeltaError
+from pydelta.errors import DeltaAnalysisError, MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Or, Predicate
@@ -110,22 +110,6 @@ FILE_IDX = "__pydelta_file_index"
 
 COPY = 0
 DROP = -1
-
-
-class MultipleSourceRowMatchingTargetRowInMergeError(DeltaError):
-    """delta-spark's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE (SQLSTATE 21506)."""
-
-    error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
-    sql_state = "21506"
-
-    def __init__(self) -> None:
-        super().__init__(
-            f"[{self.error_class}] Cannot perform Merge as multiple source rows matched and attempted to modify "
-            "the same target row in the Delta table in possibly conflicting ways. By SQL semantics of Merge, when "
-            "multiple source rows match on the same target row, the result may be ambiguous as it is unclear which "
-            "source row should be used to update or delete the matching target row. You can preprocess the source "
-            f"table to eliminate the possibility of multiple matches. Please refer to {DOCS}"
-        )
 
 
 # ---- clauses and the builder ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import shutil
 import uuid
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
+from pydelta.errors import DeltaIllegalArgumentError, ManifestGenerationError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import hive_partition_path
@@ -22,10 +22,6 @@ from pydelta.protocol.schema import column_mapping_mode
 
 MANIFEST_LOCATION = "_symlink_format_manifest"
 MODES = ("symlink_format_manifest",)
-
-
-class ManifestGenerationError(DeltaAnalysisError):
-    """The table cannot have symlink manifests (column mapping, deletion vectors)."""
 
 
 def generate(table: Any, mode: str) -> None:

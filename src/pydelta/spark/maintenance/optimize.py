@@ -328,7 +328,8 @@ def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[st
         parts = split_identifier(col)
         if len(parts) == 1 and any(same(parts[0], c) for c in partition_columns):
             raise DeltaAnalysisError(
-                f"{col} is a partition column. Z-Ordering can only be performed on data columns"
+                f"{col} is a partition column. Z-Ordering can only be performed on data columns",
+                error_class="DELTA_ZORDERING_ON_PARTITION_COLUMN",
             )
         data_schema = DeltaStruct(tuple(f for f in schema.fields if f.name not in partition_columns))
         path = find(data_schema, parts)

@@ -14,17 +14,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, MissingDataFileError
+from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, RestoreMissingFilesError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.txn.clone import add_action_from_file_row as _add_action
 from pydelta.txn.commit_info import Operation
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
-
-
-class RestoreMissingFilesError(MissingDataFileError, DeltaIllegalArgumentError):
-    """Data files of the version to restore are gone (vacuumed or deleted by hand)."""
 
 
 def _dv_uid(dv: dict | None) -> str:
