@@ -29,6 +29,7 @@ from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
 from pydelta.log.timestamps import commit_timestamp, to_millis
 from pydelta.protocol.actions import Metadata
+from pydelta.protocol import properties
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 CHANGE_TYPE = "_change_type"
@@ -62,7 +63,7 @@ class VersionActions:
 
 
 def is_cdf_enabled(metadata: Metadata) -> bool:
-    return str(metadata.configuration.get(CDF_PROPERTY, "false")).lower() == "true"
+    return properties.ENABLE_CHANGE_DATA_FEED.get(metadata.configuration)
 
 
 def read_versions(

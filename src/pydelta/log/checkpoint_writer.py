@@ -19,7 +19,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from pydelta.log.last_checkpoint import make_last_checkpoint, parse_last_checkpo
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import FileAlreadyExistsError, Storage
 from pydelta.protocol.partition_values import partition_values_to_arrow
+from pydelta.protocol.properties import parse_interval_ms
 from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
 from pydelta.protocol.stats import DEFAULT_NUM_INDEXED_COLS, TIGHT_BOUNDS, parse_stats, stats_schema
 
@@ -117,68 +117,7 @@ CHECKPOINT_POLICY_KEY = "delta.checkpointPolicy"
 # delta-spark's default part size for V2 checkpoints (actions per sidecar file).
 V2_ACTIONS_PER_SIDECAR = 50_000
 
-# ---- intervals ----------------------------------------------------------------------------
-
-_MICROS = {
-    "microsecond": 1,
-    "millisecond": 1_000,
-    "second": 1_000_000,
-    "minute": 60_000_000,
-    "hour": 3_600_000_000,
-    "day": 86_400_000_000,
-    "week": 7 * 86_400_000_000,
-}
-_MONTH_UNITS = frozenset({"month", "year"})
-_INTERVAL_PART = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)")
-
-
-def parse_interval_ms(text: str) -> int:
-    """Milliseconds in a delta-spark calendar interval ("interval 1 week", "7 days", "168 hours").
-
-    Table properties such as `delta.logRetentionDuration` use Spark's interval syntax: an
-    optional `interval` prefix, then `<number> <unit>` pairs (units singular or plural,
-    microsecond to week). Like delta-spark, months and years are refused (their length
-    varies), a fraction is only allowed for seconds, and the total must not be negative.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise DeltaIllegalArgumentError("an interval must not be empty")
-    body = text.strip().lower()
-    if body == "interval" or body.startswith("interval "):
-        body = body[len("interval") :].strip()
-    if not body:
-        raise DeltaIllegalArgumentError(f"invalid interval {text!r}: no value")
-    total, pos = 0, 0
-    while pos < len(body):
-        m = _INTERVAL_PART.match(body, pos)
-        if m is None:
-            raise DeltaIllegalArgumentError(f"invalid interval {text!r}")
-        total += _interval_part_micros(m.group(1), m.group(2), m.group(3), text)
-        pos = m.end()
-        while pos < len(body) and body[pos].isspace():
-            pos += 1
-        if pos < len(body) and pos == m.end():
-            raise DeltaIllegalArgumentError(f"invalid interval {text!r}")
-    if total < 0:
-        raise DeltaIllegalArgumentError(f"invalid interval {text!r}: it must not be negative")
-    return total // 1000
-
-
-def _interval_part_micros(sign: str, number: str, unit: str, text: str) -> int:
-    unit = unit[:-1] if unit.endswith("s") else unit
-    if unit in _MONTH_UNITS:
-        raise DeltaIllegalArgumentError(
-            f"invalid interval {text!r}: months and years are not accepted; use days (e.g. '365 days')"
-        )
-    if unit not in _MICROS:
-        raise DeltaIllegalArgumentError(f"invalid interval {text!r}: unknown unit {unit!r}")
-    if "." in number:
-        if unit != "second":
-            raise DeltaIllegalArgumentError(f"invalid interval {text!r}: only seconds may have a fraction")
-        whole, _, frac = number.partition(".")
-        micros = int(whole or "0") * 1_000_000 + int((frac + "000000")[:6])
-    else:
-        micros = int(number) * _MICROS[unit]
-    return -micros if sign == "-" else micros
+# ---- intervals (parsed in protocol/properties.py) -------------------------------------------
 
 
 def interval_property_ms(configuration: dict[str, str], key: str, default: str) -> int:

@@ -26,13 +26,14 @@ from pydelta.protocol.schema import (
     type_changes,
     without_field_metadata,
 )
+from pydelta.protocol import properties
 
 ENABLE_KEY = "delta.enableTypeWidening"
 _INTEGRAL = ("byte", "short", "integer", "long")
 
 
 def enabled(configuration: dict[str, str]) -> bool:
-    return str(configuration.get(ENABLE_KEY, "false")).strip().lower() == "true"
+    return properties.ENABLE_TYPE_WIDENING.get(configuration)
 
 
 def type_string(dt: DataType) -> str:

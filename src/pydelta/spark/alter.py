@@ -25,11 +25,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
+from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
+from pydelta.protocol.properties import (  # noqa: F401 - validate_properties and the prefixes re-exported
+    ALLOW_ARBITRARY_PROPERTIES_CONF,
+    CONSTRAINT_PREFIX,
+    FEATURE_PREFIX,
+    UNIVERSAL_FORMAT_CONFIG_PREFIX,
+    normalize_keys,
+    validate_properties,
+)
 from pydelta.protocol.schema import (
     COLUMN_MAPPING_MODE_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
@@ -51,15 +59,10 @@ from pydelta.spark import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 
-CONSTRAINT_PREFIX = "delta.constraints."
-FEATURE_PREFIX = "delta.feature."
-UNIVERSAL_FORMAT_CONFIG_PREFIX = "delta.universalformat.config."
-ALLOW_ARBITRARY_PROPERTIES = "spark.databricks.delta.allowArbitraryProperties.enabled"
+ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
 RESERVED_CONSTRAINT_NAME = "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
 CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
-LOG_RETENTION = "delta.logRetentionDuration"
-DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 _INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
 
 
@@ -101,164 +104,12 @@ class ColumnChange:
     default: str | None = None  # SET DEFAULT <sql>
 
 
-# ---- table properties (delta-spark's DeltaConfigs) -----------------------------------------
-
-
-@dataclass(frozen=True)
-class _Config:
-    key: str
-    valid: Callable[[str], bool]
-    help: str
-
-
-def _bool(v: str) -> bool:
-    return v.lower() in ("true", "false")
-
-
-def _int_check(test: Callable[[int], bool]) -> Callable[[str], bool]:
-    def check(v: str) -> bool:
-        try:
-            return test(int(v))
-        except ValueError:
-            return False
-
-    return check
-
-
-def _interval(v: str) -> bool:
-    from pydelta.log.checkpoint_writer import parse_interval_ms
-
-    try:
-        parse_interval_ms(v)
-    except DeltaIllegalArgumentError:
-        return False
-    return True
-
-
-def _one_of(*values: str) -> Callable[[str], bool]:
-    return lambda v: v.strip().lower() in values
-
-
-def _any(v: str) -> bool:
-    return True
-
-
-_BOOL_HELP = "needs to be a boolean."
-_INTERVAL_HELP = ("needs to be provided as a calendar interval such as '2 weeks'. Months and years are not "
-                  "accepted. You may specify '365 days' for a year instead.")
-_BOOLEANS = (
-    "ignoreProtocolDefaults", "enableExpiredLogCleanup", "enableFullRetentionRollback", "randomizeFilePrefixes",
-    "appendOnly", "enableDeletionVectors", "enableVariantShredding", "autoOptimize",
-    "compatibility.symlinkFormatManifest.enabled", "checkpoint.writeStatsAsJson", "checkpoint.writeStatsAsStruct",
-    "enableChangeDataCapture", "enableChangeDataFeed", "enableRowTracking", "rowTrackingSuspended",
-    "enableIcebergCompatV1", "enableIcebergCompatV2", "enableIcebergCompatV3",
-    "universalFormat.iceberg.atomicConversion.supported", "castIcebergTimeType", "ignoreIcebergBucketPartition",
-    "autoOptimize.optimizeWrite", "enableTypeWidening", "enableInCommitTimestamps",
-    "enableMaterializePartitionColumnsFeature", "writePartitionColumnsToParquet",
-)
-_INTERVALS = (
-    "logRetentionDuration", "sampleRetentionDuration", "checkpointRetentionDuration",
-    "dropFeatureTruncateHistory.retentionDuration", "deletedFileRetentionDuration", "setTransactionRetentionDuration",
-)
-_FREE = (
-    "redirectReaderWriter-preview", "redirectWriterOnly-preview", "parquet.format.version",
-    "dataSkippingStatsColumns", "universalFormat.enabledFormats", "coordinatedCommits.commitCoordinator-preview",
-    "coordinatedCommits.commitCoordinatorConf-preview", "coordinatedCommits.tableConf-preview",
-    "managedCommit.commitOwner", "managedCommit.commitOwnerConf",  # seed 001; txn validates them
-)
-_OTHERS = (
-    _Config("minReaderVersion", _int_check(lambda n: 1 <= n <= 3), "needs to be one of 1, 2, 3."),
-    _Config("minWriterVersion", _int_check(lambda n: 1 <= n <= 7), "needs to be one of 1, 2, 3, 4, 5, 6, 7."),
-    _Config("checkpointInterval", _int_check(lambda n: n > 0), "needs to be a positive integer."),
-    _Config("randomPrefixLength", _int_check(lambda n: n > 0), "needs to be greater than 0."),
-    _Config("dataSkippingNumIndexedCols", _int_check(lambda n: n >= -1), "needs to be larger than or equal to -1."),
-    _Config("dataSkippingStringPrefixLength", _int_check(lambda n: n >= 0), "needs to be greater or equal to zero."),
-    _Config("columnMapping.mode", _one_of("none", "id", "name"), "needs to be one of: none, id, name."),
-    _Config("columnMapping.maxColumnId", _int_check(lambda n: n >= 0), "needs to be a long."),
-    _Config("autoOptimize.autoCompact", _one_of("true", "false"), '"needs to be one of: true,false'),
-    _Config("isolationLevel", _one_of("serializable"), "must be Serializable"),
-    _Config("checkpointPolicy", _one_of("classic", "v2"), "can be one of the following: classic, v2"),
-    _Config("inCommitTimestampEnablementVersion", _int_check(lambda n: True), "needs to be a long."),
-    _Config("inCommitTimestampEnablementTimestamp", _int_check(lambda n: True), "needs to be a long."),
-    _Config("requireCheckpointProtectionBeforeVersion", _int_check(lambda n: n >= 0),
-            "needs to be greater or equal to zero."),
-)
-_CONFIGS: dict[str, _Config] = {
-    c.key.lower(): c
-    for c in (
-        *(_Config(k, _bool, _BOOL_HELP) for k in _BOOLEANS),
-        *(_Config(k, _interval, _INTERVAL_HELP) for k in _INTERVALS),
-        *(_Config(k, _any, "") for k in _FREE),
-        *_OTHERS,
-    )
-}
+# ---- table properties: protocol/properties.py -------------------------------------------------
 
 
 def _conf_true(spark: Any, key: str) -> bool:
     return str(spark.conf.get(key, "false")).strip().lower() == "true"
 
-
-def validate_properties(properties: Mapping[str, str], allow_arbitrary: bool = False) -> dict[str, str]:
-    """delta-spark's validateConfigurations: known `delta.*` keys get their canonical case and a
-    valid value, `delta.feature.*` keys are lower-cased, unknown `delta.*` keys are refused."""
-    out: dict[str, str] = {}
-    for key, value in properties.items():
-        lower = key.lower()
-        if lower.startswith(CONSTRAINT_PREFIX):
-            out[key] = value
-        elif lower.startswith(FEATURE_PREFIX):
-            out[lower] = value
-        elif lower.startswith("delta."):
-            config = _CONFIGS.get(lower[len("delta."):])
-            if config is not None:
-                if not config.valid(value):
-                    raise DeltaIllegalArgumentError(f"requirement failed: delta.{config.key} {config.help}")
-                out[f"delta.{config.key}"] = value
-            elif lower.startswith(UNIVERSAL_FORMAT_CONFIG_PREFIX):
-                out[lower] = value
-            elif allow_arbitrary:
-                out[key] = value
-            else:
-                raise DeltaAnalysisError(
-                    f"[DELTA_UNKNOWN_CONFIGURATION] Unknown configuration was specified: {key}\n"
-                    f"To disable this check, set {ALLOW_ARBITRARY_PROPERTIES}=true in the Spark session configuration."
-                )
-        else:
-            out[key] = value
-    if LOG_RETENTION in out or DELETED_FILE_RETENTION in out:
-        _check_retentions(out)
-    return out
-
-
-def _check_retentions(properties: Mapping[str, str]) -> None:
-    """delta-spark: the log must be kept at least as long as removed files."""
-    from pydelta.log.checkpoint_writer import parse_interval_ms
-
-    log = properties.get(LOG_RETENTION, "interval 30 days")
-    deleted = properties.get(DELETED_FILE_RETENTION, "interval 1 week")
-    if parse_interval_ms(log) >= parse_interval_ms(deleted):
-        return
-    if LOG_RETENTION in properties:
-        message = f"The table property {LOG_RETENTION}({log}) needs to be greater than or equal to " \
-                  f"{DELETED_FILE_RETENTION}({deleted})."
-    else:
-        message = f"The table property {DELETED_FILE_RETENTION}({deleted}) needs to be less than or equal to " \
-                  f"{LOG_RETENTION}({log})."
-    raise DeltaIllegalArgumentError(f"requirement failed: {message}")
-
-
-def normalize_keys(keys: Iterable[str]) -> list[str]:
-    """delta-spark's normalizeConfigKeys: canonical case for known `delta.*` keys."""
-    out = []
-    for key in keys:
-        lower = key.lower()
-        if lower.startswith(FEATURE_PREFIX):
-            out.append(lower)
-        elif lower.startswith("delta.") and lower[len("delta."):] in _CONFIGS:
-            out.append(f"delta.{_CONFIGS[lower[len('delta.'):]].key}")
-        else:
-            out.append(key)
-    return out
 
 
 def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:

@@ -5,6 +5,7 @@ partition columns before the Parquet write, so each partition value is written b
 from __future__ import annotations
 
 from typing import Any, Mapping
+from pydelta.protocol import properties
 
 OPTION = "optimizeWrite"
 SESSION_CONF = "spark.databricks.delta.optimizeWrite.enabled"
@@ -17,7 +18,7 @@ def enabled(requested: bool | None, configuration: Mapping[str, str]) -> bool:
     """delta-spark's precedence: the writer option (or session conf), else the table property."""
     if requested is not None:
         return requested
-    return str(configuration.get(TABLE_PROPERTY, "false")).strip().lower() == "true"
+    return properties.AUTO_OPTIMIZE_OPTIMIZE_WRITE.get(configuration)
 
 
 def _bin_size(spark: Any) -> int:

@@ -104,9 +104,10 @@ def session_conf(spark: Any = None) -> dict[str, str]:
 def checked_table_properties(spark: Any, properties: Mapping[str, str]) -> dict[str, str]:
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
-    from pydelta.spark.alter import ALLOW_ARBITRARY_PROPERTIES, _conf_true, validate_properties
+    from pydelta.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_properties
 
-    return validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
+    allow = str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, "false")).strip().lower() == "true"
+    return validate_properties(properties, allow)
 
 
 def with_table_defaults(properties: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:

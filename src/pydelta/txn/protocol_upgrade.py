@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
 from pydelta.protocol import geospatial
+from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import (  # noqa: F401 - FeatureSpec and feature_spec re-exported for callers
     FEATURES,
@@ -148,8 +149,6 @@ def removes_features(new: Protocol, old: Protocol | None) -> bool:
 # ---- features needed by a metadata ----------------------------------------------------
 
 
-def _is_true(conf: Mapping[str, str], key: str) -> bool:
-    return str(conf.get(key, "false")).strip().lower() == "true"
 
 
 def _walk_types(dt: Any) -> Iterable[Any]:
@@ -174,13 +173,13 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
     type_names = {getattr(t, "name", "") for t in _walk_types(schema)}
     supported = all_features(protocol)
     out: set[str] = set()
-    if _is_true(conf, "delta.appendOnly"):
+    if P.flag(conf, "delta.appendOnly"):
         out.add("appendOnly")
     if any("delta.invariants" in f.metadata for f in fields):
         out.add("invariants")
     if any(k.startswith("delta.constraints.") for k in conf):
         out.add("checkConstraints")
-    if _is_true(conf, "delta.enableChangeDataFeed"):
+    if P.flag(conf, "delta.enableChangeDataFeed"):
         out.add("changeDataFeed")
     if any("delta.generationExpression" in f.metadata for f in fields):
         out.add("generatedColumns")
@@ -188,11 +187,11 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("columnMapping")
     if any("delta.identity.start" in f.metadata and "delta.identity.step" in f.metadata for f in fields):
         out.add("identityColumns")
-    if _is_true(conf, "delta.enableDeletionVectors"):
+    if P.flag(conf, "delta.enableDeletionVectors"):
         out.add("deletionVectors")
     if "timestamp_ntz" in type_names:
         out.add("timestampNtz")
-    widening = _is_true(conf, "delta.enableTypeWidening") or any("delta.typeChanges" in f.metadata for f in fields)
+    widening = P.flag(conf, "delta.enableTypeWidening") or any("delta.typeChanges" in f.metadata for f in fields)
     if widening and "typeWidening-preview" not in supported:
         out.add("typeWidening")
     if str(conf.get("delta.checkpointPolicy", "classic")).strip().lower() == "v2":
@@ -201,14 +200,14 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("variantType")
     if contains_geospatial(schema) and geospatial.PREVIEW_FEATURE not in supported:
         out.add(geospatial.FEATURE)  # not over the preview feature, which old clients may only know
-    if _is_true(conf, "delta.enableInCommitTimestamps"):
+    if P.flag(conf, "delta.enableInCommitTimestamps"):
         out.add("inCommitTimestamp")
     if conf.get("delta.managedCommit.commitOwner") is not None:
         out.add("managedCommit")  # seed 001: the owner property needs the managedCommit writer feature
-    if _is_true(conf, "delta.enableRowTracking"):
+    if P.flag(conf, "delta.enableRowTracking"):
         out.add("rowTracking")
     for v in ("V1", "V2", "V3"):
-        if _is_true(conf, f"delta.enableIcebergCompat{v}"):
+        if P.flag(conf, f"delta.enableIcebergCompat{v}"):
             out.add(f"icebergCompat{v}")
     return out
 
@@ -317,7 +316,7 @@ def required_features(metadata: Metadata, current: Protocol | None) -> tuple[set
     conf = metadata.configuration
     req_reader, req_writer = requested_versions(conf)
     if current is None:
-        ignore_defaults = _is_true(conf, IGNORE_PROTOCOL_DEFAULTS_PROP)
+        ignore_defaults = P.flag(conf, IGNORE_PROTOCOL_DEFAULTS_PROP)
         default_reader, default_writer = (1, 1) if ignore_defaults else DEFAULT_PROTOCOL
         req_reader = req_reader if req_reader is not None else default_reader
         req_writer = req_writer if req_writer is not None else default_writer

@@ -27,6 +27,7 @@ from pydelta.errors import (
 )
 from pydelta.log.segment import LogSegment, list_log, log_dir_of
 from pydelta.log.storage import FileAlreadyExistsError, FileInfo, Storage, storage_for, to_local_path
+from pydelta.protocol import properties as P
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.protocol.predicates import Predicate
@@ -66,11 +67,6 @@ ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 _FILE_KINDS = ("add", "remove", "cdc")
 
 
-def _is_true(conf: Mapping[str, str], key: str, default: bool = False) -> bool:
-    raw = conf.get(key)
-    if raw is None:
-        return default
-    return str(raw).strip().lower() == "true"
 
 
 def _now_ms() -> int:
@@ -366,10 +362,10 @@ class OptimisticTransaction:
         isolation = self._isolation_for(file_actions, data_change)
         blind = is_blind_append(file_actions, self._read_anything())
         now = self._clock()
-        ict_on = _is_true(metadata.configuration, ICT_ENABLED)
+        ict_on = P.flag(metadata.configuration, ICT_ENABLED)
         previous_ts = self.snapshot.timestamp if self.snapshot is not None else None
         ict = in_commit_timestamp(now, previous_ts) if ict_on else None
-        was_on = self.snapshot is not None and _is_true(self.snapshot.metadata.configuration, ICT_ENABLED)
+        was_on = self.snapshot is not None and P.flag(self.snapshot.metadata.configuration, ICT_ENABLED)
         enables_ict = ict_on and not was_on
         commit_info = build_commit_info(
             timestamp=now,
@@ -461,7 +457,7 @@ class OptimisticTransaction:
                 _check_duplicate("remove", key, path, removes, adds)
                 removed[canonical_path(path, self.table_root)] = body.get("partitionValues")
         read_md = self.snapshot.metadata if self.snapshot is not None else None
-        if read_md is not None and _is_true(read_md.configuration, "delta.appendOnly"):
+        if read_md is not None and P.flag(read_md.configuration, "delta.appendOnly"):
             if any("remove" in a and a["remove"].get("dataChange", True) for a in file_actions):
                 raise DeltaAnalysisError(
                     "This table is configured to only allow appends. If you would like to permit updates "
@@ -693,7 +689,7 @@ class OptimisticTransaction:
         except Exception as e:
             logger.warning("checkpoint of %s at version %d failed; the commit stands: %s", self.table_root, version, e)
             return
-        if not _is_true(conf, "delta.enableExpiredLogCleanup", default=True):
+        if not P.flag(conf, "delta.enableExpiredLogCleanup", default=True):
             return
         cleanup = _optional("pydelta.log.cleanup", "cleanup_expired_logs")
         if cleanup is None:

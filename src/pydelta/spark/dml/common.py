@@ -32,6 +32,7 @@ from pydelta.errors import (
 )
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
@@ -194,8 +195,6 @@ def and_all(predicates: list[Predicate]) -> Predicate:
 # ---- the table's files ------------------------------------------------------------------------
 
 
-def _conf_true(snapshot: Snapshot, key: str) -> bool:
-    return str(snapshot.configuration.get(key, "false")).strip().lower() == "true"
 
 
 def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: bool = True) -> None:
@@ -218,11 +217,11 @@ def check_row_ids_preserved(snapshot: Snapshot, operation: str, *, supported: bo
 
 def cdf_enabled(metadata: Metadata) -> bool:
     """Whether writers must produce change data files (delta.enableChangeDataFeed)."""
-    return str(metadata.configuration.get(CDF_KEY, "false")).strip().lower() == "true"
+    return P.ENABLE_CHANGE_DATA_FEED.get(metadata.configuration)
 
 
 def check_not_append_only(snapshot: Snapshot) -> None:
-    if _conf_true(snapshot, "delta.appendOnly"):
+    if P.APPEND_ONLY.get(snapshot.configuration):
         raise DeltaAnalysisError(
             "This table is configured to only allow appends. If you would like to permit updates or deletes, use "
             "'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."

@@ -27,6 +27,7 @@ from pydelta.protocol.stats import TIGHT_BOUNDS
 from pydelta.spark import plan_pruning
 from pydelta.spark.dml.common import file_uris, remove_actions, scan
 from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
+from pydelta.protocol import properties
 
 ENABLE_KEY = "delta.enableDeletionVectors"
 
@@ -34,7 +35,7 @@ ENABLE_KEY = "delta.enableDeletionVectors"
 def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: str) -> bool:
     """Whether `command` ("delete" / "update" / "merge") writes deletion vectors: delta-spark's rule, the
     table property plus spark.databricks.delta.<command>.deletionVectors.persistent (default true)."""
-    enabled = str(metadata.configuration.get(ENABLE_KEY, "false")).strip().lower() == "true"
+    enabled = properties.ENABLE_DELETION_VECTORS.get(metadata.configuration)
     conf = f"spark.databricks.delta.{command}.deletionVectors.persistent"
     persistent = str(spark.conf.get(conf, "true")).strip().lower() != "false"
     return enabled and persistent and protocol.has_feature("deletionVectors")

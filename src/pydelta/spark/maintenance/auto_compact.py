@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.maintenance._conf import conf_bytes, conf_value
+from pydelta.protocol import properties
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def is_enabled(spark: Any, configuration: Mapping[str, str]) -> bool:
     session = conf_value(spark, ENABLED_CONF)
     if session is not None:
         return _auto_compact_type(session)
-    if str(configuration.get(LEGACY_TABLE_PROPERTY, "")).strip().lower() == "true":
+    if properties.AUTO_OPTIMIZE.get(configuration):
         return True
     table = configuration.get(TABLE_PROPERTY)
     return _auto_compact_type(table) if table is not None else False
