@@ -22,7 +22,7 @@ from pydelta.log.vacuum_plan import (
     plan_vacuum,
     retention_hours_to_ms,
 )
-from pydelta.protocol.deletion_vectors import write_deletion_vector_file
+from pydelta.log.deletion_vector_files import write_deletion_vector_file
 from tests.log.test_checkpoint_writer import DAY_MS, NOW_MS, TableBuilder, add, field, remove
 
 HOUR_MS = 3_600_000

@@ -29,13 +29,11 @@ from pydelta.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     deserialize_bitmap,
     inline_descriptor,
-    read_deleted_rows,
     serialize_bitmap,
-    write_deletion_vector_file,
-    write_deletion_vectors,
     z85_decode,
     z85_encode,
 )
+from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vector_file, write_deletion_vectors
 
 from tests.golden_paths import GOLDEN
 KEY_CASES = GOLDEN / "delta-spark/log-replay-dv-key-cases/delta"

@@ -11,9 +11,9 @@ import pytest
 import pydelta
 from pydelta.errors import CommitOwnerConflictError, CommitOwnerError
 from pydelta.log.storage import LocalStorage
-from pydelta.txn.commit_owners import Commit, CommitOwnerClient, GetCommitsResponse, commit_owner, register_commit_owner
-from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY, parse_unbackfilled_name
-from pydelta.txn.commit_owners.reader import owner_commits
+from pydelta.log.commit_owners import Commit, CommitOwnerClient, GetCommitsResponse, commit_owner, register_commit_owner
+from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY, parse_unbackfilled_name
+from pydelta.log.commit_owners.reader import owner_commits
 
 from .test_commit_owner_support import OWNERS, committed_versions, new_table_id, owner_conf
 from .writers import append, create_table, rows_of
@@ -165,7 +165,7 @@ def test_a_lost_ratification_answer_is_resolved_by_asking_again(client: CommitOw
 
 def test_postgres_down_means_clear_errors_and_nothing_committed(tmp_path: Path, monkeypatch) -> None:
     from pydelta.errors import CommitOwnerUnavailableError
-    from pydelta.txn.commit_owners.postgres_owner import PostgresCommitOwner
+    from pydelta.log.commit_owners.postgres_owner import PostgresCommitOwner
     from pydelta.txn.transaction import Operation, OptimisticTransaction
 
     from .test_commit_owner_support import PG_DSN

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import pydelta
-from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 
 from .writers import write_data_file

@@ -22,8 +22,8 @@ from pydelta.errors import (
 )
 from pydelta.log.history import history
 from pydelta.protocol.actions import Metadata
-from pydelta.txn.commit_owners import CommitOwnerClient, commit_owner, owner_of
-from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.log.commit_owners import CommitOwnerClient, commit_owner, owner_of
+from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 
 from .test_commit_owner_support import OWNERS, committed_versions, owner_conf

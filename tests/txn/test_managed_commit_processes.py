@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pydelta
-from pydelta.txn.commit_owners import owner_of
+from pydelta.log.commit_owners import owner_of
 
 from .test_commit_owner_support import OWNERS, committed_versions, owner_conf, spawn
 from .writers import create_table, deltalake_rows, rows_of, wait_for

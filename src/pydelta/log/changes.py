@@ -141,7 +141,8 @@ def _file(body: dict[str, Any], v: int, ts: int, change_type: str) -> ChangeFile
 
 
 def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
-    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+    from pydelta.log.deletion_vector_files import read_deleted_rows
 
     if not dv:
         return np.empty(0, dtype=np.uint64)

@@ -576,7 +576,7 @@ def _ensure_backfilled(snapshot: Snapshot) -> None:
     if not snapshot.unbackfilled_commits or snapshot.storage.exists(target):
         return
     from pydelta.errors import CommitOwnerError
-    from pydelta.txn.commit_owners.registry import owner_of
+    from pydelta.log.commit_owners.registry import owner_of
 
     owner = owner_of(snapshot.metadata, snapshot.protocol)
     if owner is not None:

@@ -217,7 +217,7 @@ class Snapshot:
             "managedCommit" not in (self.protocol.writer_features or frozenset())
         ):
             return self
-        from pydelta.txn.commit_owners.reader import owner_commits
+        from pydelta.log.commit_owners.reader import owner_commits
 
         return self.applying(owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end))
 

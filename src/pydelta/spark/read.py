@@ -324,7 +324,8 @@ def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: l
     """
     from pyspark.sql import functions as F
 
-    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+    from pydelta.log.deletion_vector_files import read_deleted_rows
 
     shift = row_key_shift(files)
     mtime_of: dict[str, int] = {}

@@ -33,9 +33,9 @@ from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
-from pydelta.txn.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
-from pydelta.txn.commit_owners.base import FEATURE as MANAGED_COMMIT
-from pydelta.txn.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
+from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
+from pydelta.log.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
 from pydelta.txn.commit_info import (
     Operation,
     build_commit_info,
@@ -610,7 +610,7 @@ class OptimisticTransaction:
         """Commit files from `version` on: the listing plus, for a managed read, the owner's commits."""
         listing = list_log(self.storage, self.table_root, version).commits
         if self.snapshot is not None and owner_spec(self.snapshot.metadata, self.snapshot.protocol) is not None:
-            from pydelta.txn.commit_owners.reader import owner_commits
+            from pydelta.log.commit_owners.reader import owner_commits
 
             md, proto = self.snapshot.metadata, self.snapshot.protocol
             for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1):
@@ -743,7 +743,7 @@ def _with_managed_commit_requirements(metadata: Metadata) -> Metadata:
         if COMMIT_OWNER_CONF_KEY in conf:
             raise InvalidTableError(f"{COMMIT_OWNER_CONF_KEY} is set without {COMMIT_OWNER_KEY}")
         return metadata
-    from pydelta.txn.commit_owners.base import parse_owner_conf
+    from pydelta.log.commit_owners.base import parse_owner_conf
 
     parse_owner_conf(conf.get(COMMIT_OWNER_CONF_KEY))
     raw = conf.get(ICT_ENABLED)
@@ -837,7 +837,7 @@ def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
     commits = list_log(snapshot.storage, snapshot.table_root, snapshot.version + 1).commits
     wanted = list(range(snapshot.version + 1, version + 1))
     if any(v not in commits for v in wanted) and owner_spec(snapshot.metadata, snapshot.protocol) is not None:
-        from pydelta.txn.commit_owners.reader import owner_commits
+        from pydelta.log.commit_owners.reader import owner_commits
 
         for v, info in owner_commits(
             snapshot.storage, snapshot.table_root, snapshot.metadata, snapshot.protocol, snapshot.version, version

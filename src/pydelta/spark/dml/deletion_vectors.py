@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from pydelta.log.snapshot import Snapshot
-from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows, write_deletion_vectors
+from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vectors
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.stats import TIGHT_BOUNDS
 from pydelta.spark import plan_pruning

@@ -81,7 +81,8 @@ def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.Recor
 def _row_filter(spec: ReadSpec, f: FileToRead) -> tuple[np.ndarray | None, np.ndarray | None]:
     deleted = None
     if f.deletion_vector:
-        from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+        from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+        from pydelta.log.deletion_vector_files import read_deleted_rows
 
         deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(f.deletion_vector), spec.table_root)
         deleted = deleted.astype(np.int64)

@@ -1,6 +1,6 @@
 """Commit owners for managed-commit tables (seed 001): the client API, a registry, two backends."""
 
-from pydelta.txn.commit_owners.base import (
+from pydelta.log.commit_owners.base import (
     COMMIT_OWNER_CONF_KEY,
     COMMIT_OWNER_KEY,
     FEATURE,
@@ -8,7 +8,7 @@ from pydelta.txn.commit_owners.base import (
     CommitOwnerClient,
     GetCommitsResponse,
 )
-from pydelta.txn.commit_owners.registry import commit_owner, owner_of, register_commit_owner
+from pydelta.log.commit_owners.registry import commit_owner, owner_of, register_commit_owner
 
 __all__ = [
     "COMMIT_OWNER_CONF_KEY",

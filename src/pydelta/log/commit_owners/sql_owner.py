@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pydelta.errors import CommitOwnerConflictError, CommitOwnerError
-from pydelta.txn.commit_owners.base import Commit, CommitOwnerClient, GetCommitsResponse
+from pydelta.log.commit_owners.base import Commit, CommitOwnerClient, GetCommitsResponse
 
 _NO_END = 2**62
 _COMMIT_COLUMNS = "version, file_name, size, modification_time, commit_timestamp"

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from pydelta.errors import CommitOwnerError, CommitOwnerUnavailableError
-from pydelta.txn.commit_owners.sql_owner import SqlCommitOwner, schema
+from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
 
 DSN_ENV = "PYDELTA_POSTGRES_DSN"
 _DDL_LOCK = 0x7079_6465_6C74_61  # advisory lock id for the one-time DDL ("pydelta")

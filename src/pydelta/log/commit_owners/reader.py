@@ -14,8 +14,8 @@ from pydelta.errors import CommitOwnerError
 from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
 from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.txn.commit_owners.base import log_dir
-from pydelta.txn.commit_owners.registry import owner_of
+from pydelta.log.commit_owners.base import log_dir
+from pydelta.log.commit_owners.registry import owner_of
 
 logger = logging.getLogger(__name__)
 

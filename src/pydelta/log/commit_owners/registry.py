@@ -10,7 +10,7 @@ from typing import Callable
 
 from pydelta.errors import InvalidManagedCommitStateError, UnknownCommitOwnerError
 from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.txn.commit_owners.base import (
+from pydelta.log.commit_owners.base import (
     COMMIT_OWNER_CONF_KEY,
     COMMIT_OWNER_KEY,
     FEATURE,
@@ -46,11 +46,11 @@ def register_commit_owner(name: str, factory: Factory) -> None:
 
 def _builtin(name: str) -> Factory | None:
     if name == "sqlite":
-        from pydelta.txn.commit_owners.sqlite_owner import SqliteCommitOwner
+        from pydelta.log.commit_owners.sqlite_owner import SqliteCommitOwner
 
         return SqliteCommitOwner.from_conf
     if name == "postgres":
-        from pydelta.txn.commit_owners.postgres_owner import PostgresCommitOwner
+        from pydelta.log.commit_owners.postgres_owner import PostgresCommitOwner
 
         return PostgresCommitOwner.from_conf
     return None

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator
 
 from pydelta.errors import CommitOwnerUnavailableError
-from pydelta.txn.commit_owners.sql_owner import SqlCommitOwner, schema
+from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
 
 PATH_ENV = "PYDELTA_SQLITE_COMMIT_OWNER"
 DEFAULT_PATH = os.path.join("~", ".pydelta", "commit-owner.sqlite3")
