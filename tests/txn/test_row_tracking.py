@@ -77,7 +77,7 @@ def test_recommitted_files_keep_their_row_ids_and_suspension_stops_assignment(tm
     before = _ids(root)
     snap = pydelta.load_snapshot(root)
     row = snap.files().to_pylist()[0]
-    from pydelta.txn.clone import add_action_from_file_row
+    from pydelta.log.file_actions import add_action_from_file_row
 
     readd = {**add_action_from_file_row(row), "dataChange": False}
     for key in ("baseRowId", "defaultRowCommitVersion"):

@@ -17,7 +17,8 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import urlparse
 
 from pydelta.errors import DeltaIllegalArgumentError, StorageAccessError
-from pydelta.log.storage import FileAlreadyExistsError, FileInfo
+from pydelta.errors import FileAlreadyExistsError
+from pydelta.log.file_info import FileInfo
 
 logger = logging.getLogger(__name__)
 

@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Protocol
 from urllib.parse import unquote, urlparse
 
 from pydelta.errors import DeltaError, FileAlreadyExistsError  # noqa: F401 - re-exported
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """A listed file: absolute path, size in bytes, modification time in ms."""
-
-    path: str
-    size: int
-    modification_time: int
-
-    @property
-    def name(self) -> str:
-        return os.path.basename(self.path)
+from pydelta.log.file_info import FileInfo
 
 
 class Storage(Protocol):

@@ -56,7 +56,7 @@ from pydelta.protocol.schema import (
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark import remove_column_mapping as remove_cm
-from pydelta.txn import row_tracking
+from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
 
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
@@ -120,7 +120,7 @@ def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *
             and not row_tracking.enabled(snapshot.metadata) and snapshot.num_files):
         from pydelta.spark.write import engine_info
 
-        snapshot = row_tracking.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
+        snapshot = row_tracking_backfill.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
     if (validated.get(COLUMN_MAPPING_MODE_KEY) == "none" and remove_cm.removal_allowed(spark)
             and column_mapping_mode(snapshot.metadata.configuration) != "none"):
         version = remove_cm.remove_column_mapping(spark, path, unset=False)  # rewrites every file, own commit

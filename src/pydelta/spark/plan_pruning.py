@@ -206,10 +206,10 @@ def _scan_over(spark: Any, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
     if files.num_rows == 0:
         return jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
             leaf.output(), jplan.scala_list(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
-    from pydelta.spark.read import _read_parquet
+    from pydelta.spark.parquet_files import read_parquet_files
 
     paths = [scan.snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
-    df = _read_parquet(spark, scan.read_schema, paths, scan.base_path)
+    df = read_parquet_files(spark, scan.read_schema, paths, scan.base_path)
     register(df, scan.snapshot, files, scan.read_schema, scan.base_path)
     (new_leaf,) = _relation_leaves(df._jdf.queryExecution().analyzed())
     return jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(

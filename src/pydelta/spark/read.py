@@ -13,7 +13,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pydelta.errors import MissingDataFileError
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.internal_metadata import remove_internal_metadata
@@ -27,6 +26,7 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 from pydelta.spark import plan_pruning
+from pydelta.spark.parquet_files import read_parquet_files
 from pydelta.spark.hidden_metadata import hide_last_column, metadata_struct
 from pydelta.spark.predicates import filter_condition, translate
 
@@ -49,27 +49,6 @@ def spark_schema(schema: StructType) -> Any:
     from pyspark.sql.types import StructType as SparkStructType
 
     return SparkStructType.fromJson(json.loads(schema.to_json()))
-
-
-def _read_parquet(spark: Any, read_schema: Any, paths: list[str], base_path: str | None = None) -> Any:
-    jvm_conf = spark.conf
-    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-    previous = jvm_conf.get(key)
-    jvm_conf.set(key, str(max(32, len(paths) + 1)))  # list our known files in the driver
-    try:
-        reader = spark.read.schema(read_schema).option("__globPaths__", "false")
-        if base_path is not None:
-            reader = reader.option("basePath", spark_file_uri(base_path))
-        return reader.parquet(*paths)
-    except Exception as e:  # AnalysisException for a missing file
-        text = str(e)
-        if "PATH_NOT_FOUND" in text or "does not exist" in text:
-            raise MissingDataFileError(
-                f"a data file of this table version is missing (vacuumed or deleted): {text.splitlines()[0]}"
-            ) from None
-        raise
-    finally:
-        jvm_conf.set(key, previous)
 
 
 def build_dataframe(
@@ -134,9 +113,9 @@ def build_dataframe(
         # partitions wherever the scan sits in a plan, dynamic partition pruning included.
         for name in partition_cols:
             read_schema = read_schema.add(logical[name])
-        df = _read_parquet(spark, read_schema, paths, base_path=snapshot.table_root)
+        df = read_parquet_files(spark, read_schema, paths, base_path=snapshot.table_root)
     else:
-        df = _read_parquet(spark, read_schema, paths)
+        df = read_parquet_files(spark, read_schema, paths)
     plan_pruning.register(df, snapshot, files, read_schema, snapshot.table_root if hive else None)
     if (partition_cols and not hive) or has_dv or with_file or row_ids:
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]

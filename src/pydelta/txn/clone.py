@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, TableAlreadyExistsError
+from pydelta.log.file_actions import add_action_from_file_row
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import to_local_path
@@ -29,29 +30,6 @@ from pydelta.txn.transaction import OptimisticTransaction
 
 # Table properties a clone never copies (an owner of the source's commits is not the clone's).
 _NOT_COPIED_PREFIXES = ("delta.managedCommit.", "delta.coordinatedCommits.")
-
-
-def add_action_from_file_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A `Snapshot.files()` row back to the add action it came from, with dataChange=true."""
-    pv = row.get("partition_values")
-    out: dict[str, Any] = {
-        "path": row["path"],
-        "partitionValues": dict(pv) if pv is not None else {},
-        "size": row["size"],
-        "modificationTime": row.get("modification_time") or 0,
-        "dataChange": True,
-    }
-    if row.get("stats") is not None:
-        out["stats"] = row["stats"]
-    if row.get("tags"):
-        out["tags"] = dict(row["tags"])
-    if row.get("deletion_vector"):
-        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
-    for src, dst in (("base_row_id", "baseRowId"), ("default_row_commit_version", "defaultRowCommitVersion"),
-                     ("clustering_provider", "clusteringProvider")):
-        if row.get(src) is not None:
-            out[dst] = row[src]
-    return out
 
 
 def _is_absolute(path: str) -> bool:

@@ -48,8 +48,9 @@ from pydelta.protocol.schema import (
     walk_fields,
 )
 from pydelta.protocol import geospatial, type_widening
+from pydelta.protocol import properties
 from pydelta.txn import protocol_upgrade as pu
-from pydelta.txn import row_tracking
+from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
 
 PROTECTION_VERSION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -103,10 +104,6 @@ class _Context:
         return OptimisticTransaction(self.table_root, snapshot, engine_info=self.engine_info)
 
 
-def _true(conf: dict[str, str], key: str) -> bool:
-    return str(conf.get(key, "false")).strip().lower() == "true"
-
-
 def _unset(ctx: _Context, snapshot: Snapshot, keys: list[str]) -> int | None:
     """UNSET TBLPROPERTIES of those `keys` the table has (None: nothing to do)."""
     present = [k for k in keys if k in snapshot.metadata.configuration]
@@ -138,7 +135,7 @@ class Removable:
 def _dv_clean(s: Snapshot) -> bool:
     files = s.files()
     has_dvs = "deletion_vector" in files.column_names and files.column("deletion_vector").null_count < files.num_rows
-    return not _true(s.metadata.configuration, DV_KEY) and not has_dvs
+    return not properties.flag(s.metadata.configuration, DV_KEY) and not has_dvs
 
 
 def _dv_pre(ctx: _Context) -> bool:
@@ -206,7 +203,7 @@ def _v2_pre(ctx: _Context) -> bool:
 
 def _ict_clean(s: Snapshot) -> bool:
     conf = s.metadata.configuration
-    return not _true(conf, ICT_ENABLED) and not any(k in conf for k in ICT_KEYS)
+    return not properties.flag(conf, ICT_ENABLED) and not any(k in conf for k in ICT_KEYS)
 
 
 def _ict_pre(ctx: _Context) -> bool:
@@ -215,7 +212,7 @@ def _ict_pre(ctx: _Context) -> bool:
         return False
     conf = {k: v for k, v in snapshot.metadata.configuration.items() if k not in ICT_KEYS}
     changed = [k for k in ICT_KEYS if k in snapshot.metadata.configuration]
-    if _true(conf, ICT_ENABLED):
+    if properties.flag(conf, ICT_ENABLED):
         conf[ICT_ENABLED] = "false"
         changed.append(ICT_ENABLED)
     ctx.commit_metadata(snapshot, replace(snapshot.metadata, configuration=conf),
@@ -252,7 +249,7 @@ def _type_changes(m: Metadata) -> bool:
 
 
 def _widening_clean(s: Snapshot) -> bool:
-    return not _true(s.metadata.configuration, TYPE_WIDENING_KEY) and not _type_changes(s.metadata)
+    return not properties.flag(s.metadata.configuration, TYPE_WIDENING_KEY) and not _type_changes(s.metadata)
 
 
 def _widening_pre(ctx: _Context) -> bool:
@@ -380,7 +377,7 @@ def _protection_pre(ctx: _Context) -> bool:
 
 def _row_tracking_clean(s: Snapshot) -> bool:
     conf = s.metadata.configuration
-    return (not _true(conf, row_tracking.ENABLE_KEY) and _true(conf, row_tracking.SUSPENDED_KEY)
+    return (not properties.flag(conf, row_tracking.ENABLE_KEY) and properties.flag(conf, row_tracking.SUSPENDED_KEY)
             and not row_tracking.has_row_ids(s))
 
 
@@ -394,7 +391,7 @@ def _row_tracking_pre(ctx: _Context) -> bool:
         conf = {**snapshot.metadata.configuration, **wanted}
         ctx.commit_metadata(snapshot, replace(snapshot.metadata, configuration=conf),
                             Operation.set_table_properties(wanted))
-    row_tracking.unbackfill(ctx.snapshot(), ctx.engine_info)
+    row_tracking_backfill.unbackfill(ctx.snapshot(), ctx.engine_info)
     return True
 
 
@@ -416,7 +413,7 @@ REMOVABLE: dict[str, Removable] = {
     r.name: r
     for r in (
         Removable("deletionVectors", True, _dv_clean, _dv_pre,
-                  metadata_uses=lambda m: _true(m.configuration, DV_KEY),
+                  metadata_uses=lambda m: properties.flag(m.configuration, DV_KEY),
                   file_uses=lambda a: bool(a.get("deletionVector"))),
         Removable("v2Checkpoint", True, _v2_clean, _v2_pre,
                   metadata_uses=lambda m: str(m.configuration.get(CHECKPOINT_POLICY_KEY, "")).lower() == "v2",

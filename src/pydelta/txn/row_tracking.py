@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-import pyarrow.compute as pc
 
+from pydelta.protocol import properties
 from pydelta.protocol.actions import Metadata, Protocol
 
 if TYPE_CHECKING:
@@ -28,19 +28,15 @@ ROW_ID_COLUMN_KEY = "delta.rowTracking.materializedRowIdColumnName"
 COMMIT_VERSION_COLUMN_KEY = "delta.rowTracking.materializedRowCommitVersionColumnName"
 
 
-def _true(conf: Mapping[str, str], key: str) -> bool:
-    return str(conf.get(key, "false")).strip().lower() == "true"
-
-
 def assigns_row_ids(protocol: Protocol, metadata: Metadata) -> bool:
     """Row tracking supported and not suspended: commits must assign row IDs and versions."""
     from pydelta.txn.protocol_upgrade import all_features
 
-    return "rowTracking" in all_features(protocol) and not _true(metadata.configuration, SUSPENDED_KEY)
+    return "rowTracking" in all_features(protocol) and not properties.flag(metadata.configuration, SUSPENDED_KEY)
 
 
 def enabled(metadata: Metadata) -> bool:
-    return _true(metadata.configuration, ENABLE_KEY)
+    return properties.flag(metadata.configuration, ENABLE_KEY)
 
 
 def with_materialized_column_names(metadata: Metadata, protocol: Protocol) -> Metadata:
@@ -120,7 +116,7 @@ def validate_configuration(conf: Mapping[str, str]) -> None:
     """Row IDs cannot be both required (enabled) and switched off (suspended)."""
     from pydelta.errors import InvalidTableError
 
-    if _true(conf, ENABLE_KEY) and _true(conf, SUSPENDED_KEY):
+    if properties.flag(conf, ENABLE_KEY) and properties.flag(conf, SUSPENDED_KEY):
         raise InvalidTableError(
             "[DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION] Illegal table state was detected. Table properties "
             f"`{ENABLE_KEY}` and `{SUSPENDED_KEY}` are both set to true. The issue can be resolved by disabling "
@@ -132,54 +128,3 @@ def has_row_ids(snapshot: "Snapshot") -> bool:
     files = snapshot.files()
     return any(c in files.column_names and files.column(c).null_count < files.num_rows
                for c in ("base_row_id", "default_row_commit_version"))
-
-
-def unbackfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot":
-    """Recommit every file that carries row-tracking fields without them (delta-spark's ROW TRACKING
-    UNBACKFILL, the last step before dropping the feature); row IDs must be suspended first."""
-    from pydelta.txn.clone import add_action_from_file_row
-    from pydelta.txn.commit_info import Operation
-    from pydelta.txn.transaction import OptimisticTransaction
-
-    if enabled(snapshot.metadata) or not _true(snapshot.metadata.configuration, SUSPENDED_KEY):
-        raise AssertionError("unbackfill needs row tracking disabled and suspended")
-    if not has_row_ids(snapshot):
-        return snapshot
-    files = snapshot.files()
-    tracked = files.filter(pc.or_(files.column("base_row_id").is_valid(),
-                                  files.column("default_row_commit_version").is_valid()))
-    adds = []
-    for row in tracked.to_pylist():
-        add = {**add_action_from_file_row(row), "dataChange": False}
-        add.pop("baseRowId", None)
-        add.pop("defaultRowCommitVersion", None)
-        adds.append({"add": add})
-    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
-    txn.read_files([a["add"]["path"] for a in adds])
-    txn.commit(adds, Operation("ROW TRACKING UNBACKFILL", {"batchId": "0"}), data_change=False)
-    return snapshot.update()
-
-
-def backfill(snapshot: "Snapshot", engine_info: str | None = None) -> "Snapshot":
-    """Before `delta.enableRowTracking` goes on for a table with data: support the feature, then
-    recommit every file without a `baseRowId` so it gets one (delta-spark's ROW TRACKING BACKFILL)."""
-    from pydelta.txn import protocol_upgrade as pu
-    from pydelta.txn.clone import add_action_from_file_row
-    from pydelta.txn.commit_info import Operation
-    from pydelta.txn.transaction import OptimisticTransaction
-
-    if "rowTracking" not in pu.all_features(snapshot.protocol):
-        wanted = pu.merge(snapshot.protocol, pu.features_protocol(1, {"rowTracking", "domainMetadata"}))
-        txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
-        txn.update_protocol(wanted)
-        txn.commit([], Operation.upgrade_protocol(wanted))
-        snapshot = snapshot.update()
-    files = snapshot.files()
-    missing = files.filter(files.column("base_row_id").is_null()) if "base_row_id" in files.column_names else files
-    if missing.num_rows:
-        adds = [{**add_action_from_file_row(row), "dataChange": False} for row in missing.to_pylist()]
-        txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
-        txn.read_files([a["path"] for a in adds])
-        txn.commit([{"add": a} for a in adds], Operation("ROW TRACKING BACKFILL", {"batchId": "0"}), data_change=False)
-        snapshot = snapshot.update()
-    return snapshot

@@ -17,7 +17,7 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, RestoreMissingFilesError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
-from pydelta.txn.clone import add_action_from_file_row as _add_action
+from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.txn.commit_info import Operation
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
