@@ -54,7 +54,7 @@ def write(
     "ignore" on an existing table, or an already applied txnAppId/txnVersion).
     """
     from pydelta.spark.session import enable as _enable
-    from pydelta.spark.write import write_dataframe
+    from pydelta.spark.write.dataframe import write_dataframe
 
     _enable(df.sparkSession)
     return write_dataframe(df, path, mode, partition_by, options)

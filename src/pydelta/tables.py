@@ -157,7 +157,7 @@ class DeltaTable:
         return self._snapshot
 
     def toDF(self) -> Any:
-        from pydelta.spark.read import read_snapshot
+        from pydelta.spark.read.scan import read_snapshot
 
         df = read_snapshot(self._spark, self.snapshot())
         return df.alias(self._alias) if self._alias else df
@@ -168,12 +168,12 @@ class DeltaTable:
         return table
 
     def history(self, limit: int | None = None) -> Any:
-        from pydelta.spark.table_info import history_dataframe
+        from pydelta.spark.read.table_info import history_dataframe
 
         return history_dataframe(self._spark, self.snapshot(), limit)
 
     def detail(self) -> Any:
-        from pydelta.spark.table_info import detail_dataframe
+        from pydelta.spark.read.table_info import detail_dataframe
 
         return detail_dataframe(self._spark, self.snapshot())
 
@@ -291,7 +291,7 @@ class DeltaTable:
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
                properties: dict[str, str] | None) -> "DeltaTable":
         from pydelta.spark.catalog import default_location, delta_table_location, register_table
-        from pydelta.spark.write import engine_info
+        from pydelta.spark.transactions import engine_info
         from pydelta.txn.clone import clone_table
 
         is_path = "/" in target or target.startswith("file:")
@@ -463,9 +463,9 @@ class DeltaTableBuilder:
 
         from pydelta.protocol.schema import parse_schema
         from pydelta.spark.catalog import register_table
-        from pydelta.spark.existing_table import verify_definition
-        from pydelta.spark.read import spark_schema
-        from pydelta.spark.write_options import checked_table_properties
+        from pydelta.spark.ddl.existing_table import verify_definition
+        from pydelta.spark.read.scan import spark_schema
+        from pydelta.spark.write.options import checked_table_properties
 
         specified = parse_schema(SparkStructType(self._columns).json())
         verify_definition(self._spark, snapshot, schema=specified, partition_by=self._partitioned_by,
@@ -479,9 +479,10 @@ class DeltaTableBuilder:
 
         from pydelta.protocol.schema import parse_schema
         from pydelta.spark.catalog import lookup, register_table, table_location, unregister_table
-        from pydelta.spark.data_writer import file_rows_to_adds, remove_action
-        from pydelta.spark.write import define_clustering, engine_info, new_table_metadata, try_load
-        from pydelta.spark.write_options import checked_table_properties, session_conf, with_table_defaults
+        from pydelta.spark.write.data_files import file_rows_to_adds, remove_action
+        from pydelta.spark.transactions import engine_info, try_load
+        from pydelta.spark.write.dataframe import define_clustering, new_table_metadata
+        from pydelta.spark.write.options import checked_table_properties, session_conf, with_table_defaults
         from pydelta.txn.commit_info import Operation
         from pydelta.txn.transaction import OptimisticTransaction
 

@@ -1,4 +1,4 @@
-"""Log replay as a Spark job (spark/log_replay.py) gives the driver replay's state exactly."""
+"""Log replay as a Spark job (spark/read/log_replay.py) gives the driver replay's state exactly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydelta import DeltaTable
 from pydelta.log.segment import build_segment
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import LocalStorage
-from pydelta.spark.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
+from pydelta.spark.read.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
 from tests.golden_paths import DELTA_RS, DELTA_SPARK
 
 pytestmark = pytest.mark.spark
@@ -119,7 +119,7 @@ def test_delta_rs_golden_tables(spark, name):
 def test_load_snapshot_switches_to_spark_above_the_threshold(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.range(0, 20, numPartitions=4).write.format("delta").save(path)
-    import pydelta.spark.log_replay as log_replay
+    import pydelta.spark.read.log_replay as log_replay
 
     calls = []
     original = log_replay.replay_segment_on_spark

@@ -13,7 +13,7 @@ from pydelta.errors import (
     DeltaAnalysisError,
 )
 from pydelta.log.snapshot import load_snapshot
-from pydelta.spark.data_writer import remove_action
+from pydelta.spark.write.data_files import remove_action
 from pydelta.spark.maintenance.optimize import optimize, plan_bins
 from pydelta.tables import DeltaTable
 from pydelta.txn.commit_info import Operation

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from pydelta import load_snapshot
-from pydelta.spark.read import spark_file_uri
+from pydelta.spark.read.scan import spark_file_uri
 from tests.golden_paths import DELTA_SPARK
 
 pytestmark = pytest.mark.spark

@@ -190,8 +190,8 @@ def test_supported_write_options_still_work(spark, table):
 
 
 def test_option_lists_are_consistent():
-    from pydelta.spark.reader_options import READ_SUPPORTED, READ_UNSUPPORTED
-    from pydelta.spark.write_options import WRITE_SUPPORTED, WRITE_UNSUPPORTED
+    from pydelta.spark.read.options import READ_SUPPORTED, READ_UNSUPPORTED
+    from pydelta.spark.write.options import WRITE_SUPPORTED, WRITE_UNSUPPORTED
 
     assert not {k.lower() for k in READ_SUPPORTED} & {k.lower() for k in READ_UNSUPPORTED}
     assert not {k.lower() for k in WRITE_SUPPORTED} & {k.lower() for k in WRITE_UNSUPPORTED}

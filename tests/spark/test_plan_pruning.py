@@ -1,4 +1,4 @@
-"""Min/max data skipping wherever a Delta scan sits in a plan (spark/plan_pruning.py).
+"""Min/max data skipping wherever a Delta scan sits in a plan (spark/read/plan_pruning.py).
 
 The table has 10 files holding contiguous `id` ranges (0-99, 100-199, ...), so a filter
 on `id` can skip files by their stats. Each test counts the data files the executed

@@ -20,7 +20,7 @@ def _files(path: str) -> list[tuple]:
 
 def _stable_ids(spark, path: str) -> dict[int, tuple[int, int]]:
     """id -> (stable row ID, stable row commit version), as a row-tracking reader reconstructs them."""
-    from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
+    from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
 
     snap = pydelta.load_snapshot(path)
     df = build_dataframe(spark, snap, snap.files(), row_ids=True)
@@ -97,7 +97,7 @@ def test_metadata_row_id_and_row_commit_version_on_reads(spark, tmp_path):
           ("path", "base_row_id", "default_row_commit_version")])}
     meta = df.select("_metadata.file_path", "_metadata.base_row_id", "_metadata.default_row_commit_version",
                      "_metadata.row_index", "_metadata.row_id", "id").collect()
-    from pydelta.spark.read import spark_file_uri
+    from pydelta.spark.read.scan import spark_file_uri
 
     uris = {spark_file_uri(p): v for p, v in files.items()}
     for file_path, base, default_version, row_index, row_id, ident in meta:

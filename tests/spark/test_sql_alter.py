@@ -500,7 +500,7 @@ def test_partition_and_location_statements_are_refused(spark, people):
 
 
 def test_spark_layer_functions_return_the_committed_version(spark, people):
-    from pydelta.spark import alter
+    from pydelta.spark.ddl import alter
 
     version = alter.set_table_properties(spark, people, {"a": "b"})
     assert version == _version(people)

@@ -56,7 +56,7 @@ DEFAULT_TOMBSTONE_RETENTION = "interval 1 week"
 _HOUR_MS = 3_600_000
 _NOT_HIDDEN_PREFIXES = ("_delta_index", "_change_data", "__cdc_type")
 # Where pydelta's writers stage data files before moving them into the table (see
-# spark/data_writer.py). Nothing under it is ever referenced by the log.
+# spark/write/data_files.py). Nothing under it is ever referenced by the log.
 STAGING_DIR = "_pydelta_staging"
 
 

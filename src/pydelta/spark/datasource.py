@@ -33,7 +33,7 @@ class DeltaCatalogSource(DataSource):
         if path:
             from pydelta.log.snapshot import load_snapshot
             from pydelta.protocol.internal_metadata import remove_internal_metadata
-            from pydelta.spark.read import spark_schema
+            from pydelta.spark.read.scan import spark_schema
 
             snapshot = load_snapshot(path)
             schema = spark_schema(remove_internal_metadata(snapshot.schema))

@@ -37,11 +37,15 @@ _installed = False
 
 
 def _install_hooks() -> None:
+    """Everything pydelta patches into PySpark, in one list: the DataFrameReader/Writer and
+    SparkSession.table hooks (spark/hooks/), spark.sql's router for Delta statements, the
+    DataFrameWriterV2 hooks, catalog listing, the streaming sink and streaming table reads."""
     global _installed
     if _installed:
         return
-    from pydelta.spark import hooks
-    from pydelta.spark import catalog_listing, writer_v2
+    from pydelta.spark.hooks import reader as hooks
+    from pydelta.spark import catalog_listing
+    from pydelta.spark.hooks import writer_v2
     from pydelta.spark.sql import router
     from pydelta.spark.streaming import sink, stream_table
 
@@ -59,7 +63,8 @@ def enable(spark: Any) -> Any:
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
-    from pydelta.spark import datasource, hadoop_storage, log_replay
+    from pydelta.spark import datasource, hadoop_storage
+    from pydelta.spark.read import log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
     hadoop_storage.install(spark)  # hdfs:// and other Hadoop-only schemes through the session

@@ -36,11 +36,13 @@ from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
-from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
+from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
 from pydelta.spark.predicates import filter_condition, predicate_text, translate
-from pydelta.spark.read import FILE_COL, ROW_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
-from pydelta.spark.write import conform, engine_info, files_matching_partitions, isolation_level
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
+from pydelta.spark.transactions import engine_info, isolation_level
+from pydelta.spark.write.conform import conform
+from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 

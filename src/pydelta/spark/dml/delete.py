@@ -45,7 +45,7 @@ from pydelta.spark.dml.common import (
     write_rows,
 )
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
-from pydelta.spark.read import build_dataframe
+from pydelta.spark.read.scan import build_dataframe
 from pydelta.txn.commit_info import Operation
 
 __all__ = ["delete", "prepare_delete"]

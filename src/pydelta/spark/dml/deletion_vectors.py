@@ -25,9 +25,9 @@ from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vectors
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.stats import TIGHT_BOUNDS
-from pydelta.spark import plan_pruning
+from pydelta.spark.read import plan_pruning
 from pydelta.spark.dml.common import file_uris, remove_actions, scan
-from pydelta.spark.read import FILE_COL, ROW_COL, spark_file_uri
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
 from pydelta.protocol import properties
 
 ENABLE_KEY = "delta.enableDeletionVectors"

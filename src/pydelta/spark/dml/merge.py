@@ -87,7 +87,7 @@ from pydelta.spark.dml.common import (
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, persistent_dvs, rows_by_file
 from pydelta.spark.dml.update import resolve_assignments, split_name, typed_values
 from pydelta.spark.predicates import _children, _name, translate
-from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
+from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
 
@@ -504,7 +504,7 @@ def _with_column_defaults(schema: StructType, values: dict[str, Any]) -> dict[st
     """An INSERT clause's values plus each unassigned column's DEFAULT (delta-spark fills them so)."""
     from pyspark.sql import functions as F
 
-    from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY
+    from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY
 
     out = dict(values)
     for f in schema.fields:
@@ -535,7 +535,7 @@ def _with_identity_values(joined: Any, specs: list[Any], stable: bool) -> Any:
     `stable` (the change feed reads `joined` again) the rows are checkpointed first, so data
     and change files see the same values."""
     from pydelta.protocol.identity import IdentitySpec
-    from pydelta.spark.identity import with_identity_values
+    from pydelta.spark.ddl.identity import with_identity_values
 
     if not specs:
         return joined
@@ -881,7 +881,7 @@ def prepare_merge(
 
     if identity_specs and added:  # the commit records how far the identity values went
         from pydelta.protocol.identity import with_high_water_marks
-        from pydelta.spark.identity import high_water_marks
+        from pydelta.spark.ddl.identity import high_water_marks
 
         marks = high_water_marks(spark, txn.metadata, identity_specs, [a["add"] for a in added], root)
         if marks:

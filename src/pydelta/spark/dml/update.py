@@ -48,7 +48,7 @@ from pydelta.spark.dml.common import (
     write_rows,
 )
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
-from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
+from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.txn.commit_info import Operation
 
 __all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
@@ -121,7 +121,7 @@ def resolve_assignments(
 
 def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str) -> dict[str, Any]:
     """Each value analyzed against `df` and cast to its column's table type (errors are DeltaAnalysisError)."""
-    from pydelta.spark.write import _conform_nested
+    from pydelta.spark.write.conform import _conform_nested
 
     if not values:
         return {}

@@ -136,7 +136,7 @@ def _sql_literal(value: str | None) -> str:
 def partition_predicate(snapshot: Any, partitions: Iterable[PartitionKey]) -> list[str]:
     """delta-spark's createPartitionPredicate: `col <=> CAST('v' AS type)` per column, ANDed, ORed
     over the partitions; no predicate for an unpartitioned table."""
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     schema = snapshot.schema
     logical_types = spark_schema(schema)

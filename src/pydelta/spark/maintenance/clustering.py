@@ -12,7 +12,7 @@ from pydelta.txn.commit_info import Operation
 
 def alter_cluster_by(table: Any, columns: list[str]) -> int | None:
     """Set the clustering columns (an unpartitioned table becomes clustered); returns the version."""
-    from pydelta.spark.write import engine_info
+    from pydelta.spark.transactions import engine_info
     from pydelta.txn.transaction import OptimisticTransaction
 
     snapshot = table.snapshot()

@@ -34,7 +34,7 @@ from pydelta.protocol.partition_values import (
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
 from pydelta.spark.maintenance._conf import conf_bool
-from pydelta.spark.write import try_load
+from pydelta.spark.transactions import try_load
 from pydelta.txn.commit_info import Operation
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -222,8 +222,9 @@ def _convert_directory(spark: Any, root: str, display: str, part_schema: StructT
     """
     from pydelta.protocol.file_stats import collect_stats_for_files
     from pydelta.protocol.schema import column_mapping_mode
-    from pydelta.spark.write import engine_info, new_table_metadata
-    from pydelta.spark.write_options import session_conf, with_table_defaults
+    from pydelta.spark.transactions import engine_info
+    from pydelta.spark.write.dataframe import new_table_metadata
+    from pydelta.spark.write.options import session_conf, with_table_defaults
     from pydelta.txn.transaction import OptimisticTransaction
 
     configuration = with_table_defaults(configuration, session_conf(spark))  # a new table: session defaults
@@ -409,7 +410,7 @@ def _merge_catalog_properties(spark: Any, snapshot: Any, props: dict[str, str], 
     """
     from dataclasses import replace
 
-    from pydelta.spark.write import engine_info
+    from pydelta.spark.transactions import engine_info
     from pydelta.txn.transaction import OptimisticTransaction
 
     config = dict(snapshot.metadata.configuration)

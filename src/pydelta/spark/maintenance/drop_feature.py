@@ -29,14 +29,14 @@ class SparkRewriter:
     def remove_column_mapping(self, metadata: Metadata) -> None:
         """One commit: the metadata without column mapping, every file rewritten with logical names
         and no field ids (row IDs kept), the old files removed (delta-spark's REMOVE COLUMN MAPPING)."""
-        from pydelta.spark.remove_column_mapping import rewrite_and_commit
+        from pydelta.spark.ddl.remove_column_mapping import rewrite_and_commit
 
         rewrite_and_commit(self._table._spark, self._table.snapshot(), metadata)
 
 
 def drop_feature_support(table: Any, feature_name: str, truncate_history: bool = False) -> int:
     """`DeltaTable.dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE`; returns the drop commit's version."""
-    from pydelta.spark.write import engine_info
+    from pydelta.spark.transactions import engine_info
 
     root = table.snapshot().table_root
     return drop_feature(root, feature_name, truncate_history, engine_info=engine_info(table._spark),

@@ -170,7 +170,7 @@ def select_partitions(spark: Any, snapshot: Snapshot, filters: Sequence[str]) ->
     files = snapshot.files()
     if not filters or files.num_rows == 0:
         return files
-    from pydelta.spark.write import partition_rows_dataframe
+    from pydelta.spark.write.dataframe import partition_rows_dataframe
 
     df = partition_rows_dataframe(spark, snapshot, files)
     for sql in filters:
@@ -188,7 +188,7 @@ def _read_predicate(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> A
         return None
     from pydelta.protocol.predicates import And
     from pydelta.spark.predicates import filter_condition, translate
-    from pydelta.spark.write import partition_rows_dataframe
+    from pydelta.spark.write.dataframe import partition_rows_dataframe
 
     base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
     out = None
@@ -550,8 +550,8 @@ def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_p
                  max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
                  timestamp_ms: int) -> tuple[list[dict], list[dict]]:
     """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""
-    from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
-    from pydelta.spark.read import build_dataframe
+    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.read.scan import build_dataframe
 
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
@@ -560,7 +560,7 @@ def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_p
     previous = sc.getLocalProperty("spark.job.description")
     sc.setJobDescription(desc)
     from pydelta.spark.dml.common import materialized_names, materializes_row_ids
-    from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL
+    from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL
 
     keep_ids = materializes_row_ids(metadata)  # compaction keeps every row's ID and commit version
     hidden = materialized_names(metadata) if keep_ids else []
@@ -610,7 +610,7 @@ def optimize(
     `auto` is auto compaction's run (spark/maintenance/auto_compact.py): its own file sizes
     instead of the OPTIMIZE confs, recorded with `auto: true`.
     """
-    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 
     spark = table._spark

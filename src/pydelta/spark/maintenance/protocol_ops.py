@@ -65,7 +65,7 @@ def protocol_with_feature(current: Protocol, feature: str) -> Protocol:
 
 
 def _commit_protocol(table: Any, compute: Any) -> int | None:
-    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 
     snapshot = table.snapshot()

@@ -43,7 +43,7 @@ def _should_log(spark: Any) -> bool:
 
 def _commit_empty(table: Any, operation: Operation, metrics: dict[str, int] | None) -> int:
     from pydelta.log.snapshot import load_snapshot
-    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 
     snapshot = load_snapshot(table.path)

@@ -1,7 +1,7 @@
 """Handlers for Spark's parsed ALTER TABLE plans whose table is a Delta table.
 
 Each handler reads the statement's parts from Spark's unresolved plan and calls the
-matching operation in `pydelta.spark.alter` (one metadata-only commit), or refuses the
+matching operation in `pydelta.spark.ddl.alter` (one metadata-only commit), or refuses the
 statement clearly. Tables that are not Delta tables are left to Spark (NOT_DELTA).
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
-from pydelta.spark import alter
+from pydelta.spark.ddl import alter
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.router import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
@@ -94,7 +94,7 @@ def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
 
 
 def _replace_columns(spark: Any, text: str, plan: Any) -> Any:
-    from pydelta.spark.alter_replace import replace_columns
+    from pydelta.spark.ddl.alter_replace import replace_columns
 
     target = _target(spark, plan.table())
     if target is None:
@@ -180,7 +180,7 @@ def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
 
 
 def _rename_column(spark: Any, text: str, plan: Any) -> Any:
-    from pydelta.spark.alter_mapping import rename_column
+    from pydelta.spark.ddl.alter_mapping import rename_column
 
     target = _target(spark, plan.table())
     if target is None:
@@ -191,7 +191,7 @@ def _rename_column(spark: Any, text: str, plan: Any) -> Any:
 
 
 def _drop_columns(spark: Any, text: str, plan: Any) -> Any:
-    from pydelta.spark.alter_mapping import drop_columns
+    from pydelta.spark.ddl.alter_mapping import drop_columns
 
     target = _target(spark, plan.table())
     if target is None:

@@ -38,7 +38,7 @@ def run_clone(spark: Any, stmt: g.Clone, source_path: str) -> Any:
         raise DeltaAnalysisError(
             f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {stmt.target.display()} cannot be replaced as it does not "
             "exist. Use CREATE OR REPLACE TABLE to create the table.")
-    from pydelta.spark.write import engine_info
+    from pydelta.spark.transactions import engine_info
     from pydelta.txn.clone import clone_table
 
     clone = clone_table(source, location, shallow=stmt.shallow, replace_existing=existing,

@@ -147,7 +147,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
         )
         default = jplan.option(col.defaultValue())
         if default is not None:
-            from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY, checked_default
+            from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY, checked_default
 
             sql = str(default.originalSQL())
             checked_default(spark, sql, str(col.dataType().sql()), str(col.name()), "CREATE TABLE")
@@ -169,8 +169,8 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
                        partition_by: list[str]) -> Any:
     """CREATE TABLE t USING DELTA LOCATION '/existing': name an existing Delta table."""
     from pydelta.spark.catalog import lookup, register_table
-    from pydelta.spark.read import spark_schema
-    from pydelta.spark.write import try_load
+    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.transactions import try_load
 
     snapshot = try_load(path)
     if snapshot is None:
@@ -184,8 +184,8 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
             return jplan.empty_result(spark)
         raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
     if lookup(spark, name) is None:
-        from pydelta.spark.existing_table import verify_definition
-        from pydelta.spark.write_options import checked_table_properties
+        from pydelta.spark.ddl.existing_table import verify_definition
+        from pydelta.spark.write.options import checked_table_properties
 
         verify_definition(spark, snapshot, schema=None, partition_by=partition_by, cluster_by=None,
                           properties=checked_table_properties(spark, spec.properties))
@@ -199,7 +199,7 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
 
 def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, kind: str,
                partition_by: list[str], spec: _Spec, has_location: bool, options: dict[str, str]) -> Any:
-    from pydelta.spark.table_ddl import table_as_select
+    from pydelta.spark.ddl.table_as_select import table_as_select
 
     query = spark.sql(jplan.text_of(text, plan.query()))  # routed again: Delta sources are read by pydelta
     table_as_select(

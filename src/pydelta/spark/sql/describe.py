@@ -292,7 +292,7 @@ def show_partitions(spark: Any, text: str, plan: Any) -> Any:
 
     from pydelta.protocol.partition_values import partition_values_to_arrow
     from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     table = load_table(spark, plan.table())
     if table is None:

@@ -93,7 +93,7 @@ def _dataframe_of(spark: Any, text: str, node: Any) -> Any:
         target = resolve(spark, parts)
         if target is not None:
             from pydelta.log.snapshot import load_snapshot
-            from pydelta.spark.read import read_snapshot
+            from pydelta.spark.read.scan import read_snapshot
 
             return read_snapshot(spark, load_snapshot(target.path)).alias(parts[-1])
         return spark.table(quote_parts(parts)).alias(parts[-1])  # a view or another source's table
@@ -185,7 +185,7 @@ def _merge(spark: Any, text: str, plan: Any) -> Any:
 
 def _column_defaults(table: Any) -> dict[str, str]:
     """lower-case column name -> the SQL its DEFAULT keyword stands for (typed; NULL without a default)."""
-    from pydelta.spark.column_defaults import CURRENT_DEFAULT_KEY
+    from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY
 
     out = {}
     for field in table.toDF().schema.fields:
@@ -196,7 +196,7 @@ def _column_defaults(table: Any) -> dict[str, str]:
 
 def _assignments(action: Any, alias: str | None, defaults: dict[str, str], fix: Requalify) -> dict[str, str]:
     """SET / VALUES of a MERGE clause as {column: SQL}; the DEFAULT keyword becomes the column's default."""
-    from pydelta.spark.column_defaults import is_default_keyword
+    from pydelta.spark.ddl.column_defaults import is_default_keyword
 
     out = {}
     for a in jplan.seq(action.assignments()):
@@ -242,9 +242,10 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
     from pyspark.sql.types import StringType
 
     from pydelta.log.snapshot import load_snapshot
-    from pydelta.spark.read import spark_schema
-    from pydelta.spark.store_assignment import inserted, widens_on_insert
-    from pydelta.spark.write import nullable_type, write_dataframe
+    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.write.store_assignment import inserted, widens_on_insert
+    from pydelta.spark.write.conform import nullable_type
+    from pydelta.spark.write.dataframe import write_dataframe
 
     snapshot = load_snapshot(target.path)
     schema = spark_schema(snapshot.schema)
@@ -260,7 +261,7 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
                 return f
         raise DeltaAnalysisError(f"[UNRESOLVED_COLUMN] column {name!r} is not in table {target.display()}")
 
-    from pydelta.spark.column_defaults import default_value, values_with_defaults
+    from pydelta.spark.ddl.column_defaults import default_value, values_with_defaults
 
     positional = user_cols or [c for c in table_cols if c.lower() not in {k.lower() for k in static_given}]
     data = None if by_name else values_with_defaults(spark, plan.query(), positional, field_of)
@@ -324,7 +325,7 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
 def _evolved_columns(spark: Any, data: Any, columns: list[str], options: dict[str, Any]) -> list[str]:
     """Names of the query's trailing columns beyond the table's, when schema evolution is on:
     delta-spark's by-position INSERT adds them to the table (without evolution: an arity error)."""
-    from pydelta.spark.write_options import merge_schema_requested, session_conf
+    from pydelta.spark.write.options import merge_schema_requested, session_conf
 
     if len(data.columns) <= len(columns) or not merge_schema_requested(options, session_conf(spark)):
         return []

@@ -260,11 +260,11 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
     from pydelta.protocol.predicates import And
     from pydelta.spark.predicates import filter_condition, translate
     from pydelta.spark.hadoop_storage import require_connector
-    from pydelta.spark.read import build_dataframe, spark_schema, wrap
+    from pydelta.spark.read.scan import build_dataframe, spark_schema, wrap
 
     require_connector(spark, rel.target.path)  # before the log is read: Spark's data path needs it
     if rel.change_range is not None:
-        from pydelta.spark.cdf import read_change_feed
+        from pydelta.spark.read.cdf import read_change_feed
 
         return read_change_feed(spark, load_snapshot(rel.target.path), rel.change_range)
     timestamp = None
@@ -273,7 +273,7 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
         timestamp = micros // 1000
     if rel.target.name is None:  # delta.`/path`: delta-spark's path read errors
         from pydelta.errors import DeltaAnalysisError
-        from pydelta.spark.reader_options import load_for_read, split_at_syntax
+        from pydelta.spark.read.options import load_for_read, split_at_syntax
 
         path, at_version, at_timestamp = split_at_syntax(spark, rel.target.path)  # delta.`/path@v1`
         version = rel.version

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pydelta.errors import DeltaParseError
-from pydelta.spark import plan_pruning
+from pydelta.spark.read import plan_pruning
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.queries import (
     drop_views,

@@ -63,7 +63,7 @@ def run_utility(spark: Any, stmt: object) -> Any:
         drop_feature_support(_table(spark, stmt.table), stmt.feature, stmt.truncate_history)
         return jplan.empty_result(spark)
     if isinstance(stmt, g.SyncIdentity):
-        from pydelta.spark.identity import sync_identity
+        from pydelta.spark.ddl.identity import sync_identity
 
         target = _target(spark, stmt.table)
         sync_identity(spark, target.path, stmt.column, display=target.display())

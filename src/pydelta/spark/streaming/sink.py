@@ -1,7 +1,7 @@
 """`df.writeStream.format("delta")`: delta-spark's DeltaSink, run as a foreachBatch query.
 
 PySpark keeps the stream writer's settings only in the JVM, so (as for the batch
-writer, `spark/hooks.py`) format, options, partitionBy and outputMode are recorded
+writer, `spark/hooks/reader.py`) format, options, partitionBy and outputMode are recorded
 on the Python object. For "delta", `start()` / `toTable()` validate everything they
 can up front, then run the query with foreachBatch: each micro-batch goes through
 pydelta's batch write path (Spark's own Parquet writer) as one commit carrying
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark.hooks import _is_delta, _state
+from pydelta.spark.hooks.reader import _is_delta, _state
 from pydelta.spark.spark_errors import boundary, to_pyspark
 
 # Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.
@@ -86,8 +86,9 @@ def make_spec(df: Any, path: str, mode: str | None, partition_by: list[str] | No
     """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
     from pydelta.log.storage import to_local_path
     from pydelta.protocol.schema import parse_schema
-    from pydelta.spark.write import _plan_metadata, try_load
-    from pydelta.spark.write_options import parse_write_options, session_conf
+    from pydelta.spark.transactions import try_load
+    from pydelta.spark.write.dataframe import _plan_metadata
+    from pydelta.spark.write.options import parse_write_options, session_conf
 
     spark = df.sparkSession
     out_mode = output_mode(mode)
@@ -117,7 +118,7 @@ def make_spec(df: Any, path: str, mode: str | None, partition_by: list[str] | No
 
 def write_batch(spec: SinkSpec, df: Any, batch_id: int, query_id: str) -> int | None:
     """Commit one micro-batch; None when this (query id, batch id) already committed (a replay)."""
-    from pydelta.spark.write import write_dataframe
+    from pydelta.spark.write.dataframe import write_dataframe
     from pydelta.txn.commit_info import Operation
 
     mode, opts = spec.batch_options(query_id, batch_id)

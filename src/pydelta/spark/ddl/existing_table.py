@@ -40,7 +40,7 @@ def verify_definition(
         assert isinstance(existing, StructType)
         differences = schema_differences(existing, schema)
         if differences:
-            from pydelta.spark.read import spark_schema
+            from pydelta.spark.read.scan import spark_schema
 
             listed = "\n".join("- " + d.replace("\n", "\n  ") for d in differences)
             raise DeltaAnalysisError(

@@ -62,9 +62,9 @@ def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> in
 
 def _rewrite(spark: Any, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
-    from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
     from pydelta.spark.dml.common import materialized_names, materializes_row_ids
-    from pydelta.spark.read import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
+    from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
 
     files = snapshot.files()
     if files.num_rows == 0:
@@ -87,7 +87,7 @@ def _without_field_ids(df: Any, metadata: Metadata) -> Any:
     from pyspark.sql import functions as F
 
     from pydelta.protocol.schema import quote_identifier
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     fields = spark_schema(metadata.schema).fields
     table = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in fields]
@@ -96,7 +96,7 @@ def _without_field_ids(df: Any, metadata: Metadata) -> Any:
 
 
 def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
-    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 
     txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),

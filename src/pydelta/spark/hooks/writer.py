@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.hooks import _is_delta, _record_format, _record_option, _record_options, _state
+from pydelta.spark.hooks.reader import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
 
 
@@ -56,7 +56,7 @@ def _save(original):
             from pydelta.errors import DeltaIllegalArgumentError
 
             raise DeltaIllegalArgumentError("save() of a Delta table needs a path")
-        from pydelta.spark.write import write_dataframe
+        from pydelta.spark.write.dataframe import write_dataframe
 
         write_dataframe(self._df, path, mode, partition_by, opts, cluster_by=st["cluster_by"])
 
@@ -72,8 +72,8 @@ def _save_as_table(original):
             return original(self, name, format, mode, partitionBy, **options)
         mode, partition_by, opts = _settings(self, mode, partitionBy, options)
         from pydelta.spark.catalog import default_location, delta_location, lookup, register_table
-        from pydelta.spark.table_ddl import table_as_select
-        from pydelta.spark.write import SaveAsTableOverwrite, write_dataframe
+        from pydelta.spark.ddl.table_as_select import table_as_select
+        from pydelta.spark.write.dataframe import SaveAsTableOverwrite, write_dataframe
 
         spark = self._df.sparkSession
         explicit_path = opts.pop("path", None)
@@ -110,7 +110,7 @@ def _insert_into(original):
         if location is None:
             return original(self, tableName, overwrite)
         from pydelta.log.snapshot import load_snapshot
-        from pydelta.spark.write import write_dataframe
+        from pydelta.spark.write.dataframe import write_dataframe
 
         snapshot = load_snapshot(location)
         options = dict(_state(self)["options"])
@@ -126,8 +126,8 @@ def _insert_into(original):
 def _by_position(df: Any, snapshot: Any, table_name: str, options: dict) -> Any:
     """insertInto's data as an INSERT stores it: columns matched by position, cast (checked) to the
     table's types, or kept wider where schema evolution widens a type-widening table (delta-spark)."""
-    from pydelta.spark.read import spark_schema
-    from pydelta.spark.store_assignment import cast_for_insert, widens_on_insert
+    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.write.store_assignment import cast_for_insert, widens_on_insert
 
     table = spark_schema(snapshot.schema)
     if len(df.columns) != len(table.fields):

@@ -16,7 +16,7 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import LONG_MAX, LONG_MIN, IdentitySpec, identity_columns
 from pydelta.protocol.schema import column_mapping_mode, physical_name
-from pydelta.spark.constraints import MARKER
+from pydelta.spark.write.constraints import MARKER
 
 _ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row within the partition
 
@@ -111,8 +111,8 @@ def sync_identity(spark: Any, path: str, column: str, *, display: str | None = N
     from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.identity import HIGH_WATER_MARK, spec_of, synced_high_water_mark
     from pydelta.protocol.schema import StructField, StructType
-    from pydelta.spark.alter import change_operation, commit_metadata
-    from pydelta.spark.read import read_snapshot
+    from pydelta.spark.ddl.alter import change_operation, commit_metadata
+    from pydelta.spark.read.scan import read_snapshot
 
     snapshot = load_snapshot(path)
     schema = snapshot.metadata.schema

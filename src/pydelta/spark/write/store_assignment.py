@@ -110,7 +110,7 @@ def written_type(table_type: Any, data_type: Any, widen: bool) -> Any:
     from pydelta.errors import SchemaMismatchError
     from pydelta.protocol.schema import parse_schema
     from pydelta.protocol.schema_evolution import merge_schema
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     def one(dt: Any) -> Any:
         return parse_schema(SparkStruct([SparkField("c", dt, True)]).json())
@@ -126,7 +126,7 @@ def widens_on_insert(spark: Any, configuration: dict[str, str], options: dict[st
     """Whether an INSERT into a table with `configuration` keeps wider source types: schema
     evolution (mergeSchema option, else autoMerge) on a table with type widening enabled."""
     from pydelta.protocol import type_widening
-    from pydelta.spark.write_options import merge_schema_requested, session_conf
+    from pydelta.spark.write.options import merge_schema_requested, session_conf
 
     return type_widening.enabled(configuration) and merge_schema_requested(options, session_conf(spark))
 
@@ -134,7 +134,7 @@ def widens_on_insert(spark: Any, configuration: dict[str, str], options: dict[st
 def inserted(col: Any, source_type: Any, field: Any, widen: bool) -> Any:
     """`col` (of Spark type `source_type`) as an INSERT stores it in the column `field` (a Spark
     StructField), named as the column: in the type `written_type` says, cast by `store_cast`."""
-    from pydelta.spark.write import nullable_type
+    from pydelta.spark.write.conform import nullable_type
 
     target = nullable_type(written_type(field.dataType, source_type, widen))
     return store_cast(col, source_type, target, field.name).alias(field.name)

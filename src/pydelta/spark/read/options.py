@@ -13,9 +13,9 @@ from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
 from pydelta.log.snapshot import Snapshot, load_snapshot
-from pydelta.spark.read import read_snapshot
+from pydelta.spark.read.scan import read_snapshot
 from pydelta.spark.spark_errors import _path_exists, no_table_to_read
-from pydelta.spark.write_options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
+from pydelta.spark.write.options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The read options pydelta implements; keys are case-insensitive.
 CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
@@ -94,7 +94,7 @@ def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
     require_connector(spark, path)
     snapshot = load_for_read(path, version=version, timestamp=timestamp)
     if change_feed:
-        from pydelta.spark.cdf import read_change_feed
+        from pydelta.spark.read.cdf import read_change_feed
 
         return read_change_feed(spark, snapshot, opts)
     return read_snapshot(spark, snapshot)

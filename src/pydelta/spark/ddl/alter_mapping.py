@@ -18,7 +18,7 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import DataType, StructField, StructType, column_mapping_mode, quote_path
-from pydelta.spark.alter import (
+from pydelta.spark.ddl.alter import (
     CONSTRAINT_PREFIX,
     _attribute_name,
     _case_sensitive,

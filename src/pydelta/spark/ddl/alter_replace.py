@@ -28,8 +28,8 @@ from pydelta.protocol.schema import (
     without_field_metadata,
 )
 from pydelta.protocol.schema_evolution import assign_column_mapping
-from pydelta.spark.alter_mapping import check_not_referenced
-from pydelta.spark.alter import NewColumn, _check_name_characters, _field_map, _json, _type_sql, commit_metadata
+from pydelta.spark.ddl.alter_mapping import check_not_referenced
+from pydelta.spark.ddl.alter import NewColumn, _check_name_characters, _field_map, _json, _type_sql, commit_metadata
 from pydelta.txn.commit_info import Operation
 
 
@@ -135,7 +135,7 @@ def _change_reason(old: DataType, new: DataType, path: list[str], mapped: bool, 
 def _sql(dt: DataType) -> str:
     """A type as Spark prints it (a schema as struct<...> with its column names as they are)."""
     if isinstance(dt, StructType):
-        from pydelta.spark.read import spark_schema
+        from pydelta.spark.read.scan import spark_schema
 
         return str(spark_schema(dt).simpleString())
     return _type_sql(dt)

@@ -71,7 +71,7 @@ def _reader_load(original):
             from pydelta.errors import DeltaIllegalArgumentError
 
             raise DeltaIllegalArgumentError("reading a Delta table needs exactly one path")
-        from pydelta.spark.reader_options import read_delta
+        from pydelta.spark.read.options import read_delta
 
         return read_delta(self._spark, path, opts)
 
@@ -100,7 +100,7 @@ def _reader_table(original):
         location, at = _delta_location(self._spark, tableName)
         if location is None:
             return original(self, tableName)
-        from pydelta.spark.reader_options import read_delta
+        from pydelta.spark.read.options import read_delta
 
         return read_delta(self._spark, location + at, dict(_state(self)["options"]))
 
@@ -131,7 +131,8 @@ def install() -> None:
     SparkSession.table = boundary(_session_table(SparkSession.table))
     DataFrameReader._pydelta_hooked = True
 
-    from pydelta.spark import plan_pruning, write_hooks
+    from pydelta.spark.read import plan_pruning
+    from pydelta.spark.hooks import writer as write_hooks
 
     write_hooks.install(DataFrameWriter)
     plan_pruning.install()

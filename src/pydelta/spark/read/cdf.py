@@ -26,7 +26,7 @@ from pydelta.log.changes import (
 )
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
-from pydelta.spark.read import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
 
 _VERSION = "__pydelta_cdf_version"
 _TS = "__pydelta_cdf_ts"

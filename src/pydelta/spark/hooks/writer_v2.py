@@ -80,7 +80,7 @@ def _is_delta(writer: Any) -> bool:
 
 def _write_existing(writer: Any, mode: str, options: dict[str, Any]) -> None:
     from pydelta.errors import DeltaTableNotFoundError
-    from pydelta.spark.write import write_dataframe
+    from pydelta.spark.write.dataframe import write_dataframe
 
     target = _target(writer)
     if target is None:
@@ -90,7 +90,7 @@ def _write_existing(writer: Any, mode: str, options: dict[str, Any]) -> None:
 
 def _as_select(writer: Any, kind: str) -> None:
     from pydelta.spark.sql.targets import target_for_create
-    from pydelta.spark.table_ddl import table_as_select
+    from pydelta.spark.ddl.table_as_select import table_as_select
 
     st = _state(writer)
     target = target_for_create(writer._spark, _name_parts(writer))

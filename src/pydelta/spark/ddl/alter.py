@@ -55,7 +55,7 @@ from pydelta.protocol.schema import (
 )
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
-from pydelta.spark import remove_column_mapping as remove_cm
+from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
 
@@ -118,7 +118,7 @@ def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *
     snapshot = load_snapshot(path)
     if (str(validated.get(row_tracking.ENABLE_KEY, "")).strip().lower() == "true"
             and not row_tracking.enabled(snapshot.metadata) and snapshot.num_files):
-        from pydelta.spark.write import engine_info
+        from pydelta.spark.transactions import engine_info
 
         snapshot = row_tracking_backfill.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
     if (validated.get(COLUMN_MAPPING_MODE_KEY) == "none" and remove_cm.removal_allowed(spark)
@@ -347,12 +347,12 @@ def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, di
             _refuse_collection_change(change, full)
         old = parent_type.field(name)  # type: ignore[union-attr]
         if change.default is not None:
-            from pydelta.spark.column_defaults import checked_default
+            from pydelta.spark.ddl.column_defaults import checked_default
 
             checked_default(spark, change.default, _type_sql(old.type), quote_path(full), "ALTER TABLE")
         if change.data_type is not None and not parent and without_field_metadata(change.data_type) != without_field_metadata(
                 old.type):
-            from pydelta.spark.alter_mapping import check_not_referenced
+            from pydelta.spark.ddl.alter_mapping import check_not_referenced
 
             check_not_referenced(metadata, full)
         new = _changed_field(old, change, full, widening)
@@ -506,7 +506,7 @@ def _resolve(schema: StructType, parts: Sequence[str], case_sensitive: bool) -> 
 
 
 def _not_found(parts: Sequence[str], schema: StructType) -> DeltaAnalysisError:
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     return DeltaAnalysisError(f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {_attribute_name(parts)} "
                               f"in:\n{spark_schema(schema).treeString()}")
@@ -579,7 +579,7 @@ def _check_name_characters(field: StructField) -> None:
 
 
 def _type_sql(dt: DataType) -> str:
-    from pydelta.spark.read import spark_schema
+    from pydelta.spark.read.scan import spark_schema
 
     return spark_schema(StructType((StructField("c", dt),))).fields[0].dataType.simpleString().upper()
 
@@ -607,7 +607,7 @@ def _field_map(parent: Sequence[str], field: StructField) -> dict[str, object]:
 
 
 def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
-    from pydelta.spark.read import read_snapshot
+    from pydelta.spark.read.scan import read_snapshot
 
     return read_snapshot(spark, snapshot)
 
@@ -615,7 +615,7 @@ def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
 def commit_metadata(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
             read_all: bool = False) -> int:
     """One metadata-only commit; the protocol follows what the new metadata needs."""
-    from pydelta.spark.write import engine_info, isolation_level
+    from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 
     txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),

@@ -25,9 +25,9 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
-from pydelta.spark import plan_pruning
-from pydelta.spark.parquet_files import read_parquet_files
-from pydelta.spark.hidden_metadata import hide_last_column, metadata_struct
+from pydelta.spark.read import plan_pruning
+from pydelta.spark.read.parquet_files import read_parquet_files
+from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
 from pydelta.spark.predicates import filter_condition, translate
 
 FILE_COL = "__pydelta_file_path"

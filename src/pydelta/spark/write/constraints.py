@@ -88,7 +88,7 @@ def _marked_message(text: str, marker: str) -> str:
 def violation_from(exc: BaseException) -> DeltaError | None:
     """The pydelta error for a Spark failure caused by one of our checks (a constraint, or a
     value `store_assignment.store_cast` could not store), if it was."""
-    from pydelta.spark.store_assignment import CAST_MARKER
+    from pydelta.spark.write.store_assignment import CAST_MARKER
 
     text = str(exc)
     if CAST_MARKER in text:

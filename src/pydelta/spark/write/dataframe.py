@@ -16,25 +16,23 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from pydelta.version import __version__
 from pydelta.errors import (
     DeltaAnalysisError,
-    DeltaTableNotFoundError,
     InvalidTableError,
     TableAlreadyExistsError,
 )
 from pydelta.log.data_skipping import FileSkipper
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import to_local_path
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name, quote_identifier
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
-from pydelta.spark.constraints import constraint_checks, violations_as_errors, with_checks
-from pydelta.spark.data_writer import file_rows_to_adds, remove_action, write_data_files
-from pydelta.spark.read import build_dataframe, spark_schema
-from pydelta.spark.write_options import (
+from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
+from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+from pydelta.spark.read.scan import build_dataframe, spark_schema
+from pydelta.spark.write.options import (
     AUTO_MERGE_CONF,
     TXN_APP_ID_CONF,
     TXN_AUTO_RESET_CONF,
@@ -44,26 +42,8 @@ from pydelta.spark.write_options import (
 )
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
-
-
-def engine_info(spark: Any) -> str:
-    """engineInfo for a commit from `spark`, carrying the session's commitInfo.userMetadata to every commit."""
-    from pydelta.txn.commit_info import EngineInfo
-
-    return EngineInfo(f"pydelta/{__version__} Apache-Spark/{spark.version}",
-                      spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None))
-
-
-def isolation_level(metadata: Metadata | None) -> str:
-    level = (metadata.configuration.get("delta.isolationLevel") if metadata else None) or "WriteSerializable"
-    return "Serializable" if level.lower() == "serializable" else "WriteSerializable"
-
-
-def try_load(path: str) -> Snapshot | None:
-    try:
-        return load_snapshot(path)
-    except DeltaTableNotFoundError:
-        return None
+from pydelta.spark.transactions import engine_info, isolation_level, try_load
+from pydelta.spark.write.conform import conform
 
 
 # ---- schema ---------------------------------------------------------------------------
@@ -116,7 +96,7 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
     """The metadata after this write (the existing one when nothing changes)."""
     if snapshot is None or (spec is not None and spec.replace):
         # Only a creation applies the session's table defaults (never overwriteSchema), as delta-spark.
-        from pydelta.spark.write_options import session_conf, with_table_defaults
+        from pydelta.spark.write.options import session_conf, with_table_defaults
 
         explicit = {**(spec.properties if spec else {}), **opts.table_properties}
         if spec is not None and spec.cluster_by:
@@ -156,82 +136,11 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
     )
 
 
-def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
-    """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns.
-
-    `keep`: columns of `df` that are not table columns to carry along after them unchanged.
-    """
-    from pyspark.sql import functions as F
-
-    spark_types = spark_schema(schema)
-    by_lower = {c.lower(): c for c in df.columns}
-    columns = []
-    for field, spark_field in zip(schema.fields, spark_types.fields):
-        source = by_lower.get(field.name.lower())
-        if source is None:
-            generated = field.metadata.get("delta.generationExpression")
-            value = F.expr(generated) if generated else F.lit(None)
-            columns.append(value.cast(spark_field.dataType).alias(field.name))
-            continue
-        col = F.col(quote_identifier(source))
-        if df.schema[source].dataType != spark_field.dataType:
-            col = _conform_nested(df.schema[source].dataType, spark_field.dataType, col, field.name)
-        columns.append(col.alias(field.name))
-    columns += [F.col(quote_identifier(k)) for k in keep]
-    return df.select(*columns)
-
-
-def nullable_type(dtype: Any) -> Any:
-    """`dtype` with every nested field, element and value nullable.
-
-    Casts go to this type: Spark cannot cast to a non-nullable nested field, and the
-    NOT NULL constraint checks reject bad rows with a clear error instead.
-    """
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType as SparkStructType
-
-    if isinstance(dtype, SparkStructType):
-        return SparkStructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dtype.fields])
-    if isinstance(dtype, ArrayType):
-        return ArrayType(nullable_type(dtype.elementType), True)
-    if isinstance(dtype, MapType):
-        return MapType(nullable_type(dtype.keyType), nullable_type(dtype.valueType), True)
-    return dtype
-
-
-def _conform_nested(src: Any, dst: Any, col: Any, name: str = "") -> Any:
-    """`col` (of Spark type `src`) as `dst`: struct fields matched by name (missing ones NULL),
-    values cast by `store_cast` (a value that would change fails the write)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType as SparkStructType
-
-    from pydelta.spark.store_assignment import store_cast
-
-    dst = nullable_type(dst)
-
-    if isinstance(src, SparkStructType) and isinstance(dst, SparkStructType) and len(src.fields) != len(dst.fields):
-        names = {f.name.lower(): f for f in src.fields}
-        parts = []
-        for f in dst.fields:
-            s = names.get(f.name.lower())
-            if s is None:
-                parts.append(F.lit(None).cast(f.dataType).alias(f.name))
-            else:
-                sub = col.getField(s.name)
-                if s.dataType != f.dataType:
-                    sub = _conform_nested(s.dataType, f.dataType, sub, f"{name}.{f.name}")
-                parts.append(sub.alias(f.name))
-        return F.when(col.isNull(), F.lit(None).cast(dst)).otherwise(F.struct(*parts))
-    return store_cast(col, src, dst, name)
-
-
-# ---- which files an overwrite replaces ---------------------------------------------------
-
-
 def partition_rows_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     """One row per file: `__pydelta_idx` plus the typed (logical) partition columns."""
     from pyspark.sql import functions as F
 
-    from pydelta.spark.read import _arrow_df
+    from pydelta.spark.read.scan import _arrow_df
     import pyarrow.compute as pc
 
     schema = snapshot.schema
@@ -454,7 +363,7 @@ def write_dataframe(
     assert metadata is not None
     if new_table is not None:
         define_clustering(txn, snapshot, new_table.cluster_by or None)
-    from pydelta.spark import identity as identity_values
+    from pydelta.spark.ddl import identity as identity_values
 
     generate = identity_values.columns_to_generate(df, metadata)
     new_data = conform(identity_values.with_identity_values(df, generate), metadata.schema)
@@ -488,7 +397,7 @@ def write_dataframe(
             removed = files
             txn.read_whole_table()
 
-    from pydelta.spark import optimized_write
+    from pydelta.spark.write import optimized_write
 
     if optimized_write.enabled(opts.optimize_write, metadata.configuration):
         to_write = optimized_write.optimized(to_write, list(metadata.partition_columns))

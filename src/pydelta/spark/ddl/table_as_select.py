@@ -10,7 +10,8 @@ from typing import Any
 
 from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark import catalog
-from pydelta.spark.write import NewTableSpec, try_load, write_dataframe
+from pydelta.spark.transactions import try_load
+from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
 
 
@@ -46,7 +47,7 @@ def table_as_select(
     if managed is None:
         managed = name is not None and catalog.lookup(spark, name) is None and \
             path == catalog.default_location(spark, name)
-    from pydelta.spark.write_options import checked_table_properties
+    from pydelta.spark.write.options import checked_table_properties
 
     props = checked_table_properties(spark, properties or {})
     operation = Operation.table_definition(operation_name, is_managed=managed, description=comment,
