@@ -19,7 +19,7 @@ import functools
 import re
 from typing import Any, Callable, TypeVar
 
-from pydelta import errors as E
+import pydelta.errors as E
 
 F = TypeVar("F", bound=Callable[..., Any])
 

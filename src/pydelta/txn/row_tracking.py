@@ -15,6 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 
+from pydelta.errors import DeltaNotImplementedError
 from pydelta.protocol import properties
 from pydelta.protocol.actions import Metadata, Protocol
 
@@ -128,3 +129,27 @@ def has_row_ids(snapshot: "Snapshot") -> bool:
     files = snapshot.files()
     return any(c in files.column_names and files.column(c).null_count < files.num_rows
                for c in ("base_row_id", "default_row_commit_version"))
+
+
+# ---- rewriting rows keeps their IDs (the materialized columns) ------------------------------------
+
+
+def check_row_ids_preserved(snapshot: "Snapshot", operation: str, *, supported: bool = True) -> None:
+    """Rewriting rows of a table with row tracking enabled must keep their stable row IDs in the
+    materialized columns: refuse by name where that is not done (`supported` False, or a
+    table without the materialized column names)."""
+    if enabled(snapshot.metadata) and not (supported and materializes_row_ids(snapshot.metadata)):
+        raise DeltaNotImplementedError(
+            f"{operation} rewrites rows of a table with row tracking enabled (delta.enableRowTracking); keeping "
+            f"their row IDs in materialized row-tracking columns is not implemented for {operation} yet")
+
+
+def materialized_names(metadata: Metadata) -> list[str]:
+    """The table's materialized row ID and row commit version column names."""
+    return [metadata.configuration[ROW_ID_COLUMN_KEY], metadata.configuration[COMMIT_VERSION_COLUMN_KEY]]
+
+
+def materializes_row_ids(metadata: Metadata) -> bool:
+    """Row tracking is enabled: rewritten rows must keep their stable row IDs and commit versions."""
+    conf = metadata.configuration
+    return enabled(metadata) and ROW_ID_COLUMN_KEY in conf and COMMIT_VERSION_COLUMN_KEY in conf

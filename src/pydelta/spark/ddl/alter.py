@@ -23,9 +23,8 @@ Every check runs before the commit, so a refused statement leaves the table unch
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
@@ -58,50 +57,33 @@ from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
+from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
+    ColumnChange,
+    NewColumn,
+    Position,
+    _INVALID_NAME_CHARS,
+    _attribute_name,
+    _case_sensitive,
+    _check_name_characters,
+    _display,
+    _field_map,
+    _find,
+    _json,
+    _not_found,
+    _replace_at,
+    _resolve,
+    _type_sql,
+    change_operation,
+    commit_metadata,
+)
 
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
 RESERVED_CONSTRAINT_NAME = "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
 CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
-_INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
 
 
 # ---- statement parts ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where a column goes in its struct: FIRST (after=None) or AFTER a sibling."""
-
-    after: str | None = None
-
-    def __str__(self) -> str:  # Spark's ColumnPosition.toString, as delta-spark logs it
-        return "FIRST" if self.after is None else f"AFTER {self.after}"
-
-
-@dataclass(frozen=True)
-class NewColumn:
-    """One column of ADD COLUMNS: its name parts (parents first), type, comment, position."""
-
-    name: tuple[str, ...]
-    data_type: DataType
-    nullable: bool = True
-    comment: str | None = None
-    position: Position | None = None
-
-
-@dataclass(frozen=True)
-class ColumnChange:
-    """One ALTER COLUMN spec; None (or False) leaves that aspect as it is."""
-
-    name: tuple[str, ...]
-    data_type: DataType | None = None
-    nullable: bool | None = None
-    comment: str | None = None
-    drop_comment: bool = False
-    drop_default: bool = False
-    position: Position | None = None
-    default: str | None = None  # SET DEFAULT <sql>
 
 
 # ---- table properties: protocol/properties.py -------------------------------------------------
@@ -109,7 +91,6 @@ class ColumnChange:
 
 def _conf_true(spark: Any, key: str) -> bool:
     return str(spark.conf.get(key, "false")).strip().lower() == "true"
-
 
 
 def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
@@ -447,85 +428,7 @@ def _check_no_nulls(spark: Any, snapshot: Snapshot, columns: list[list[str]], di
                                      f"NOT NULL constraint on {_attribute_name(full)}")
 
 
-def change_operation(logged: list[tuple[list[str], StructField, Position | None]]) -> Operation:
-    """CHANGE COLUMN for one spec, CHANGE COLUMNS for several (delta-spark's operation parameters)."""
-    if len(logged) == 1:
-        parent, field, position = logged[0]
-        params: dict[str, object] = {"column": _json(_field_map(parent, field))}
-        if position is not None:
-            params["position"] = str(position)
-        return Operation("CHANGE COLUMN", params)
-    entries = []
-    for parent, field, position in logged:
-        entry: dict[str, object] = dict(_field_map(parent, field))
-        if position is not None:
-            entry["position"] = str(position)
-        entries.append(entry)
-    return Operation("CHANGE COLUMNS", {"columns": _json(entries)})
-
-
 # ---- schema helpers --------------------------------------------------------------------------------
-
-
-def _case_sensitive(spark: Any) -> bool:
-    return _conf_true(spark, "spark.sql.caseSensitive")
-
-
-def _find(struct: StructType, name: str, case_sensitive: bool) -> StructField | None:
-    for f in struct.fields:
-        if f.name == name:
-            return f
-    if not case_sensitive:
-        for f in struct.fields:
-            if f.name.lower() == name.lower():
-                return f
-    return None
-
-
-def _resolve(schema: StructType, parts: Sequence[str], case_sensitive: bool) -> tuple[list[str], DataType]:
-    """The table's own names along `parts` and the type they lead to (array `element`, map `key`/`value`)."""
-    resolved: list[str] = []
-    dt: DataType = schema
-    for part in parts:
-        if isinstance(dt, StructType):
-            f = _find(dt, part, case_sensitive)
-            if f is None:
-                raise _not_found(parts, schema)
-            resolved.append(f.name)
-            dt = f.type
-        elif isinstance(dt, ArrayType) and part.lower() == "element":
-            resolved.append("element")
-            dt = dt.element_type
-        elif isinstance(dt, MapType) and part.lower() in ("key", "value"):
-            resolved.append(part.lower())
-            dt = dt.key_type if part.lower() == "key" else dt.value_type
-        else:
-            raise DeltaAnalysisError(f"[INVALID_FIELD_NAME] Field name {quote_path(parts)} is invalid: "
-                                     f"{quote_path(resolved)} is not a struct.")
-    return resolved, dt
-
-
-def _not_found(parts: Sequence[str], schema: StructType) -> DeltaAnalysisError:
-    from pydelta.spark.read.scan import spark_schema
-
-    return DeltaAnalysisError(f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {_attribute_name(parts)} "
-                              f"in:\n{spark_schema(schema).treeString()}")
-
-
-def _replace_at(dt: DataType, path: Sequence[str], fn: Callable[[StructType], StructType]) -> DataType:
-    """`dt` with the struct at the (resolved) `path` replaced by fn(struct)."""
-    if not path:
-        return fn(dt)  # type: ignore[arg-type]
-    head, rest = path[0], path[1:]
-    if isinstance(dt, StructType):
-        return StructType(tuple(f.with_type(_replace_at(f.type, rest, fn)) if f.name == head else f
-                                for f in dt.fields))
-    if isinstance(dt, ArrayType):
-        return ArrayType(_replace_at(dt.element_type, rest, fn), dt.contains_null)
-    assert isinstance(dt, MapType)
-    if head == "key":
-        return MapType(_replace_at(dt.key_type, rest, fn), dt.value_type, dt.value_contains_null)
-    return MapType(dt.key_type, _replace_at(dt.value_type, rest, fn), dt.value_contains_null)
 
 
 def _resolved_position(struct: StructType, position: Position | None, parent: Sequence[str],
@@ -569,41 +472,7 @@ def _move(struct: StructType, name: str, field: StructField, position: Position 
     return StructType(tuple(others[:index] + [field] + others[index:]))
 
 
-def _check_name_characters(field: StructField) -> None:
-    bad = [f.name for f in (field, *walk_fields(field.type)) if _INVALID_NAME_CHARS & set(f.name)]
-    if bad:
-        raise DeltaAnalysisError(
-            "[DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES] Found invalid character(s) among ' ,;{}()\\n\\t=' in the "
-            f"column names of your schema. Invalid column names: {', '.join(bad)}. Please use other characters and "
-            "try again. Alternatively, enable Column Mapping to keep using these characters.")
-
-
-def _type_sql(dt: DataType) -> str:
-    from pydelta.spark.read.scan import spark_schema
-
-    return spark_schema(StructType((StructField("c", dt),))).fields[0].dataType.simpleString().upper()
-
-
 # ---- logging and committing ------------------------------------------------------------------------
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _display(path: str, display: str | None) -> str:
-    return display if display is not None else f"delta.`{path}`"
-
-
-def _attribute_name(parts: Sequence[str]) -> str:
-    """Spark's UnresolvedAttribute.name: parts joined by dots, a part holding a dot in backticks."""
-    return ".".join(f"`{p}`" if "." in p else p for p in parts)
-
-
-def _field_map(parent: Sequence[str], field: StructField) -> dict[str, object]:
-    """delta-spark's structFieldToMap, as ADD COLUMNS / CHANGE COLUMN(S) log a column."""
-    return {"name": _attribute_name([*parent, field.name]), "type": field.type.name,
-            "nullable": field.nullable, "metadata": json.loads(json.dumps(field.metadata))}
 
 
 def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
@@ -611,16 +480,3 @@ def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
 
     return read_snapshot(spark, snapshot)
 
-
-def commit_metadata(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
-            read_all: bool = False) -> int:
-    """One metadata-only commit; the protocol follows what the new metadata needs."""
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
-
-    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),
-                                isolation_level=isolation_level(snapshot.metadata))
-    if read_all:  # the data was checked: a concurrent append must conflict
-        txn.read_whole_table()
-    txn.update_metadata(metadata)
-    return txn.commit([], operation)

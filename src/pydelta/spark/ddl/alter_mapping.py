@@ -18,8 +18,8 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import DataType, StructField, StructType, column_mapping_mode, quote_path
-from pydelta.spark.ddl.alter import (
-    CONSTRAINT_PREFIX,
+from pydelta.protocol.properties import CONSTRAINT_PREFIX
+from pydelta.spark.ddl.schema_edits import (
     _attribute_name,
     _case_sensitive,
     commit_metadata,

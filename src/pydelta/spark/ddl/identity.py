@@ -111,7 +111,7 @@ def sync_identity(spark: Any, path: str, column: str, *, display: str | None = N
     from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.identity import HIGH_WATER_MARK, spec_of, synced_high_water_mark
     from pydelta.protocol.schema import StructField, StructType
-    from pydelta.spark.ddl.alter import change_operation, commit_metadata
+    from pydelta.spark.ddl.schema_edits import change_operation, commit_metadata
     from pydelta.spark.read.scan import read_snapshot
 
     snapshot = load_snapshot(path)

@@ -52,7 +52,7 @@ def remove_column_mapping(spark: Any, path: str, *, unset: bool) -> int:
 def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> int:
     """The REMOVE COLUMN MAPPING commit: `metadata` (without mapping) and every file of `snapshot`
     rewritten under it (DROP FEATURE columnMapping commits through here too)."""
-    from pydelta.spark.dml.common import check_row_ids_preserved
+    from pydelta.txn.row_tracking import check_row_ids_preserved
 
     check_row_ids_preserved(snapshot, "REMOVE COLUMN MAPPING")
     snapshot.protocol.check_writable()
@@ -63,7 +63,7 @@ def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> in
 def _rewrite(spark: Any, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
-    from pydelta.spark.dml.common import materialized_names, materializes_row_ids
+    from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
 
     files = snapshot.files()

@@ -27,12 +27,16 @@ from pydelta.errors import (
     DeltaAnalysisError,
     DeltaConcurrentModificationException,
     DeltaError,
-    DeltaNotImplementedError,
     DmlTypeError,
 )
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
+from pydelta.txn.row_tracking import (  # noqa: F401 - re-exported for the DML modules
+    check_row_ids_preserved,
+    materialized_names,
+    materializes_row_ids,
+)
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import And, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
@@ -197,24 +201,10 @@ def and_all(predicates: list[Predicate]) -> Predicate:
 # ---- the table's files ------------------------------------------------------------------------
 
 
-
-
 def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: bool = True) -> None:
     """Refuse early (before writing anything) what the commit would refuse."""
     if removes_rows:
         check_not_append_only(snapshot)
-
-
-def check_row_ids_preserved(snapshot: Snapshot, operation: str, *, supported: bool = True) -> None:
-    """Rewriting rows of a table with row tracking enabled must keep their stable row IDs in the
-    materialized columns: refuse by name where that is not done (`supported` False, or a
-    table without the materialized column names)."""
-    from pydelta.txn.row_tracking import enabled
-
-    if enabled(snapshot.metadata) and not (supported and materializes_row_ids(snapshot.metadata)):
-        raise DeltaNotImplementedError(
-            f"{operation} rewrites rows of a table with row tracking enabled (delta.enableRowTracking); keeping "
-            f"their row IDs in materialized row-tracking columns is not implemented for {operation} yet")
 
 
 def cdf_enabled(metadata: Metadata) -> bool:
@@ -356,21 +346,6 @@ def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartitio
             session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), hidden=hidden,
         )
     return [{"add": a} for a in adds]
-
-
-def materialized_names(metadata: Metadata) -> list[str]:
-    """The table's materialized row ID and row commit version column names."""
-    from pydelta.txn.row_tracking import COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY
-
-    return [metadata.configuration[ROW_ID_COLUMN_KEY], metadata.configuration[COMMIT_VERSION_COLUMN_KEY]]
-
-
-def materializes_row_ids(metadata: Metadata) -> bool:
-    """Row tracking is enabled: rewritten rows must keep their stable row IDs and commit versions."""
-    from pydelta.txn.row_tracking import COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY, enabled
-
-    conf = metadata.configuration
-    return enabled(metadata) and ROW_ID_COLUMN_KEY in conf and COMMIT_VERSION_COLUMN_KEY in conf
 
 
 # ---- change data files ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.hooks.reader import _is_delta, _record_format, _record_option, _record_options, _state
+from pydelta.spark.hooks.state import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
 
 

@@ -157,6 +157,19 @@ def partition_predicate(snapshot: Any, partitions: Iterable[PartitionKey]) -> li
     return [" OR ".join(f"({b})" for b in branches) if len(branches) > 1 else branches[0]]
 
 
+class _Table:
+    """What OPTIMIZE needs of a DeltaTable: the session and the table's latest snapshot."""
+
+    def __init__(self, spark: Any, table_root: str) -> None:
+        self._spark = spark
+        self._root = table_root
+
+    def snapshot(self) -> Any:
+        from pydelta.log.snapshot import load_snapshot
+
+        return load_snapshot(self._root)
+
+
 def after_data_commit(spark: Any, txn: Any, version: int | None, actions: Iterable[Mapping[str, Any]]) -> None:
     """The post-commit hook: compact the small files of the partitions this commit wrote to."""
     if version is None or spark is None:
@@ -184,7 +197,6 @@ def _hook_failed(version: int, error: BaseException) -> str:
 
 def _compact(spark: Any, txn: Any, added: set[PartitionKey]) -> None:
     from pydelta.spark.maintenance.optimize import optimize
-    from pydelta.tables import DeltaTable
 
     max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _DEFAULT_MAX_FILE_SIZE)
     min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, max_file_size // 2)
@@ -197,8 +209,7 @@ def _compact(spark: Any, txn: Any, added: set[PartitionKey]) -> None:
         return
     compacted = False
     try:
-        table = DeltaTable.forPath(spark, snapshot.table_root)
-        optimize(table, partition_predicate(snapshot, chosen), auto=True,
+        optimize(_Table(spark, snapshot.table_root), partition_predicate(snapshot, chosen), auto=True,
                  min_file_size=min_file_size, max_file_size=max_file_size)
         compacted = True
     finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -183,23 +184,28 @@ def merge_file_schemas(schemas: list[StructType]) -> StructType:
     return merged if merged is not None else StructType(())
 
 
+@dataclass(frozen=True)
+class Converted:
+    """The table CONVERT TO DELTA made (or found already converted): its location, and its catalog
+    name when it was named by one and was already a Delta table."""
+
+    path: str
+    name: str | None = None
+
+
 def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *,
                      collect_stats: bool = True) -> Any:
-    """CONVERT TO DELTA parquet.`path` | db.tbl [PARTITIONED BY (...)]; returns the DeltaTable.
+    """CONVERT TO DELTA parquet.`path` | db.tbl [PARTITIONED BY (...)]; returns the converted table.
 
     `collect_stats` False is SQL's NO STATISTICS: the add actions carry no statistics (as
     with spark.databricks.delta.stats.collect=false), so no footer is read for them.
     """
-    from pydelta.spark.session import enable
-    from pydelta.tables import DeltaTable
-
-    enable(spark)
     fmt, raw_path = parse_identifier(identifier)
     if fmt is None:
         return convert_catalog_table(spark, raw_path, partitionSchema, collect_stats=collect_stats)
     root = to_local_path(raw_path).rstrip("/") or "/"
     if fmt == "delta":
-        return DeltaTable.forPath(spark, root)
+        return Converted(root)
     if fmt != "parquet":
         raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a {fmt} source: {identifier}")
     if not os.path.isdir(root):
@@ -209,7 +215,7 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
         part_names = [f.name for f in part_schema.fields] if part_schema is not None else []
         _convert_directory(spark, root, raw_path, part_schema, {}, collect_stats=collect_stats,
                            operation_partitions=part_names, catalog_table=None)
-    return DeltaTable.forPath(spark, root)  # an existing Delta table is left as it is
+    return Converted(root)  # an existing Delta table is left as it is
 
 
 def _convert_directory(spark: Any, root: str, display: str, part_schema: StructType | None,
@@ -354,13 +360,12 @@ def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *,
     catalog change (e.g. the metastore failed) is completed by converting again.
     """
     from pydelta.spark.catalog import delta_location
-    from pydelta.tables import DeltaTable
 
     meta = _catalog_table(spark, name)
     if meta is None:
         location = delta_location(spark, name, None)  # a Delta directory at the default location, unregistered
         if location is not None:
-            return DeltaTable.forPath(spark, location)
+            return Converted(location)
         from pydelta.errors import DeltaTableNotFoundError
 
         raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {name} cannot be found.")
@@ -369,7 +374,7 @@ def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *,
         raise _not_a_view(display)
     provider = (meta.provider().get() if meta.provider().isDefined() else "").lower()
     if provider == "delta":
-        return DeltaTable.forName(spark, name)  # already converted: a no-op, as in delta-spark
+        return Converted(to_local_path(meta.location().toString()).rstrip("/") or "/", name)  # a no-op, as in delta-spark
     serde = meta.storage().serde().get() if meta.storage().serde().isDefined() else None
     if provider != "parquet" and not (provider == "hive" and serde == PARQUET_HIVE_SERDE):
         raise DeltaAnalysisError(f"[DELTA_CONVERT_NON_PARQUET_TABLE] CONVERT TO DELTA only supports parquet tables, "
@@ -390,9 +395,10 @@ def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *,
                            collect_stats=collect_stats, operation_partitions=user_names, catalog_table=display)
     else:
         _merge_catalog_properties(spark, snapshot, props, user_names, display)
-    table = DeltaTable.forPath(spark, root)
-    _mark_as_delta(spark, meta, table.snapshot().metadata.schema_string)
-    return table
+    from pydelta.log.snapshot import load_snapshot
+
+    _mark_as_delta(spark, meta, load_snapshot(root).metadata.schema_string)
+    return Converted(root)
 
 
 def _scala_props(scala_map: Any) -> dict[str, str]:

@@ -170,7 +170,7 @@ def select_partitions(spark: Any, snapshot: Snapshot, filters: Sequence[str]) ->
     files = snapshot.files()
     if not filters or files.num_rows == 0:
         return files
-    from pydelta.spark.write.dataframe import partition_rows_dataframe
+    from pydelta.spark.read.partitions import partition_rows_dataframe
 
     df = partition_rows_dataframe(spark, snapshot, files)
     for sql in filters:
@@ -188,7 +188,7 @@ def _read_predicate(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> A
         return None
     from pydelta.protocol.predicates import And
     from pydelta.spark.predicates import filter_condition, translate
-    from pydelta.spark.write.dataframe import partition_rows_dataframe
+    from pydelta.spark.read.partitions import partition_rows_dataframe
 
     base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
     out = None
@@ -559,7 +559,7 @@ def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_p
     sc = spark.sparkContext
     previous = sc.getLocalProperty("spark.job.description")
     sc.setJobDescription(desc)
-    from pydelta.spark.dml.common import materialized_names, materializes_row_ids
+    from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL
 
     keep_ids = materializes_row_ids(metadata)  # compaction keeps every row's ID and commit version
@@ -617,7 +617,7 @@ def optimize(
     start_ms = int(time.time() * 1000)
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()
-    from pydelta.spark.dml.common import check_row_ids_preserved
+    from pydelta.txn.row_tracking import check_row_ids_preserved
 
     check_row_ids_preserved(snapshot, "REORG" if purge or rewrite_paths is not None else "OPTIMIZE")
     filters = list(partition_filters)

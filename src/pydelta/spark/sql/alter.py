@@ -14,7 +14,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
 from pydelta.spark.ddl import alter
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
 

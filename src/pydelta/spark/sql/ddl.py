@@ -7,7 +7,7 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
 from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
 
 
@@ -121,7 +121,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
     columns = jplan.seq(plan.columns())
     if not columns:
         return _register_existing(spark, target.name, path, builder_kind, spec, partition_by)
-    from pydelta.tables import DeltaTableBuilder
+    from pydelta.spark.table_api import TableBuilderApi as DeltaTableBuilder
 
     builder = DeltaTableBuilder(spark, builder_kind)
     if target.name is not None:
@@ -134,7 +134,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
         always: Any = str(generated.originalSQL()) if generated is not None else None
         by_default = None
         if identity is not None:
-            from pydelta.tables import IdentityGenerator
+            from pydelta.spark.table_api import IdentityGenerator
 
             generator = IdentityGenerator(int(identity.getStart()), int(identity.getStep()))
             if bool(identity.isAllowExplicitInsert()):

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
 # Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED

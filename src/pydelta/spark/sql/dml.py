@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.sql import jplan
-from pydelta.spark.sql.router import NOT_DELTA
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
 
 
@@ -110,9 +110,9 @@ def _is_true_literal(expr: Any) -> bool:
 
 
 def _delta_table(spark: Any, target: DeltaTarget, alias: str | None) -> Any:
-    from pydelta.tables import DeltaTable
+    from pydelta.spark.table_api import DeltaTableApi
 
-    table = DeltaTable.forPath(spark, target.path)
+    table = DeltaTableApi.forPath(spark, target.path)
     return table.alias(alias) if alias else table
 
 

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+NOT_DELTA = object()  # a statement handler's answer: this statement is not for pydelta
+
 
 def parse_plan(spark: Any, text: str) -> Any:
     """Spark's unresolved plan of `text` (raises py4j's error for a parse error)."""

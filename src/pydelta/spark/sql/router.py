@@ -16,6 +16,7 @@ from typing import Any, Callable
 from pydelta.errors import DeltaParseError
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.sql import jplan
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.queries import (
     drop_views,
     find_delta_relations,
@@ -26,7 +27,6 @@ from pydelta.spark.sql.queries import (
 from pydelta.spark.sql.utility import run_utility
 from pydelta.spark.sql.utility_grammar import parse_utility
 
-NOT_DELTA = object()  # a handler's answer: this statement is not for pydelta
 
 # Statements whose views must outlive the statement (they store SQL text referring to them).
 _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}

@@ -22,7 +22,7 @@ def _target(spark: Any, ref: g.TableRef) -> DeltaTarget:
 
 
 def _table(spark: Any, ref: g.TableRef) -> Any:
-    from pydelta.tables import DeltaTable
+    from pydelta.spark.table_api import DeltaTableApi as DeltaTable
 
     return DeltaTable.forPath(spark, _target(spark, ref).path)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark.hooks.reader import _is_delta, _state
+from pydelta.spark.hooks.state import _is_delta, _state
 from pydelta.spark.spark_errors import boundary, to_pyspark
 
 # Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.read.scan import spark_schema
+from pydelta.spark.write.store_assignment import nullable_type, store_cast  # noqa: F401 - nullable_type re-exported
 
 
 def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
@@ -34,30 +35,11 @@ def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
     return df.select(*columns)
 
 
-def nullable_type(dtype: Any) -> Any:
-    """`dtype` with every nested field, element and value nullable.
-
-    Casts go to this type: Spark cannot cast to a non-nullable nested field, and the
-    NOT NULL constraint checks reject bad rows with a clear error instead.
-    """
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType as SparkStructType
-
-    if isinstance(dtype, SparkStructType):
-        return SparkStructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dtype.fields])
-    if isinstance(dtype, ArrayType):
-        return ArrayType(nullable_type(dtype.elementType), True)
-    if isinstance(dtype, MapType):
-        return MapType(nullable_type(dtype.keyType), nullable_type(dtype.valueType), True)
-    return dtype
-
-
 def _conform_nested(src: Any, dst: Any, col: Any, name: str = "") -> Any:
     """`col` (of Spark type `src`) as `dst`: struct fields matched by name (missing ones NULL),
     values cast by `store_cast` (a value that would change fails the write)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
-
-    from pydelta.spark.write.store_assignment import store_cast
 
     dst = nullable_type(dst)
 

@@ -27,11 +27,11 @@ from pydelta.log.storage import to_local_path
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
-from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name, quote_identifier
+from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
-from pydelta.spark.read.scan import build_dataframe, spark_schema
+from pydelta.spark.read.scan import build_dataframe
 from pydelta.spark.write.options import (
     AUTO_MERGE_CONF,
     TXN_APP_ID_CONF,
@@ -42,6 +42,7 @@ from pydelta.spark.write.options import (
 )
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
+from pydelta.spark.read.partitions import partition_rows_dataframe
 from pydelta.spark.transactions import engine_info, isolation_level, try_load
 from pydelta.spark.write.conform import conform
 
@@ -134,27 +135,6 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
         configuration=config, format=current.format, name=current.name, description=current.description,
         created_time=current.created_time,
     )
-
-
-def partition_rows_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
-    """One row per file: `__pydelta_idx` plus the typed (logical) partition columns."""
-    from pyspark.sql import functions as F
-
-    from pydelta.spark.read.scan import _arrow_df
-    import pyarrow.compute as pc
-
-    schema = snapshot.schema
-    mode = column_mapping_mode(snapshot.configuration)
-    pv = files.column("partition_values").combine_chunks()
-    columns = {"__pydelta_idx": pa.array(range(files.num_rows), pa.int64())}
-    for name in snapshot.partition_columns:
-        field = schema.field(name)
-        key = physical_name(field) if mode != "none" else name
-        values = pc.map_lookup(pv, pa.scalar(key), "first") if files.num_rows else pa.array([], pa.string())
-        columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values) if files.num_rows else values
-    df = _arrow_df(spark, pa.table(columns))
-    logical = spark_schema(schema)
-    return df.select("__pydelta_idx", *[F.col(quote_identifier(n)).cast(logical[n].dataType).alias(n) for n in snapshot.partition_columns])
 
 
 def _predicate_of(spark: Any, snapshot: Snapshot, sql: str) -> Predicate:

@@ -134,8 +134,6 @@ def widens_on_insert(spark: Any, configuration: dict[str, str], options: dict[st
 def inserted(col: Any, source_type: Any, field: Any, widen: bool) -> Any:
     """`col` (of Spark type `source_type`) as an INSERT stores it in the column `field` (a Spark
     StructField), named as the column: in the type `written_type` says, cast by `store_cast`."""
-    from pydelta.spark.write.conform import nullable_type
-
     target = nullable_type(written_type(field.dataType, source_type, widen))
     return store_cast(col, source_type, target, field.name).alias(field.name)
 
@@ -149,3 +147,20 @@ def cast_for_insert(df: Any, table: Any, widen: bool) -> Any:
 
     return df.select(*[inserted(F.col(quote_identifier(f.name)), f.dataType, t, widen)
                        for f, t in zip(df.schema.fields, table.fields)])
+
+
+def nullable_type(dtype: Any) -> Any:
+    """`dtype` with every nested field, element and value nullable.
+
+    Casts go to this type: Spark cannot cast to a non-nullable nested field, and the
+    NOT NULL constraint checks reject bad rows with a clear error instead.
+    """
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType as SparkStructType
+
+    if isinstance(dtype, SparkStructType):
+        return SparkStructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(nullable_type(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(nullable_type(dtype.keyType), nullable_type(dtype.valueType), True)
+    return dtype
