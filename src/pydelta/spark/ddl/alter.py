@@ -56,6 +56,7 @@ from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking, row_tracking_backfill
+from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
     ColumnChange,
@@ -90,7 +91,7 @@ CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 
 
 def _conf_true(spark: Any, key: str) -> bool:
-    return str(spark.conf.get(key, "false")).strip().lower() == "true"
+    return conf_bool(spark, key, False)
 
 
 def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:

@@ -14,6 +14,7 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, quote_path, walk_fields
+from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.txn.commit_info import Operation
 
 
@@ -73,7 +74,7 @@ def change_operation(logged: list[tuple[list[str], StructField, Position | None]
 
 
 def _case_sensitive(spark: Any) -> bool:
-    return str(spark.conf.get("spark.sql.caseSensitive", "false")).strip().lower() == "true"
+    return conf_bool(spark, "spark.sql.caseSensitive", False)
 
 
 def _find(struct: StructType, name: str, case_sensitive: bool) -> StructField | None:

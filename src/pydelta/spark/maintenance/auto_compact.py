@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.maintenance._conf import conf_bytes, conf_value
+from pydelta.spark.sql.jplan import string_literal
 from pydelta.protocol import properties
 
 logger = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def _release(table_id: str, partitions: set[PartitionKey], compacted: bool) -> N
 
 
 def _sql_literal(value: str | None) -> str:
-    return "NULL" if value is None or value == "" else "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "NULL" if value is None or value == "" else string_literal(value)
 
 
 def partition_predicate(snapshot: Any, partitions: Iterable[PartitionKey]) -> list[str]:

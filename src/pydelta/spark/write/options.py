@@ -105,9 +105,9 @@ def checked_table_properties(spark: Any, properties: Mapping[str, str]) -> dict[
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
     from pydelta.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_properties
+    from pydelta.spark.maintenance._conf import conf_bool
 
-    allow = str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, "false")).strip().lower() == "true"
-    return validate_properties(properties, allow)
+    return validate_properties(properties, conf_bool(spark, ALLOW_ARBITRARY_PROPERTIES_CONF, False))
 
 
 def with_table_defaults(properties: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
