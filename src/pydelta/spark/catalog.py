@@ -18,6 +18,7 @@ from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
 from pydelta.spark.sql.jplan import string_literal
 from pydelta.spark.sql.raw import raw_sql
+from pydelta.spark._typing import SparkSession
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,11 @@ class CatalogEntry:
     managed: bool
 
 
-def _jcatalog(spark: Any) -> Any:
+def _jcatalog(spark: SparkSession) -> Any:
     return spark._jsparkSession.sessionState().catalog()
 
 
-def _identifier(spark: Any, name: str) -> Any:
+def _identifier(spark: SparkSession, name: str) -> Any:
     if not isinstance(name, str) or not name.strip():
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
     parts = [p.strip("`") for p in name.split(".")]
@@ -49,11 +50,11 @@ def _identifier(spark: Any, name: str) -> Any:
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}") from None
 
 
-def is_temp_view(spark: Any, name: str) -> bool:
+def is_temp_view(spark: SparkSession, name: str) -> bool:
     return bool(_jcatalog(spark).isTempView(_identifier(spark, name)))
 
 
-def table_metadata(spark: Any, name: str) -> Any:
+def table_metadata(spark: SparkSession, name: str) -> Any:
     """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
     try:
         return _jcatalog(spark).getTableMetadata(_identifier(spark, name))
@@ -63,12 +64,12 @@ def table_metadata(spark: Any, name: str) -> Any:
         raise
 
 
-def alter_table_metadata(spark: Any, metadata: Any) -> None:
+def alter_table_metadata(spark: SparkSession, metadata: Any) -> None:
     """Replace a catalog entry by `metadata` (a CatalogTable): its data and location stay as they are."""
     _jcatalog(spark).alterTable(metadata)
 
 
-def lookup(spark: Any, name: str) -> CatalogEntry | None:
+def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
     """The catalog entry of `name`, or None when the catalog has no such table."""
     ident = _identifier(spark, name)
     catalog = _jcatalog(spark)
@@ -84,7 +85,7 @@ def lookup(spark: Any, name: str) -> CatalogEntry | None:
     return CatalogEntry(meta.identifier().unquotedString(), provider, loc, meta.tableType().name() == "MANAGED")
 
 
-def default_location(spark: Any, name: str) -> str:
+def default_location(spark: SparkSession, name: str) -> str:
     """Where Spark puts a managed table of this name (warehouse/name, warehouse/db.db/name)."""
     ident = _identifier(spark, name)
     try:
@@ -98,7 +99,7 @@ def default_location(spark: Any, name: str) -> str:
         return os.path.join(warehouse, table)
 
 
-def table_location(spark: Any, name: str) -> str:
+def table_location(spark: SparkSession, name: str) -> str:
     """The location of table `name`: its catalog location, else its default managed location."""
     entry = lookup(spark, name)
     if entry is not None and entry.location:
@@ -106,7 +107,7 @@ def table_location(spark: Any, name: str) -> str:
     return default_location(spark, name)
 
 
-def delta_location(spark: Any, name: str, entry: CatalogEntry | None) -> str | None:
+def delta_location(spark: SparkSession, name: str, entry: CatalogEntry | None) -> str | None:
     """Where the Delta table `name` lives, given its catalog entry (`lookup(spark, name)`).
 
     None when `name` is not a Delta table. A name that was never registered still is one
@@ -121,7 +122,7 @@ def delta_location(spark: Any, name: str, entry: CatalogEntry | None) -> str | N
     return location if os.path.isdir(os.path.join(location, "_delta_log")) else None
 
 
-def delta_table_location(spark: Any, name: str) -> str | None:
+def delta_table_location(spark: SparkSession, name: str) -> str | None:
     """The location of the Delta table `name` (one catalog round trip), or None when it is not one."""
     try:
         return delta_location(spark, name, lookup(spark, name))
@@ -129,12 +130,12 @@ def delta_table_location(spark: Any, name: str) -> str | None:
         return None
 
 
-def is_delta_name(spark: Any, name: str) -> bool:
+def is_delta_name(spark: SparkSession, name: str) -> bool:
     """True when `name` is a Delta table: registered with provider delta, or a Delta directory."""
     return delta_table_location(spark, name) is not None
 
 
-def register_table(spark: Any, name: str, location: str, schema: Any, comment: str | None = None) -> bool:
+def register_table(spark: SparkSession, name: str, location: str, schema: Any, comment: str | None = None) -> bool:
     """Record `name` -> `location` in Spark's catalog as a table of provider delta.
 
     `schema` is the table's Spark StructType (the catalog's copy is informational:
@@ -166,6 +167,6 @@ def register_table(spark: Any, name: str, location: str, schema: Any, comment: s
     return True
 
 
-def unregister_table(spark: Any, name: str) -> None:
+def unregister_table(spark: SparkSession, name: str) -> None:
     """Drop the catalog entry made by register_table (a managed table's empty directory goes too)."""
     raw_sql(spark, f"DROP TABLE IF EXISTS {_identifier(spark, name).quotedString()}")

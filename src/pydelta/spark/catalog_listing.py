@@ -8,9 +8,10 @@ pydelta corrects both from the catalog entry and the Delta log.
 from __future__ import annotations
 
 from typing import Any
+from pydelta.spark._typing import SparkSession
 
 
-def _corrected(spark: Any, table: Any) -> Any:
+def _corrected(spark: SparkSession, table: Any) -> Any:
     if table.isTemporary or table.tableType not in ("MANAGED", "EXTERNAL"):
         return table
     from pydelta.spark.catalog import lookup

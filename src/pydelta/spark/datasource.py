@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from pydelta.errors import DeltaNotImplementedError
+from pydelta.spark._typing import SparkSession
 
 
 class DeltaCatalogSource(DataSource):
@@ -76,7 +77,7 @@ def _change_feed(options: Any) -> bool:
 _REGISTERED: set[int] = set()
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Register the "delta" source on `spark` (once per session: also serves readStream)."""
     key = id(spark._jsparkSession)
     if key in _REGISTERED:

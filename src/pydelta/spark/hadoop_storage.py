@@ -15,6 +15,7 @@ import uuid
 from typing import Any, Iterator, Mapping
 
 from pydelta.log.storage import HADOOP_ONLY_SCHEMES, FileAlreadyExistsError, FileInfo, register_scheme
+from pydelta.spark._typing import SparkSession
 
 # Hadoop file systems whose paths pydelta sends to the session's FileSystem.
 HADOOP_SCHEMES = tuple(sorted(HADOOP_ONLY_SCHEMES))
@@ -23,7 +24,7 @@ HADOOP_SCHEMES = tuple(sorted(HADOOP_ONLY_SCHEMES))
 class HadoopFileSystemStorage:
     """`Storage` over `org.apache.hadoop.fs.FileSystem` of one Spark session."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self._jvm = spark._jvm
         self._gateway = spark.sparkContext._gateway
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
@@ -142,7 +143,7 @@ class HadoopFileSystemStorage:
         return FileInfo(str(status.getPath().toString()), int(status.getLen()), int(status.getModificationTime()))
 
 
-def install(spark: Any, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
+def install(spark: SparkSession, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
     """Serve `schemes` through this session's Hadoop FileSystem (options are Hadoop confs, unused)."""
 
     def factory(path: str, options: Mapping[str, str] | None) -> HadoopFileSystemStorage:
@@ -160,7 +161,7 @@ class HadoopDataFiles:
     that the driver shares a disk with the executors.
     """
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self.storage = HadoopFileSystemStorage(spark)
         self._jvm = spark._jvm
 
@@ -234,7 +235,7 @@ CONNECTORS: dict[str, tuple[str, str]] = {
 }
 
 
-def require_connector(spark: Any, uri: str) -> None:
+def require_connector(spark: SparkSession, uri: str) -> None:
     """Refuse, before any I/O, a table URI whose Hadoop connector the Spark session lacks.
 
     Without it Spark fails deep inside a job with a Java ClassNotFoundException; this names

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydelta.protocol.predicates import And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown, FLIPPED
 from pydelta.spark.sql import jplan
+from pydelta.spark._typing import SparkSession
 
 _CMP = {
     "EqualTo": "=",
@@ -47,7 +48,7 @@ def filter_condition(jdf: Any, condition: Any) -> Any:
     return plan.condition()
 
 
-def max_to_string_fields(spark: Any) -> int:
+def max_to_string_fields(spark: SparkSession) -> int:
     """spark.sql.debug.maxToStringFields, the limit delta-spark passes to simpleString."""
     try:
         return int(spark.conf.get("spark.sql.debug.maxToStringFields", "25") or 25)
@@ -55,7 +56,7 @@ def max_to_string_fields(spark: Any) -> int:
         return 25
 
 
-def predicate_text(spark: Any, expr: Any) -> str:
+def predicate_text(spark: SparkSession, expr: Any) -> str:
     """How commitInfo records a predicate: delta-spark's text (the analyzed expression's
     simpleString), without the `#<exprId>` suffixes of column references.
 

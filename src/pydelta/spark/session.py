@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from pydelta.errors import CatalogLockedError, JavaNotFoundError
+from pydelta.spark._typing import SparkSession
 
 SESSION_CONF = {
     # Column mapping "id" mode resolves Parquet columns by field id.
@@ -58,7 +59,7 @@ def _install_hooks() -> None:
     _installed = True
 
 
-def enable(spark: Any) -> Any:
+def enable(spark: SparkSession) -> Any:
     """Make `spark` Delta-capable (idempotent). Returns the same session."""
     _install_hooks()
     for key, value in SESSION_CONF.items():

@@ -20,6 +20,7 @@ import re
 from typing import Any, Callable, TypeVar
 
 import pydelta.errors as E
+from pydelta.spark._typing import SparkSession
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,7 +144,7 @@ def not_a_delta_table(path: str) -> E.DeltaTableNotFoundError:
     return E.DeltaTableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] `{path}` is not a Delta table.")
 
 
-def cannot_replace_missing_table(spark: Any, name: str | None, location: str | None) -> E.DeltaError:
+def cannot_replace_missing_table(spark: SparkSession, name: str | None, location: str | None) -> E.DeltaError:
     """delta-spark's error for replacing a table that does not exist: Spark's TABLE_OR_VIEW_NOT_FOUND
     (AtomicReplaceTableExec) for a name, DELTA_CANNOT_REPLACE_MISSING_TABLE (CreateDeltaTableCommand)
     for a path."""

@@ -20,6 +20,7 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.spark_errors import boundary_class, cannot_replace_missing_table, not_a_delta_table
+from pydelta.spark._typing import SparkSession
 
 
 def _check_condition(condition: Any, argname: str = "'condition'") -> None:
@@ -84,7 +85,7 @@ class DeltaTableApi:
 
     _builder_class: type = None  # type: ignore[assignment] - TableBuilderApi, set below
 
-    def __init__(self, spark: Any, path: str, alias: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, path: str, alias: str | None = None) -> None:
         self._spark = spark
         self._path = path
         self._alias = alias
@@ -92,7 +93,7 @@ class DeltaTableApi:
 
     # ---- construction --------------------------------------------------------------
     @classmethod
-    def forPath(cls, sparkSession: Any, path: str, hadoopConf: dict[str, str] | None = None) -> "DeltaTableApi":
+    def forPath(cls, sparkSession: SparkSession, path: str, hadoopConf: dict[str, str] | None = None) -> "DeltaTableApi":
         bad = {k: v for k, v in (hadoopConf or {}).items() if not k.startswith(("fs.", "dfs."))}
         if bad:
             raise DeltaIllegalArgumentError(
@@ -106,7 +107,7 @@ class DeltaTableApi:
         return table
 
     @classmethod
-    def forName(cls, sparkSession: Any, tableOrViewName: str) -> "DeltaTableApi":
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> "DeltaTableApi":
         from pydelta.spark.catalog import delta_table_location
 
         location = delta_table_location(sparkSession, tableOrViewName)
@@ -117,7 +118,7 @@ class DeltaTableApi:
         return cls.forPath(sparkSession, location)
 
     @classmethod
-    def isDeltaTable(cls, sparkSession: Any, identifier: str) -> bool:
+    def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
         log_dir = os.path.join(identifier, "_delta_log")
         if not os.path.isdir(log_dir):
             return False
@@ -130,19 +131,19 @@ class DeltaTableApi:
             return True  # it is a Delta table, even if pydelta cannot read it
 
     @classmethod
-    def create(cls, sparkSession: Any = None) -> "TableBuilderApi":
+    def create(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
         return cls._builder_class(_session(sparkSession), "create")
 
     @classmethod
-    def createIfNotExists(cls, sparkSession: Any = None) -> "TableBuilderApi":
+    def createIfNotExists(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
         return cls._builder_class(_session(sparkSession), "createIfNotExists")
 
     @classmethod
-    def replace(cls, sparkSession: Any = None) -> "TableBuilderApi":
+    def replace(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
         return cls._builder_class(_session(sparkSession), "replace")
 
     @classmethod
-    def createOrReplace(cls, sparkSession: Any = None) -> "TableBuilderApi":
+    def createOrReplace(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
         return cls._builder_class(_session(sparkSession), "createOrReplace")
 
     # ---- state -----------------------------------------------------------------------
@@ -306,7 +307,7 @@ class DeltaTableApi:
         return type(self)(self._spark, location)
 
     @classmethod
-    def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> "DeltaTableApi":
+    def convertToDelta(cls, sparkSession: SparkSession, identifier: str, partitionSchema: Any = None) -> "DeltaTableApi":
         from pydelta.spark.maintenance.convert import convert_to_delta
 
         converted = convert_to_delta(sparkSession, identifier, partitionSchema)
@@ -315,7 +316,7 @@ class DeltaTableApi:
         return cls.forPath(sparkSession, converted.path)
 
 
-def _session(spark: Any) -> Any:
+def _session(spark: SparkSession) -> Any:
     if spark is not None:
         return spark
     from pyspark.sql import SparkSession
@@ -340,7 +341,7 @@ class TableBuilderApi:
 
     _table_class: type = DeltaTableApi
 
-    def __init__(self, spark: Any, kind: str) -> None:
+    def __init__(self, spark: SparkSession, kind: str) -> None:
         self._spark = spark
         self._kind = kind
         self._name: str | None = None

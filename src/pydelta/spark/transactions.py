@@ -3,16 +3,16 @@ session's commitInfo.userMetadata), the isolation level, the table's current sna
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydelta.errors import DeltaTableNotFoundError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.txn.commit_info import EngineInfo
 from pydelta.version import __version__
+from pydelta.spark._typing import SparkSession
 
 
-def engine_info(spark: Any) -> str:
+def engine_info(spark: SparkSession) -> str:
     """engineInfo for a commit from `spark`, carrying the session's commitInfo.userMetadata to every commit."""
     return EngineInfo(f"pydelta/{__version__} Apache-Spark/{spark.version}",
                       spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None))

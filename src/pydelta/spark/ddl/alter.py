@@ -77,6 +77,7 @@ from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALT
     change_operation,
     commit_metadata,
 )
+from pydelta.spark._typing import SparkSession
 
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
@@ -90,11 +91,11 @@ CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 # ---- table properties: protocol/properties.py -------------------------------------------------
 
 
-def _conf_true(spark: Any, key: str) -> bool:
+def _conf_true(spark: SparkSession, key: str) -> bool:
     return conf_bool(spark, key, False)
 
 
-def set_table_properties(spark: Any, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
+def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
     """ALTER TABLE ... SET TBLPROPERTIES; returns the committed version."""
     validated = validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
     snapshot = load_snapshot(path)
@@ -165,7 +166,7 @@ def _physical_names_as_is(dt: DataType) -> DataType:
     return dt
 
 
-def unset_table_properties(spark: Any, path: str, keys: Sequence[str], if_exists: bool = True, *,
+def unset_table_properties(spark: SparkSession, path: str, keys: Sequence[str], if_exists: bool = True, *,
                            display: str | None = None) -> int:
     """ALTER TABLE ... UNSET TBLPROPERTIES; returns the committed version."""
     normalized = normalize_keys(keys)
@@ -194,7 +195,7 @@ def unset_table_properties(spark: Any, path: str, keys: Sequence[str], if_exists
 # ---- constraints -------------------------------------------------------------------------------
 
 
-def add_constraint(spark: Any, path: str, name: str, expr: str, *, display: str | None = None) -> int:
+def add_constraint(spark: SparkSession, path: str, name: str, expr: str, *, display: str | None = None) -> int:
     """ALTER TABLE ... ADD CONSTRAINT name CHECK (expr): existing rows must satisfy it."""
     from pyspark.sql import functions as F
 
@@ -244,7 +245,7 @@ def _check_constraint_expression(table: Any, name: str, expr: str) -> None:
                                  "should be a boolean expression.")
 
 
-def drop_constraint(spark: Any, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:
+def drop_constraint(spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:
     """ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] name (a missing one with IF EXISTS still commits)."""
     snapshot = load_snapshot(path)
     metadata = snapshot.metadata
@@ -264,7 +265,7 @@ def drop_constraint(spark: Any, path: str, name: str, if_exists: bool = False, *
 # ---- columns -------------------------------------------------------------------------------------
 
 
-def add_columns(spark: Any, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:
+def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:
     """ALTER TABLE ... ADD COLUMNS: nullable columns, in statement order."""
     for column in columns:
         if not column.nullable or any(not f.nullable for f in walk_fields(column.data_type)):
@@ -301,7 +302,7 @@ def add_columns(spark: Any, path: str, columns: Sequence[NewColumn], *, display:
     return commit_metadata(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
 
 
-def change_columns(spark: Any, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
+def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
     """ALTER TABLE ... ALTER/CHANGE COLUMN (one or several specs)."""
     snapshot = load_snapshot(path)
     metadata = snapshot.metadata
@@ -413,7 +414,7 @@ def _inside_collection(schema: DataType, parent: Sequence[str]) -> bool:
     return isinstance(dt, (ArrayType, MapType))
 
 
-def _check_no_nulls(spark: Any, snapshot: Snapshot, columns: list[list[str]], display: str) -> None:
+def _check_no_nulls(spark: SparkSession, snapshot: Snapshot, columns: list[list[str]], display: str) -> None:
     """One Spark job counting, per column made NOT NULL, the rows holding a null there."""
     from pyspark.sql import functions as F
 
@@ -476,7 +477,7 @@ def _move(struct: StructType, name: str, field: StructField, position: Position 
 # ---- logging and committing ------------------------------------------------------------------------
 
 
-def _table_dataframe(spark: Any, snapshot: Snapshot) -> Any:
+def _table_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
     from pydelta.spark.read.scan import read_snapshot
 
     return read_snapshot(spark, snapshot)

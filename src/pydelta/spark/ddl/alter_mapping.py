@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import load_snapshot
@@ -29,6 +29,7 @@ from pydelta.spark.ddl.schema_edits import (
     _resolve,
 )
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 _ADVICE = ("Please enable Column Mapping on your Delta table with mapping mode 'name'. You can use the following "
            "command: ALTER TABLE table_name SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
@@ -81,7 +82,7 @@ def _stats_columns(configuration: dict[str, str], old: str, new: str | None) -> 
     return out
 
 
-def rename_column(spark: Any, path: str, column: Sequence[str], new_name: str, *, display: str | None = None) -> int:
+def rename_column(spark: SparkSession, path: str, column: Sequence[str], new_name: str, *, display: str | None = None) -> int:
     """ALTER TABLE ... RENAME COLUMN a.b TO c; returns the committed version."""
     snapshot = load_snapshot(path)
     metadata = snapshot.metadata
@@ -119,7 +120,7 @@ def rename_column(spark: Any, path: str, column: Sequence[str], new_name: str, *
     return commit_metadata(spark, snapshot, new, operation)
 
 
-def drop_columns(spark: Any, path: str, columns: Sequence[Sequence[str]], if_exists: bool = False, *,
+def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]], if_exists: bool = False, *,
                  display: str | None = None) -> int | None:
     """ALTER TABLE ... DROP COLUMN(S); returns the committed version (None: IF EXISTS found none)."""
     snapshot = load_snapshot(path)

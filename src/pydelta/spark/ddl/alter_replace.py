@@ -11,7 +11,7 @@ and a struct level that both loses and gains columns (a rename in disguise).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import load_snapshot
@@ -31,9 +31,10 @@ from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl.alter_mapping import check_not_referenced
 from pydelta.spark.ddl.schema_edits import NewColumn, _check_name_characters, _field_map, _json, _type_sql, commit_metadata
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 
-def replace_columns(spark: Any, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:
+def replace_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:
     """ALTER TABLE ... REPLACE COLUMNS (top-level columns, in statement order); returns the version."""
     from dataclasses import replace
 

@@ -12,11 +12,12 @@ from typing import Any, Callable, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.sql import jplan
+from pydelta.spark._typing import SparkSession
 
 CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 
 
-def checked_default(spark: Any, sql: str, type_sql: str, column: str, command: str) -> str:
+def checked_default(spark: SparkSession, sql: str, type_sql: str, column: str, command: str) -> str:
     """`sql` when it is a constant castable to `type_sql`; DeltaAnalysisError otherwise."""
     try:
         spark.sql(f"SELECT CAST(({sql}) AS {type_sql})").schema
@@ -40,7 +41,7 @@ def is_default_keyword(expr: Any) -> bool:
     return jplan.kind(expr) == "UnresolvedAttribute" and str(expr.name()).lower() == "default"
 
 
-def values_with_defaults(spark: Any, node: Any, columns: Sequence[str], field_of: Callable[[str], Any]) -> Any | None:
+def values_with_defaults(spark: SparkSession, node: Any, columns: Sequence[str], field_of: Callable[[str], Any]) -> Any | None:
     """INSERT ... VALUES with the DEFAULT keyword: a DataFrame with each DEFAULT replaced by the
     column's default (NULL without one); None when `node` is not such a VALUES list."""
     if jplan.kind(node) != "UnresolvedInlineTable":

@@ -8,7 +8,7 @@ delta-spark's error classes, each naming the location and both definitions.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
@@ -16,6 +16,7 @@ from pydelta.protocol import clustering
 from pydelta.protocol.internal_metadata import NESTED_INTERNAL_KEYS
 from pydelta.protocol.schema import StructType, without_field_metadata
 from pydelta.protocol.schema_diff import schema_differences
+from pydelta.spark._typing import SparkSession
 
 #: Properties delta-spark leaves out of the comparison: column mapping's internal counter and
 #: the protocol settings (they become the protocol, not table properties).
@@ -25,7 +26,7 @@ _IGNORED_PREFIXES = ("delta.feature.", "delta.coordinatedCommits.", "delta.manag
 
 
 def verify_definition(
-    spark: Any,
+    spark: SparkSession,
     snapshot: Snapshot,
     *,
     schema: StructType | None,

@@ -17,11 +17,12 @@ from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import LONG_MAX, LONG_MIN, IdentitySpec, identity_columns
 from pydelta.protocol.schema import column_mapping_mode, physical_name
 from pydelta.spark.write.constraints import MARKER
+from pydelta.spark._typing import DataFrame, SparkSession
 
 _ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row within the partition
 
 
-def columns_to_generate(df: Any, metadata: Metadata) -> list[IdentitySpec]:
+def columns_to_generate(df: DataFrame, metadata: Metadata) -> list[IdentitySpec]:
     """Identity columns `df` does not provide; providing a GENERATED ALWAYS one is an error."""
     given = {c.lower() for c in df.columns}
     out = []
@@ -35,7 +36,7 @@ def columns_to_generate(df: Any, metadata: Metadata) -> list[IdentitySpec]:
     return out
 
 
-def with_identity_values(df: Any, specs: Sequence[IdentitySpec]) -> Any:
+def with_identity_values(df: DataFrame, specs: Sequence[IdentitySpec]) -> Any:
     """`df` plus a generated BIGINT column for each spec."""
     from pyspark.sql import functions as F
 
@@ -56,7 +57,7 @@ def with_identity_values(df: Any, specs: Sequence[IdentitySpec]) -> Any:
     return df
 
 
-def high_water_marks(spark: Any, metadata: Metadata, specs: Sequence[IdentitySpec], adds: list[dict],
+def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[IdentitySpec], adds: list[dict],
                      table_root: str) -> dict[str, int]:
     """The furthest generated value of each spec's column in the files just written."""
     if not specs or not adds:
@@ -84,7 +85,7 @@ def high_water_marks(spark: Any, metadata: Metadata, specs: Sequence[IdentitySpe
     return out
 
 
-def _read_back(spark: Any, table_root: str, adds: list[dict], column: str, largest: bool) -> int | None:
+def _read_back(spark: SparkSession, table_root: str, adds: list[dict], column: str, largest: bool) -> int | None:
     """The column's max (min) read from the written files, when their stats do not have it."""
     import os
     import urllib.parse
@@ -100,7 +101,7 @@ def _read_back(spark: Any, table_root: str, adds: list[dict], column: str, large
 ALLOW_LOWERING_CONF = "spark.databricks.delta.identity.allowSyncIdentityToLowerHighWaterMark.enabled"
 
 
-def sync_identity(spark: Any, path: str, column: str, *, display: str | None = None) -> int:
+def sync_identity(spark: SparkSession, path: str, column: str, *, display: str | None = None) -> int:
     """ALTER TABLE t ALTER COLUMN c SYNC IDENTITY: move the mark to the column's furthest value.
 
     Needed after explicit inserts into a BY DEFAULT column: generated values then continue

@@ -22,13 +22,14 @@ from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import DataFrame, SparkSession
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
 PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"
 OPERATION = Operation("REMOVE COLUMN MAPPING", {})
 
 
-def removal_allowed(spark: Any) -> bool:
+def removal_allowed(spark: SparkSession) -> bool:
     """spark.databricks.delta.columnMapping.allowRemoval (default true)."""
     return str(spark.conf.get(ALLOW_REMOVAL, "true")).strip().lower() == "true"
 
@@ -42,14 +43,14 @@ def mode_change_refused(old: str, new: str = "none") -> DeltaAnalysisError:
 # ---- the Spark rewrite -----------------------------------------------------------------------
 
 
-def remove_column_mapping(spark: Any, path: str, *, unset: bool) -> int:
+def remove_column_mapping(spark: SparkSession, path: str, *, unset: bool) -> int:
     """Rewrite the table at `path` without column mapping in one commit; returns its version."""
     snapshot = load_snapshot(path)
     new = metadata_without_mapping(snapshot.metadata, unset=unset)  # refuses bad names before any work
     return rewrite_and_commit(spark, snapshot, new)
 
 
-def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> int:
+def rewrite_and_commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> int:
     """The REMOVE COLUMN MAPPING commit: `metadata` (without mapping) and every file of `snapshot`
     rewritten under it (DROP FEATURE columnMapping commits through here too)."""
     from pydelta.txn.row_tracking import check_row_ids_preserved
@@ -60,7 +61,7 @@ def rewrite_and_commit(spark: Any, snapshot: Snapshot, metadata: Metadata) -> in
     return _commit(spark, snapshot, metadata, adds, removes)
 
 
-def _rewrite(spark: Any, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
+def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
     from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
@@ -81,7 +82,7 @@ def _rewrite(spark: Any, snapshot: Snapshot, metadata: Metadata) -> tuple[list[d
     return adds, removes
 
 
-def _without_field_ids(df: Any, metadata: Metadata) -> Any:
+def _without_field_ids(df: DataFrame, metadata: Metadata) -> Any:
     """`df` with the column (and nested field) metadata of `metadata`'s schema: an id-mode read
     leaves `parquet.field.id` on the columns, and Spark would write it into the new files."""
     from pyspark.sql import functions as F
@@ -95,7 +96,7 @@ def _without_field_ids(df: Any, metadata: Metadata) -> Any:
     return df.select(*table, *others)
 
 
-def _commit(spark: Any, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
+def _commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
     from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn.transaction import OptimisticTransaction
 

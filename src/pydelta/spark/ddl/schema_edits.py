@@ -16,6 +16,7 @@ from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, quote_path, walk_fields
 from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 
 _INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
@@ -73,7 +74,7 @@ def change_operation(logged: list[tuple[list[str], StructField, Position | None]
     return Operation("CHANGE COLUMNS", {"columns": _json(entries)})
 
 
-def _case_sensitive(spark: Any) -> bool:
+def _case_sensitive(spark: SparkSession) -> bool:
     return conf_bool(spark, "spark.sql.caseSensitive", False)
 
 
@@ -168,7 +169,7 @@ def _field_map(parent: Sequence[str], field: StructField) -> dict[str, object]:
             "nullable": field.nullable, "metadata": json.loads(json.dumps(field.metadata))}
 
 
-def commit_metadata(spark: Any, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
+def commit_metadata(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
             read_all: bool = False) -> int:
     """One metadata-only commit; the protocol follows what the new metadata needs."""
     from pydelta.spark.transactions import engine_info, isolation_level

@@ -13,10 +13,11 @@ from pydelta.spark import catalog
 from pydelta.spark.transactions import try_load
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import DataFrame
 
 
 def table_as_select(
-    df: Any,
+    df: DataFrame,
     path: str,
     *,
     name: str | None,

@@ -49,6 +49,7 @@ from pydelta.spark.write.conform import conform
 from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
+from pydelta.spark._typing import DataFrame, SparkSession
 
 __all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit", "files_matching_partitions"]
 
@@ -135,7 +136,7 @@ class Condition:
         return translate(self.expr)
 
 
-def analyze(df: Any, condition: Any, what: str = "the condition") -> Condition:
+def analyze(df: DataFrame, condition: Any, what: str = "the condition") -> Condition:
     col = as_column(condition)
     try:
         expr = filter_condition(df._jdf, col._jc)
@@ -161,7 +162,7 @@ def expression_references(expr: Any) -> list[str]:
     return [str(seq.apply(i).name()) for i in range(seq.size())]
 
 
-def has_subquery(spark: Any, expr: Any) -> bool:
+def has_subquery(spark: SparkSession, expr: Any) -> bool:
     try:
         jvm = spark.sparkContext._jvm
         return bool(jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expr))
@@ -181,7 +182,7 @@ def conjuncts(expr: Any) -> list[Any]:
     return [expr]
 
 
-def is_partition_only(spark: Any, cond: Condition, partition_columns: Iterable[str]) -> bool:
+def is_partition_only(spark: SparkSession, cond: Condition, partition_columns: Iterable[str]) -> bool:
     """delta-spark's isPredicateMetadataOnly: only partition columns, no subquery (and deterministic)."""
     lowered = {c.lower() for c in partition_columns}
     if not cond.deterministic or has_subquery(spark, cond.expr):
@@ -220,7 +221,7 @@ def check_not_append_only(snapshot: Snapshot) -> None:
         )
 
 
-def new_transaction(spark: Any, snapshot: Snapshot) -> OptimisticTransaction:
+def new_transaction(spark: SparkSession, snapshot: Snapshot) -> OptimisticTransaction:
     from pydelta.spark.maintenance.auto_compact import check_session_conf
 
     check_session_conf(spark)
@@ -254,7 +255,7 @@ def candidate_files(snapshot: Snapshot, files: pa.Table, txn: OptimisticTransact
 
 
 def files_with_matches(
-    spark: Any, snapshot: Snapshot, files: pa.Table, txn: OptimisticTransaction, predicate: Predicate,
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, txn: OptimisticTransaction, predicate: Predicate,
     condition: Any, alias: str | None,
 ) -> tuple[pa.Table, dict[str, int]]:
     """Candidate files (pruned by stats, recorded as read) and, per file URI, its rows matching `condition`.
@@ -272,7 +273,7 @@ def files_with_matches(
     return candidates, counts
 
 
-def scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> Any:
+def scan(spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> Any:
     """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`, plus the
     stable row ID / commit version (ROW_ID_COL / ROW_VERSION_COL) with `row_ids`."""
     return build_dataframe(spark, snapshot, files, with_file=with_file, row_ids=row_ids)
@@ -323,7 +324,7 @@ def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
-def write_rows(spark: Any, df: Any, root: str, metadata: Metadata, *, repartition: bool = False,
+def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata, *, repartition: bool = False,
                row_ids: bool = False) -> list[dict[str, Any]]:
     """Write `df` (columns by the table's logical names) as new data files, constraints checked inline.
 
@@ -359,7 +360,7 @@ def cdc_schema(schema: StructType) -> StructType:
     return StructType(tuple(schema.fields) + (StructField(CHANGE_TYPE, STRING, True),))
 
 
-def with_change_type(df: Any, schema: StructType, change_type: Any) -> Any:
+def with_change_type(df: DataFrame, schema: StructType, change_type: Any) -> Any:
     """`df` shaped to the table schema (generated columns computed), plus `_change_type`.
 
     `change_type` is a string or a Column evaluated on `df` (e.g. from an action column).
@@ -371,7 +372,7 @@ def with_change_type(df: Any, schema: StructType, change_type: Any) -> Any:
     return conform(df.withColumn(CHANGE_TYPE, value), cdc_schema(schema))
 
 
-def write_cdc(spark: Any, df: Any, root: str, metadata: Metadata) -> list[dict[str, Any]]:
+def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata) -> list[dict[str, Any]]:
     """Write change rows (table columns + `_change_type`) under `_change_data/`; returns `cdc` actions.
 
     Files are partitioned like the table (PROTOCOL.md: `_change_data/part=value/...`),
@@ -450,7 +451,7 @@ class PreparedCommit:
     metrics: dict[str, Any]
     started: float = field(default_factory=time.monotonic)
     result: Any = None
-    spark: Any = None  # runs the post-commit hooks (auto compaction)
+    spark: SparkSession = None  # runs the post-commit hooks (auto compaction)
 
     def commit(self) -> int | None:
         """Commit; returns the version, or None when delta-spark would skip an empty commit.

@@ -47,6 +47,7 @@ from pydelta.spark.dml.common import (
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read.scan import build_dataframe
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 __all__ = ["delete", "prepare_delete"]
 
@@ -58,7 +59,7 @@ def delete(table: Any, condition: Any = None) -> None:
     return None
 
 
-def prepare_delete(spark: Any, snapshot: Snapshot, condition: Any = None, *, alias: str | None = None) -> PreparedCommit:
+def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = None, *, alias: str | None = None) -> PreparedCommit:
     """Plan the delete and write the rewritten files; nothing is committed yet."""
     from pyspark.sql import functions as F
 

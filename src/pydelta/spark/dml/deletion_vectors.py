@@ -29,11 +29,12 @@ from pydelta.spark.read import plan_pruning
 from pydelta.spark.dml.common import file_uris, remove_actions, scan
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
 from pydelta.protocol import properties
+from pydelta.spark._typing import DataFrame, SparkSession
 
 ENABLE_KEY = "delta.enableDeletionVectors"
 
 
-def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: str) -> bool:
+def persistent_dvs(spark: SparkSession, metadata: Metadata, protocol: Protocol, command: str) -> bool:
     """Whether `command` ("delete" / "update" / "merge") writes deletion vectors: delta-spark's rule, the
     table property plus spark.databricks.delta.<command>.deletionVectors.persistent (default true)."""
     enabled = properties.ENABLE_DELETION_VECTORS.get(metadata.configuration)
@@ -42,7 +43,7 @@ def persistent_dvs(spark: Any, metadata: Metadata, protocol: Protocol, command: 
     return enabled and persistent and protocol.has_feature("deletionVectors")
 
 
-def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None) -> dict[str, np.ndarray]:
+def matching_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None) -> dict[str, np.ndarray]:
     """Per file URI (as Spark reports it), the sorted physical row indexes whose rows match `condition`."""
     from pyspark.sql import functions as F
 
@@ -54,7 +55,7 @@ def matching_rows(spark: Any, snapshot: Snapshot, files: pa.Table, condition: An
     return rows_by_file(plan_pruning.unpruned(df, "filter", F.coalesce(condition, F.lit(False))), uris)
 
 
-def rows_by_file(df: Any, uris: list[str] | None = None) -> dict[str, np.ndarray]:
+def rows_by_file(df: DataFrame, uris: list[str] | None = None) -> dict[str, np.ndarray]:
     """Per file URI, the sorted row indexes of the rows of `df` (which carries FILE_COL and ROW_COL).
 
     With the candidate file `uris` known, rows are collected as (file number, row index) longs

@@ -90,6 +90,7 @@ from pydelta.spark.predicates import _children, _name, translate
 from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import JavaObject, SparkSession
 
 __all__ = [
     "DeltaMergeBuilder",
@@ -351,7 +352,7 @@ def _check_side(analysis_df: Any, join: Any, r: "_Resolved") -> None:
         )
 
 
-def _join_node(plan: Any) -> Any:
+def _join_node(plan: JavaObject) -> Any:
     while _name(plan) != "Join":
         kids = _children(plan)
         if not kids:
@@ -431,7 +432,7 @@ def _cacheable(source: Any) -> bool:
 ONE_PASS_CONF = "spark.pydelta.merge.onePassSourceRowsPerFile"
 
 
-def _one_pass(spark: Any, source_rows: int | None, candidate_files: int) -> bool:
+def _one_pass(spark: SparkSession, source_rows: int | None, candidate_files: int) -> bool:
     """Whether to rewrite all candidate files without first finding the touched ones.
 
     With this many (unique-keyed) source rows per candidate file, practically every file
@@ -546,7 +547,7 @@ def _with_identity_values(joined: Any, specs: list[Any], stable: bool) -> Any:
 
 
 def prepare_merge(
-    spark: Any,
+    spark: SparkSession,
     snapshot: Snapshot,
     source: Any,
     condition: Any,

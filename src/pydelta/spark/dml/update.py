@@ -50,6 +50,7 @@ from pydelta.spark.dml.common import (
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import DataFrame, SparkSession
 
 __all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
 
@@ -119,7 +120,7 @@ def resolve_assignments(
     return top
 
 
-def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str) -> dict[str, Any]:
+def typed_values(df: DataFrame, schema: StructType, values: dict[str, Any], what: str) -> dict[str, Any]:
     """Each value analyzed against `df` and cast to its column's table type (errors are DeltaAnalysisError)."""
     from pydelta.spark.write.conform import _conform_nested
 
@@ -147,7 +148,7 @@ def typed_values(df: Any, schema: StructType, values: dict[str, Any], what: str)
 
 
 def prepare_update(
-    spark: Any, snapshot: Snapshot, condition: Any, assignments: dict[str, Any], *, alias: str | None = None
+    spark: SparkSession, snapshot: Snapshot, condition: Any, assignments: dict[str, Any], *, alias: str | None = None
 ) -> PreparedCommit:
     """Plan the update and write the rewritten files; nothing is committed yet."""
     from pyspark.sql import functions as F
@@ -177,7 +178,7 @@ def prepare_update(
 
     keep_ids = materializes_row_ids(metadata)
 
-    def updated(df: Any, row_ids: bool = False) -> Any:
+    def updated(df: DataFrame, row_ids: bool = False) -> Any:
         hit = F.coalesce(cond.column, F.lit(False)) if cond is not None else None
         columns = []
         if row_ids:  # an updated row keeps its ID; its commit version becomes this commit's

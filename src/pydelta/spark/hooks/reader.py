@@ -8,10 +8,10 @@ leave every other format untouched.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydelta.spark.hooks.state import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
+from pydelta.spark._typing import SparkSession
 
 
 def _reader_load(original):
@@ -42,7 +42,7 @@ def _reader_load(original):
 _AT_SUFFIX = re.compile(r"@(?:[vV]\d+|\d{17})$")
 
 
-def _delta_location(spark: Any, name: str) -> tuple[str | None, str]:
+def _delta_location(spark: SparkSession, name: str) -> tuple[str | None, str]:
     """(location of the Delta table `name` names, time-travel suffix): `t@v5` and
     `t@yyyyMMddHHmmssSSS` name table `t` at a version or timestamp, as in delta-spark."""
     from pydelta.spark.catalog import delta_table_location

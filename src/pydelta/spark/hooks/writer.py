@@ -10,6 +10,7 @@ from typing import Any
 
 from pydelta.spark.hooks.state import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
+from pydelta.spark._typing import DataFrame
 
 
 def _record_mode(original):
@@ -123,7 +124,7 @@ def _insert_into(original):
     return insertInto
 
 
-def _by_position(df: Any, snapshot: Any, table_name: str, options: dict) -> Any:
+def _by_position(df: DataFrame, snapshot: Any, table_name: str, options: dict) -> Any:
     """insertInto's data as an INSERT stores it: columns matched by position, cast (checked) to the
     table's types, or kept wider where schema evolution widens a type-widening table (delta-spark)."""
     from pydelta.spark.read.scan import spark_schema

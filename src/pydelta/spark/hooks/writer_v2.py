@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.spark.spark_errors import boundary
+from pydelta.spark._typing import DataFrame
 
 _STATE = "_pydelta_v2"
 
@@ -108,7 +109,7 @@ def install() -> None:
         return
     original_init = DataFrameWriterV2.__init__
 
-    def __init__(self: Any, df: Any, table: str) -> None:
+    def __init__(self: Any, df: DataFrame, table: str) -> None:
         original_init(self, df, table)
         self.__dict__["_pydelta_table"] = table
 
@@ -136,7 +137,7 @@ def install() -> None:
     DataFrameWriterV2._pydelta_hooked = True
 
 
-def _condition_sql(df: Any, condition: Any) -> str:
+def _condition_sql(df: DataFrame, condition: Any) -> str:
     """The SQL text of an overwrite condition, resolved against the written DataFrame."""
     if isinstance(condition, str):
         return condition

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydelta.spark._typing import SparkSession
 
 
-def conf_value(spark: Any, key: str, default: str | None = None) -> str | None:
+def conf_value(spark: SparkSession, key: str, default: str | None = None) -> str | None:
     """A Spark SQL conf value (None-safe)."""
     try:
         value = spark.conf.get(key, None)
@@ -14,14 +14,14 @@ def conf_value(spark: Any, key: str, default: str | None = None) -> str | None:
     return default if value is None else str(value)
 
 
-def conf_bool(spark: Any, key: str, default: bool) -> bool:
+def conf_bool(spark: SparkSession, key: str, default: bool) -> bool:
     raw = conf_value(spark, key)
     if raw is None:
         return default
     return raw.strip().lower() == "true"
 
 
-def conf_bytes(spark: Any, key: str, default: int) -> int:
+def conf_bytes(spark: SparkSession, key: str, default: int) -> int:
     """A size conf: plain bytes or a JVM byte string ("1g", "128m", "512k", "1024b")."""
     raw = conf_value(spark, key)
     if raw is None or not raw.strip():

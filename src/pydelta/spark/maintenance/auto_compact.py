@@ -33,6 +33,7 @@ from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_id
 from pydelta.spark.maintenance._conf import conf_bytes, conf_value
 from pydelta.spark.sql.jplan import string_literal
 from pydelta.protocol import properties
+from pydelta.spark._typing import SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def _auto_compact_type(value: str) -> bool:
     return lowered == "true"
 
 
-def is_enabled(spark: Any, configuration: Mapping[str, str]) -> bool:
+def is_enabled(spark: SparkSession, configuration: Mapping[str, str]) -> bool:
     """The session conf wins; then the legacy `delta.autoOptimize`; then `delta.autoOptimize.autoCompact`."""
     session = conf_value(spark, ENABLED_CONF)
     if session is not None:
@@ -77,14 +78,14 @@ def is_enabled(spark: Any, configuration: Mapping[str, str]) -> bool:
     return _auto_compact_type(table) if table is not None else False
 
 
-def check_session_conf(spark: Any) -> None:
+def check_session_conf(spark: SparkSession) -> None:
     """Refuse a bad `autoCompact.enabled` before a write commits (delta-spark refuses it at SET)."""
     session = conf_value(spark, ENABLED_CONF)
     if session is not None:
         _auto_compact_type(session)
 
 
-def _int_conf(spark: Any, key: str, default: int) -> int:
+def _int_conf(spark: SparkSession, key: str, default: int) -> int:
     raw = conf_value(spark, key, str(default))
     try:
         value = int(raw)  # type: ignore[arg-type]
@@ -161,7 +162,7 @@ def partition_predicate(snapshot: Any, partitions: Iterable[PartitionKey]) -> li
 class _Table:
     """What OPTIMIZE needs of a DeltaTable: the session and the table's latest snapshot."""
 
-    def __init__(self, spark: Any, table_root: str) -> None:
+    def __init__(self, spark: SparkSession, table_root: str) -> None:
         self._spark = spark
         self._root = table_root
 
@@ -171,7 +172,7 @@ class _Table:
         return load_snapshot(self._root)
 
 
-def after_data_commit(spark: Any, txn: Any, version: int | None, actions: Iterable[Mapping[str, Any]]) -> None:
+def after_data_commit(spark: SparkSession, txn: Any, version: int | None, actions: Iterable[Mapping[str, Any]]) -> None:
     """The post-commit hook: compact the small files of the partitions this commit wrote to."""
     if version is None or spark is None:
         return
@@ -196,7 +197,7 @@ def _hook_failed(version: int, error: BaseException) -> str:
             f"error while executing post-commit hook {HOOK_NAME}: {error}")
 
 
-def _compact(spark: Any, txn: Any, added: set[PartitionKey]) -> None:
+def _compact(spark: SparkSession, txn: Any, added: set[PartitionKey]) -> None:
     from pydelta.spark.maintenance.optimize import optimize
 
     max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _DEFAULT_MAX_FILE_SIZE)

@@ -37,6 +37,7 @@ from pydelta.protocol.schema_evolution import as_nullable, merge_schema
 from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.spark.transactions import try_load
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 STATS_COLLECT_CONF = "spark.databricks.delta.stats.collect"
@@ -193,7 +194,7 @@ class Converted:
     name: str | None = None
 
 
-def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *,
+def convert_to_delta(spark: SparkSession, identifier: str, partitionSchema: Any = None, *,
                      collect_stats: bool = True) -> Any:
     """CONVERT TO DELTA parquet.`path` | db.tbl [PARTITIONED BY (...)]; returns the converted table.
 
@@ -218,7 +219,7 @@ def convert_to_delta(spark: Any, identifier: str, partitionSchema: Any = None, *
     return Converted(root)  # an existing Delta table is left as it is
 
 
-def _convert_directory(spark: Any, root: str, display: str, part_schema: StructType | None,
+def _convert_directory(spark: SparkSession, root: str, display: str, part_schema: StructType | None,
                        configuration: dict[str, str], *, collect_stats: bool, operation_partitions: list[str],
                        catalog_table: str | None) -> None:
     """Commit version 0 of a Delta log over the Parquet files under `root`.
@@ -320,7 +321,7 @@ def _not_a_view(name: str) -> DeltaAnalysisError:
     )
 
 
-def _catalog_table(spark: Any, name: str) -> Any:
+def _catalog_table(spark: SparkSession, name: str) -> Any:
     """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
     from pydelta.spark.catalog import is_temp_view, table_metadata
 
@@ -350,7 +351,7 @@ def _check_user_partitions(display: str, catalog_parts: StructType, user_parts: 
         )
 
 
-def convert_catalog_table(spark: Any, name: str, partitionSchema: Any = None, *, collect_stats: bool = True) -> Any:
+def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any = None, *, collect_stats: bool = True) -> Any:
     """CONVERT TO DELTA of a Parquet table in Spark's catalog (delta-spark's ConvertToDeltaCommand on a V1Table).
 
     The table's location gets a Delta log whose partition columns come from the catalog and
@@ -407,7 +408,7 @@ def _scala_props(scala_map: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in to_dict(scala_map).items()}
 
 
-def _merge_catalog_properties(spark: Any, snapshot: Any, props: dict[str, str], user_names: list[str],
+def _merge_catalog_properties(spark: SparkSession, snapshot: Any, props: dict[str, str], user_names: list[str],
                               display: str) -> None:
     """delta-spark's handleExistingTransactionLog: the catalog's properties join the log's configuration.
 
@@ -446,7 +447,7 @@ def _case_copy(obj: Any, **changes: Any) -> Any:
     return obj.copy(*args)
 
 
-def _mark_as_delta(spark: Any, meta: Any, schema_json: str) -> None:
+def _mark_as_delta(spark: SparkSession, meta: Any, schema_json: str) -> None:
     """Rewrite the catalog entry as a Delta table's (delta-spark's convertMetadata).
 
     One alterTable keeps the location, the table type and the files: DROP TABLE +

@@ -42,6 +42,7 @@ from pydelta.protocol.schema import quote_path, split_identifier
 from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def _java_seq(seq: Any) -> list[Any]:
     return [seq.apply(i) for i in range(seq.size())]
 
 
-def _parse_expression(spark: Any, sql: str) -> Any:
+def _parse_expression(spark: SparkSession, sql: str) -> Any:
     try:
         return spark._jsparkSession.sessionState().sqlParser().parseExpression(sql)
     except Exception as e:
@@ -131,7 +132,7 @@ def _has_subquery(expr: Any) -> bool:
     return any(_has_subquery(c) for c in _java_seq(expr.children()))
 
 
-def predicate_strings(spark: Any, filters: Sequence[str]) -> list[str]:
+def predicate_strings(spark: SparkSession, filters: Sequence[str]) -> list[str]:
     """How history records the OPTIMIZE / REORG predicates, exactly as delta-spark does.
 
     delta-spark records the *parsed, unresolved* expression's simpleString (OptimizeTableCommand
@@ -144,7 +145,7 @@ def predicate_strings(spark: Any, filters: Sequence[str]) -> list[str]:
     return [str(_parse_expression(spark, sql).simpleString(limit)) for sql in filters]
 
 
-def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
+def verify_partition_predicates(spark: SparkSession, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
     """Only partition columns may be referenced, and no subqueries (delta-spark's rule)."""
     case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
     for sql in filters:
@@ -165,7 +166,7 @@ def verify_partition_predicates(spark: Any, filters: Sequence[str], partition_co
                 )
 
 
-def select_partitions(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> pa.Table:
+def select_partitions(spark: SparkSession, snapshot: Snapshot, filters: Sequence[str]) -> pa.Table:
     """The live files of the partitions matching every filter."""
     files = snapshot.files()
     if not filters or files.num_rows == 0:
@@ -182,7 +183,7 @@ def select_partitions(spark: Any, snapshot: Snapshot, filters: Sequence[str]) ->
     return files.take(pa.array(keep, pa.int64()))
 
 
-def _read_predicate(spark: Any, snapshot: Snapshot, filters: Sequence[str]) -> Any:
+def _read_predicate(spark: SparkSession, snapshot: Snapshot, filters: Sequence[str]) -> Any:
     """The pydelta predicate of the filters (for conflict detection), or None for the whole table."""
     if not filters:
         return None
@@ -272,7 +273,7 @@ def plan_bins(
     return bins
 
 
-def _clustering_bins(spark: Any, candidates: pa.Table, columns: list[str], full: bool) -> list[Bin]:
+def _clustering_bins(spark: SparkSession, candidates: pa.Table, columns: list[str], full: bool) -> list[Bin]:
     """delta-spark's ClusteringStrategy: the files to recluster, grouped into new ZCubes."""
     min_cube = conf_bytes(spark, zcubes.MIN_CUBE_SIZE_CONF, zcubes.DEFAULT_MIN_CUBE_SIZE)
     target_cube = conf_bytes(spark, zcubes.TARGET_CUBE_SIZE_CONF, zcubes.DEFAULT_TARGET_CUBE_SIZE)
@@ -287,7 +288,7 @@ def _clustering_bins(spark: Any, candidates: pa.Table, columns: list[str], full:
 # ---- Z-order --------------------------------------------------------------------------------------
 
 
-def validate_zorder_columns(spark: Any, snapshot: Snapshot, columns: Sequence[str]) -> list[list[str]]:
+def validate_zorder_columns(spark: SparkSession, snapshot: Snapshot, columns: Sequence[str]) -> list[list[str]]:
     """Each Z-order column resolved to its logical path in the data schema (delta-spark's checks)."""
     from pydelta.protocol.schema import StructType as DeltaStruct
     from pydelta.protocol.stats import indexed_schema
@@ -407,7 +408,7 @@ def _boundaries(values: list[Any], num_ranges: int) -> list[float]:
     return out
 
 
-def zorder_dataframe(df: Any, paths: list[list[str]], num_files: int, *, num_ranges: int = 1000,
+def zorder_dataframe(df: DataFrame, paths: list[list[str]], num_files: int, *, num_ranges: int = 1000,
                      add_noise: bool = True, total_rows: int | None = None) -> Any:
     """`df` range-partitioned into `num_files` partitions by the z-value of the columns.
 
@@ -546,7 +547,7 @@ def result_schema() -> Any:
     return StructType([StructField("path", StringType()), StructField("metrics", metrics_schema())])
 
 
-def _rewrite_bin(spark: Any, snapshot: Snapshot, metadata: Any, b: Bin, zorder_paths: list[list[str]] | None,
+def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin, zorder_paths: list[list[str]] | None,
                  max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
                  timestamp_ms: int) -> tuple[list[dict], list[dict]]:
     """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""

@@ -19,6 +19,7 @@ from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
 
@@ -39,7 +40,7 @@ def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def _session_zone(spark: Any) -> Any:
+def _session_zone(spark: SparkSession) -> Any:
     from zoneinfo import ZoneInfo
 
     name = spark.conf.get("spark.sql.session.timeZone", None) or "UTC"
@@ -49,7 +50,7 @@ def _session_zone(spark: Any) -> Any:
         return timezone.utc
 
 
-def _parse_timestamp(spark: Any, timestamp: Any) -> datetime:
+def _parse_timestamp(spark: SparkSession, timestamp: Any) -> datetime:
     """A timestamp string (session time zone when it has none), date, datetime or epoch ms."""
     zone = _session_zone(spark)
     if isinstance(timestamp, bool):

@@ -13,6 +13,7 @@ from typing import Any
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
 from pydelta.spark.maintenance._conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
+from pydelta.spark._typing import SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def vacuum_dry_run(table: Any, retentionHours: float | None = None, *, now_ms: i
     return _plan(table, retentionHours, now_ms).paths
 
 
-def _should_log(spark: Any) -> bool:
+def _should_log(spark: SparkSession) -> bool:
     # delta-spark logs by default on the file systems it knows, which includes `file`.
     raw = conf_value(spark, LOGGING_CONF)
     return True if raw is None else raw.strip().lower() == "true"

@@ -27,6 +27,7 @@ from pydelta.log.changes import (
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
+from pydelta.spark._typing import SparkSession
 
 _VERSION = "__pydelta_cdf_version"
 _TS = "__pydelta_cdf_ts"
@@ -44,7 +45,7 @@ def cdf_schema(schema: StructType) -> Any:
     return out.add(CHANGE_TYPE, StringType()).add(COMMIT_VERSION, LongType()).add(COMMIT_TIMESTAMP, TimestampType())
 
 
-def read_change_feed(spark: Any, snapshot: Snapshot, options: dict[str, Any]) -> Any:
+def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str, Any]) -> Any:
     """The changes of the versions `options` name (startingVersion/Timestamp, endingVersion/Timestamp)."""
     snapshot.protocol.check_readable()
     allow_out_of_range = (
@@ -60,12 +61,12 @@ def read_change_feed(spark: Any, snapshot: Snapshot, options: dict[str, Any]) ->
     return changes_dataframe(spark, read_snapshot, plan_changes(snapshot, change_range, check))
 
 
-def _unsafe_schema_reads(spark: Any) -> bool:
+def _unsafe_schema_reads(spark: SparkSession) -> bool:
     key = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
     return str(spark.conf.get(key, "false")).lower() == "true"
 
 
-def changes_dataframe(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+def changes_dataframe(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
     """A DataFrame of the rows of `files`, with the CDF columns, read with the schema of `snapshot`."""
     schema = snapshot.schema
     frames = [_read_round(spark, snapshot, group) for group in _rounds(files)]
@@ -96,7 +97,7 @@ def _action(f: ChangeFile) -> dict[str, Any]:
             "deletionVector": f.deletion_vector, "stats": f.stats}
 
 
-def _read_round(spark: Any, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
     from pyspark.sql import functions as F
 
     is_cdc = files[0].change_type is None

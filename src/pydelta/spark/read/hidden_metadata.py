@@ -13,6 +13,7 @@ lists the struct as hidden output. Unused, the struct is pruned away like any co
 from __future__ import annotations
 
 from typing import Any
+from pydelta.spark._typing import DataFrame
 
 METADATA_COLUMN = "_metadata"
 _METADATA_COL_ATTR_KEY = "__metadata_col"  # Spark's MetadataAttribute marker
@@ -33,7 +34,7 @@ def metadata_struct(extra: dict[str, Any]) -> Any:
     return F.struct(*fields).alias(METADATA_COLUMN, metadata={_METADATA_COL_ATTR_KEY: METADATA_COLUMN})
 
 
-def hide_last_column(df: Any) -> Any:
+def hide_last_column(df: DataFrame) -> Any:
     """`df` without its last column in the output, which stays selectable as a hidden column.
 
     The last column must carry the metadata-column marker (see `metadata_struct`).

@@ -29,6 +29,7 @@ from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
 from pydelta.log.storage import FileInfo, Storage
+from pydelta.spark._typing import DataFrame, SparkSession
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
 DEFAULT_MIN_BYTES = 4 << 30
@@ -50,7 +51,7 @@ def _commit_schema() -> str:
     return f"add {_ADD}, remove {_REMOVE}, {small}"
 
 
-def replay_segment_on_spark(spark: Any, storage: Storage, table_root: str, segment: LogSegment,
+def replay_segment_on_spark(spark: SparkSession, storage: Storage, table_root: str, segment: LogSegment,
                             sidecars: list[FileInfo] | None = None) -> TableState:
     """The state at `segment.version`, with file actions reconciled by a Spark job.
 
@@ -96,7 +97,7 @@ def _sidecars(storage: Storage, segment: LogSegment) -> list[FileInfo]:
     return sidecar_files(storage, segment.log_dir, checkpoint)
 
 
-def _checkpoint_frames(spark: Any, segment: LogSegment, sidecars: list[FileInfo]) -> list[Any]:
+def _checkpoint_frames(spark: SparkSession, segment: LogSegment, sidecars: list[FileInfo]) -> list[Any]:
     """The checkpoint's actions as (version, add, remove, small actions as JSON text) rows.
 
     Parquet files (classic, multi-part, a V2 top-level file and its sidecars) are read with
@@ -189,7 +190,7 @@ def _small_commits(actions: Any, table_root: str) -> list:
             for v in sorted(lines)]
 
 
-def _arrow_column(df: Any, name: str, target: pa.DataType) -> pa.Array:
+def _arrow_column(df: DataFrame, name: str, target: pa.DataType) -> pa.Array:
     table = df.toArrow()
     column = table.column(name)
     if column.num_chunks == 0:
@@ -197,7 +198,7 @@ def _arrow_column(df: Any, name: str, target: pa.DataType) -> pa.Array:
     return conform(column.combine_chunks(), target)
 
 
-def install(spark: Any) -> None:
+def install(spark: SparkSession) -> None:
     """Replay logs above `spark.pydelta.logReplay.sparkMinBytes` on this session."""
     from pydelta.log import snapshot as snapshot_module
 

@@ -16,6 +16,7 @@ from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.read.scan import read_snapshot
 from pydelta.spark.spark_errors import _path_exists, no_table_to_read
 from pydelta.spark.write.options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
+from pydelta.spark._typing import SparkSession
 
 # The read options pydelta implements; keys are case-insensitive.
 CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
@@ -61,7 +62,7 @@ def is_change_feed_read(opts: dict[str, Any]) -> bool:
     return _flag(opts, "readChangeFeed") or _flag(opts, "readChangeData")
 
 
-def read_delta(spark: Any, path: str, opts: dict[str, Any]) -> Any:
+def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     """The Delta table at `path` as a DataFrame, honouring the read options in `opts`."""
     ignore = str(spark.conf.get(IGNORE_UNKNOWN_CONF, "false")).lower() == "true"
     reject_unsupported_options(opts, READ_UNSUPPORTED, "read", READ_SUPPORTED, ignore)
@@ -105,7 +106,7 @@ _AT_TIMESTAMP = re.compile(r".*@(\d{17})$", re.DOTALL)
 RESOLVE_ON_IDENTIFIER_CONF = "spark.databricks.delta.timeTravel.resolveOnIdentifier.enabled"
 
 
-def split_at_syntax(spark: Any, path: str) -> tuple[str, int | None, int | None]:
+def split_at_syntax(spark: SparkSession, path: str) -> tuple[str, int | None, int | None]:
     """delta-spark's `/path@v123` / `/path@yyyyMMddHHmmssSSS` (DeltaTableUtils.extractIfPathContainsTimeTravel):
     (real path, version, timestamp in epoch ms). A path that exists as written is not time travel."""
     from datetime import datetime

@@ -6,9 +6,10 @@ from typing import Any
 
 from pydelta.errors import MissingDataFileError
 from pydelta.protocol.partition_values import file_uri
+from pydelta.spark._typing import SparkSession
 
 
-def read_parquet_files(spark: Any, read_schema: Any, paths: list[str], base_path: str | None = None) -> Any:
+def read_parquet_files(spark: SparkSession, read_schema: Any, paths: list[str], base_path: str | None = None) -> Any:
     """Spark's Parquet reader over exactly `paths` (listed in the driver, never globbed); a file gone
     since the snapshot (vacuumed, deleted by hand) is a MissingDataFileError."""
     jvm_conf = spark.conf

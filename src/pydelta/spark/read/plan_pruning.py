@@ -28,6 +28,7 @@ from pydelta.protocol.predicates import And, Predicate, rename_columns
 from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
 from pydelta.spark.predicates import translate
 from pydelta.spark.sql import jplan
+from pydelta.spark._typing import DataFrame, JavaObject, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +50,11 @@ class _Scan:
 _SCANS: OrderedDict[int, _Scan] = OrderedDict()
 
 
-def _relation_leaves(plan: Any) -> list[Any]:
+def _relation_leaves(plan: JavaObject) -> list[Any]:
     return [leaf for leaf in jplan.seq(plan.collectLeaves()) if jplan.kind(leaf) == "LogicalRelation"]
 
 
-def register(df: Any, snapshot: Snapshot, files: pa.Table, read_schema: Any, base_path: str | None) -> None:
+def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: Any, base_path: str | None) -> None:
     """Remember the scan of `df` (a plain Parquet read of `files`) so later filters can prune it."""
     try:
         leaves = _relation_leaves(df._jdf.queryExecution().analyzed())
@@ -72,7 +73,7 @@ def register(df: Any, snapshot: Snapshot, files: pa.Table, read_schema: Any, bas
         _SCANS.popitem(last=False)
 
 
-def prune(df: Any) -> Any:
+def prune(df: DataFrame) -> Any:
     """`df` with every registered Delta scan under a pushed-down filter reading only the files that may match."""
     if not _SCANS:
         return df
@@ -83,7 +84,7 @@ def prune(df: Any) -> Any:
         return df
 
 
-def _prune(df: Any) -> Any:
+def _prune(df: DataFrame) -> Any:
     spark = df.sparkSession
     qe = df._jdf.queryExecution()
     analyzed = qe.analyzed()
@@ -108,7 +109,7 @@ def _prune(df: Any) -> Any:
     return _with_scans_replaced(spark, analyzed, replacements)
 
 
-def restrict(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+def restrict(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
     """`df` with the scans of `snapshot` in its plan reading only `files` (same output attributes).
 
     An empty `files` still reads its first file: the filter that pruned the rest drops its
@@ -128,7 +129,7 @@ def restrict(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     return _with_scans_replaced(spark, analyzed, replacements)
 
 
-def _with_scans_replaced(spark: Any, analyzed: Any, replacements: dict[int, Any]) -> Any:
+def _with_scans_replaced(spark: SparkSession, analyzed: Any, replacements: dict[int, Any]) -> Any:
     """A DataFrame of `analyzed` with the LogicalRelations keyed in `replacements` swapped."""
     from pyspark.sql.classic.dataframe import DataFrame
 
@@ -137,7 +138,7 @@ def _with_scans_replaced(spark: Any, analyzed: Any, replacements: dict[int, Any]
     return DataFrame(jds, spark)
 
 
-def _registered(spark: Any, leaf: Any) -> _Scan | None:
+def _registered(spark: SparkSession, leaf: Any) -> _Scan | None:
     """The registered scan `leaf` reads, if any (an identity-hash hit is confirmed by the root paths)."""
     relation = leaf.relation()
     if relation.getClass().getSimpleName() != "HadoopFsRelation":  # file scans only have a FileIndex
@@ -156,14 +157,14 @@ def _first_attribute_id(leaf: Any) -> int:
     return int(leaf.output().head().exprId().id())
 
 
-def _reads_cached_data(spark: Any, qe: Any) -> bool:
+def _reads_cached_data(spark: SparkSession, qe: Any) -> bool:
     """A plan over cached data keeps its scans: replacing one would miss the cache."""
     if spark._jsparkSession.sharedState().cacheManager().isEmpty():
         return False
     return "InMemoryRelation" in str(qe.withCachedData().treeString())
 
 
-def _pushed_conditions(plan: Any) -> dict[int, list[Any]]:
+def _pushed_conditions(plan: JavaObject) -> dict[int, list[Any]]:
     """Conjuncts of every Filter directly above a LogicalRelation, by the relation's first attribute id."""
     out: dict[int, list[Any]] = {}
     stack = [plan]
@@ -200,7 +201,7 @@ def _physical_to_logical(schema: StructType, parent: tuple[tuple[str, ...], tupl
     return out
 
 
-def _scan_over(spark: Any, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
+def _scan_over(spark: SparkSession, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
     """A LogicalRelation like `leaf` (same output attributes) over `files` only."""
     jvm = spark._jvm
     if files.num_rows == 0:
@@ -257,7 +258,7 @@ def _pruning(method: Any) -> Any:
     return pruned
 
 
-def unpruned(df: Any, method: str, *args: Any) -> Any:
+def unpruned(df: DataFrame, method: str, *args: Any) -> Any:
     """`df.<method>(*args)` (filter or join) without the pruning pass: for plans pydelta builds
     itself over files it already chose (deletion vectors, partition values, DML row matching)."""
     from pyspark.sql.classic.dataframe import DataFrame

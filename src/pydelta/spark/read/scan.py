@@ -29,6 +29,7 @@ from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
 from pydelta.spark.predicates import filter_condition, translate
+from pydelta.spark._typing import DataFrame, SparkSession
 
 FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
@@ -52,7 +53,7 @@ def spark_schema(schema: StructType) -> Any:
 
 
 def build_dataframe(
-    spark: Any, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
     row_ids: bool = False, row_tracking_metadata: bool = False,
 ) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
@@ -189,7 +190,7 @@ def _materialized_columns(snapshot: Snapshot) -> list[str]:
     return [n for n in names if n] if all(names) else []
 
 
-def _row_tracking_map(spark: Any, files: pa.Table, paths: list[str]) -> Any:
+def _row_tracking_map(spark: SparkSession, files: pa.Table, paths: list[str]) -> Any:
     """FILE_COL -> the file's baseRowId and defaultRowCommitVersion."""
     return _arrow_df(spark, pa.table({
         FILE_COL: pa.array([spark_file_uri(p) for p in paths], pa.string()),
@@ -240,7 +241,7 @@ def _is_primitive(spark_type: Any) -> bool:
     return not isinstance(spark_type, (ArrayType, MapType, SparkStructType))
 
 
-def _partition_map(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[str], mode: str) -> Any:
+def _partition_map(spark: SparkSession, snapshot: Snapshot, files: pa.Table, paths: list[str], mode: str) -> Any:
     schema = snapshot.schema
     pv = files.column("partition_values").combine_chunks()
     columns = {FILE_COL: pa.array([spark_file_uri(p) for p in paths], pa.string())}
@@ -255,7 +256,7 @@ def _partition_map(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[
     return _arrow_df(spark, pa.table(columns))
 
 
-def _arrow_df(spark: Any, table: pa.Table) -> Any:
+def _arrow_df(spark: SparkSession, table: pa.Table) -> Any:
     """A small DataFrame from an Arrow table, with all-null string columns kept as strings."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType as SparkStructType
 
@@ -294,7 +295,7 @@ def _local_mtimes_us(paths: list[str]) -> list[int] | None:
         return None
 
 
-def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: list[str], df: Any) -> Any:
+def _drop_deleted_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table, paths: list[str], df: DataFrame) -> Any:
     """`df` without the rows the files' deletion vectors delete.
 
     A broadcast anti join on one long per row, file size + (row index << shift), which Spark
@@ -352,7 +353,7 @@ def _drop_deleted_rows(spark: Any, snapshot: Snapshot, files: pa.Table, paths: l
     return _join_on_file(df, deleted_df, "left_anti", with_row=True)
 
 
-def _join_on_file(df: Any, small: Any, how: str, with_row: bool = False) -> Any:
+def _join_on_file(df: DataFrame, small: Any, how: str, with_row: bool = False) -> Any:
     """`df` joined with a small per-file (or per-row) frame keyed by FILE_COL (and ROW_COL).
 
     An explicit condition, not a USING join: the Project a USING join adds hides the scan's
@@ -408,7 +409,7 @@ def _dataframe_class() -> type:
     return DeltaScanDataFrame
 
 
-def to_arrow(df: Any) -> pa.Table:
+def to_arrow(df: DataFrame) -> pa.Table:
     """`df.toArrow()`, also for tables with null variants (e.g. `array<variant>` with null elements).
 
     PySpark's toArrow casts the collected batches to its Arrow schema even where the types
@@ -432,7 +433,7 @@ def to_arrow(df: Any) -> pa.Table:
 _CLASS: type | None = None
 
 
-def wrap(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+def wrap(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
     global _CLASS
     if _CLASS is None:
         _CLASS = _dataframe_class()
@@ -442,7 +443,7 @@ def wrap(df: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     return out
 
 
-def read_snapshot(spark: Any, snapshot: Snapshot) -> Any:
+def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> Any:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
     snapshot.protocol.check_readable()
     files = snapshot.files()

@@ -9,6 +9,7 @@ from typing import Any
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
 from pydelta.txn import protocol_upgrade as pu
+from pydelta.spark._typing import SparkSession
 
 HISTORY_SCHEMA = (
     "version BIGINT, timestamp TIMESTAMP, userId STRING, userName STRING, operation STRING, "
@@ -64,11 +65,11 @@ def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple]:
     return rows
 
 
-def history_dataframe(spark: Any, snapshot: Snapshot, limit: int | None = None) -> Any:
+def history_dataframe(spark: SparkSession, snapshot: Snapshot, limit: int | None = None) -> Any:
     return spark.createDataFrame(history_rows(snapshot, limit), HISTORY_SCHEMA)
 
 
-def detail_dataframe(spark: Any, snapshot: Snapshot) -> Any:
+def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
     md = snapshot.metadata
     files = snapshot.files()
     clustering = None

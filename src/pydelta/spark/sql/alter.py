@@ -16,9 +16,10 @@ from pydelta.spark.ddl import alter
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark._typing import JavaObject, SparkSession
 
 
-def _target(spark: Any, table: Any) -> DeltaTarget | None:
+def _target(spark: SparkSession, table: Any) -> DeltaTarget | None:
     """The Delta table an ALTER statement names (UnresolvedTable / UnresolvedRelation), else None."""
     if jplan.kind(table) not in ("UnresolvedTable", "UnresolvedTableOrView", "UnresolvedRelation"):
         return None
@@ -43,12 +44,12 @@ def _position(node: Any) -> alter.Position | None:
     return alter.Position(str(position.column()))
 
 
-def _table_of(plan: Any) -> Any:
+def _table_of(plan: JavaObject) -> Any:
     """The table node of an ALTER plan (`table`, or `child` for some statements)."""
     return plan.table() if jplan.has_method(plan, "table") else plan.child()
 
 
-def _command(plan: Any) -> str:
+def _command(plan: JavaObject) -> str:
     """Spark's name for the statement, e.g. 'ALTER TABLE ... RENAME COLUMN'."""
     table = _table_of(plan)
     if jplan.has_method(table, "commandName"):
@@ -59,7 +60,7 @@ def _command(plan: Any) -> str:
 # ---- handlers -------------------------------------------------------------------------------
 
 
-def _set_properties(spark: Any, text: str, plan: Any) -> Any:
+def _set_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -68,7 +69,7 @@ def _set_properties(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _comment_on_table(spark: Any, text: str, plan: Any) -> Any:
+def _comment_on_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """COMMENT ON TABLE t IS 'text' | NULL: the table comment is the metadata's description.
 
     As in delta-spark, the statement is SET TBLPROPERTIES ('comment' = ...); Spark's parser
@@ -83,7 +84,7 @@ def _comment_on_table(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
+def _unset_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -93,7 +94,7 @@ def _unset_properties(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _replace_columns(spark: Any, text: str, plan: Any) -> Any:
+def _replace_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.spark.ddl.alter_replace import replace_columns
 
     target = _target(spark, plan.table())
@@ -106,7 +107,7 @@ def _replace_columns(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _add_columns(spark: Any, text: str, plan: Any) -> Any:
+def _add_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -125,7 +126,7 @@ def _add_columns(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
+def _alter_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -149,7 +150,7 @@ def _alter_columns(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _add_check_constraint(spark: Any, text: str, plan: Any) -> Any:
+def _add_check_constraint(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     relation = next((n for n in jplan.walk(plan.child()) if jplan.kind(n) == "UnresolvedRelation"), None)
     target = _target(spark, relation) if relation is not None else None
     if target is None:
@@ -163,7 +164,7 @@ def _add_check_constraint(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _add_other_constraint(spark: Any, text: str, plan: Any) -> Any:
+def _add_other_constraint(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -171,7 +172,7 @@ def _add_other_constraint(spark: Any, text: str, plan: Any) -> Any:
                                    "support CHECK constraints (PRIMARY KEY, FOREIGN KEY and UNIQUE are not supported)")
 
 
-def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
+def _drop_constraint(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -179,7 +180,7 @@ def _drop_constraint(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _rename_column(spark: Any, text: str, plan: Any) -> Any:
+def _rename_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.spark.ddl.alter_mapping import rename_column
 
     target = _target(spark, plan.table())
@@ -190,7 +191,7 @@ def _rename_column(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _drop_columns(spark: Any, text: str, plan: Any) -> Any:
+def _drop_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.spark.ddl.alter_mapping import drop_columns
 
     target = _target(spark, plan.table())
@@ -201,7 +202,7 @@ def _drop_columns(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _not_allowed(spark: Any, text: str, plan: Any) -> Any:
+def _not_allowed(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """Partition and SerDe statements: delta-spark refuses them on Delta tables."""
     target = _target(spark, _table_of(plan))
     if target is None:
@@ -210,7 +211,7 @@ def _not_allowed(spark: Any, text: str, plan: Any) -> Any:
                              "supported for Delta tables")
 
 
-def _set_location(spark: Any, text: str, plan: Any) -> Any:
+def _set_location(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None or target.name is not None:
         return NOT_DELTA  # a named table: Spark's catalog records the new location

@@ -15,6 +15,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAl
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import utility_grammar as g
+from pydelta.spark._typing import SparkSession
 
 RESULT_SCHEMA = ("source_table_size LONG, source_num_of_files LONG, num_removed_files LONG, "
                  "num_copied_files LONG, removed_files_size LONG, copied_files_size LONG")
@@ -22,7 +23,7 @@ _METRICS = ("sourceTableSize", "sourceNumOfFiles", "numRemovedFiles", "numCopied
             "removedFilesSize", "copiedFilesSize")
 
 
-def run_clone(spark: Any, stmt: g.Clone, source_path: str) -> Any:
+def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
     """Clone the Delta table at `source_path` as `stmt` says; returns the metrics row."""
     if stmt.from_parquet:
         raise DeltaNotImplementedError("CLONE of a Parquet directory (parquet.`path`) is not supported in pydelta; "
@@ -52,7 +53,7 @@ def run_clone(spark: Any, stmt: g.Clone, source_path: str) -> Any:
     return spark.createDataFrame([tuple(int(metrics.get(k, 0)) for k in _METRICS)], RESULT_SCHEMA)
 
 
-def _source_snapshot(spark: Any, stmt: g.Clone, path: str) -> Snapshot:
+def _source_snapshot(spark: SparkSession, stmt: g.Clone, path: str) -> Snapshot:
     if stmt.timestamp is not None:
         from pydelta.spark.maintenance.restore import _parse_timestamp
 
@@ -61,7 +62,7 @@ def _source_snapshot(spark: Any, stmt: g.Clone, path: str) -> Snapshot:
     return load_snapshot(path, version=stmt.version)
 
 
-def _target(spark: Any, stmt: g.Clone) -> tuple[str, str | None, bool]:
+def _target(spark: SparkSession, stmt: g.Clone) -> tuple[str, str | None, bool]:
     """(table root, catalog name or None for a path, whether a Delta table is there already)."""
     from pydelta.log.storage import to_local_path
 

@@ -9,6 +9,7 @@ from pydelta.spark.maintenance._conf import conf_bool
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
+from pydelta.spark._typing import JavaObject, SparkSession
 
 
 def _spark_type(jtype: Any) -> Any:
@@ -17,7 +18,7 @@ def _spark_type(jtype: Any) -> Any:
     return _parse_datatype_json_string(jtype.json())
 
 
-def _partition_columns(plan: Any) -> list[str]:
+def _partition_columns(plan: JavaObject) -> list[str]:
     columns = []
     for transform in jplan.seq(plan.partitioning()):
         if transform.name() == "cluster_by":
@@ -31,7 +32,7 @@ def _partition_columns(plan: Any) -> list[str]:
     return columns
 
 
-def _cluster_columns(plan: Any) -> list[str] | None:
+def _cluster_columns(plan: JavaObject) -> list[str] | None:
     """CLUSTER BY (a, b.c): Spark adds it to the partitioning as a cluster_by transform."""
     for transform in jplan.seq(plan.partitioning()):
         if transform.name() == "cluster_by":
@@ -52,7 +53,7 @@ def _option_value(expression: Any) -> str:
 LEGACY_OPTIONS_AS_PROPERTIES = "spark.databricks.delta.legacy.storeOptionsAsProperties"
 
 
-def _with_options(spark: Any, kind: str, spec: "_Spec") -> tuple[dict[str, str], dict[str, str]]:
+def _with_options(spark: SparkSession, kind: str, spec: "_Spec") -> tuple[dict[str, str], dict[str, str]]:
     """(table properties, write options) of CREATE/REPLACE TABLE ... OPTIONS (...), as delta-spark.
 
     A plain CREATE TABLE stores every option as a table property twice, as given and
@@ -93,7 +94,7 @@ class _Spec:
         return self.provider is not None and self.provider.lower() == "delta"
 
 
-def create_table(spark: Any, text: str, plan: Any) -> Any:
+def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """CreateTable / ReplaceTable / CreateTableAsSelect / ReplaceTableAsSelect with USING DELTA."""
     kind = jplan.kind(plan)
     spec = _Spec(plan.tableSpec())
@@ -165,7 +166,7 @@ def create_table(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec: _Spec,
+def _register_existing(spark: SparkSession, name: str | None, path: str, kind: str, spec: _Spec,
                        partition_by: list[str]) -> Any:
     """CREATE TABLE t USING DELTA LOCATION '/existing': name an existing Delta table."""
     from pydelta.spark.catalog import lookup, register_table
@@ -197,7 +198,7 @@ def _register_existing(spark: Any, name: str | None, path: str, kind: str, spec:
     return jplan.empty_result(spark)
 
 
-def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, kind: str,
+def _as_select(spark: SparkSession, text: str, plan: JavaObject, name: str | None, path: str, kind: str,
                partition_by: list[str], spec: _Spec, has_location: bool, options: dict[str, str]) -> Any:
     from pydelta.spark.ddl.table_as_select import table_as_select
 
@@ -212,7 +213,7 @@ def _as_select(spark: Any, text: str, plan: Any, name: str | None, path: str, ki
     return jplan.empty_result(spark)
 
 
-def drop_table(spark: Any, text: str, plan: Any) -> Any:
+def drop_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """DROP TABLE of delta.`/path` is refused (nothing to drop); names go to Spark's catalog."""
     parts = jplan.identifier_parts(plan.child())
     target = resolve(spark, parts) if len(parts) == 2 and parts[0].lower() == "delta" else None

@@ -25,6 +25,7 @@ from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark._typing import JavaObject, SparkSession
 
 # Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED
 # as rows of their own, never as table properties.
@@ -72,20 +73,20 @@ def _qualified(path: str) -> str:
     return path if "://" in path or path.startswith("file:") else "file:" + path
 
 
-def _jvm(spark: Any) -> Any:
+def _jvm(spark: SparkSession) -> Any:
     return spark._jvm
 
 
-def quote_if_needed(spark: Any, part: str) -> str:
+def quote_if_needed(spark: SparkSession, part: str) -> str:
     """Spark's quoteIfNeeded: `a b` in backticks, plain identifiers as they are."""
     return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.quoteIfNeeded(part))
 
 
-def _escape(spark: Any, text: str) -> str:
+def _escape(spark: SparkSession, text: str) -> str:
     return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.escapeSingleQuotedString(text))
 
 
-def load_table(spark: Any, node: Any) -> DeltaTableInfo | None:
+def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
     """The Delta table an UnresolvedTableOrView names, or None when it is not a Delta table."""
     parts = tuple(jplan.identifier_parts(node))
     target = resolve(spark, parts)
@@ -138,7 +139,7 @@ def _user_properties(props: dict[str, str]) -> list[tuple[str, str]]:
     return sorted((k, v) for k, v in props.items() if k not in RESERVED)
 
 
-def jvm_schema(spark: Any, snapshot: Snapshot) -> Any:
+def jvm_schema(spark: SparkSession, snapshot: Snapshot) -> Any:
     """The table's schema as Spark's (JVM) StructType, field metadata included."""
     return _jvm(spark).org.apache.spark.sql.types.DataType.fromJson(snapshot.metadata.schema_string)
 
@@ -148,7 +149,7 @@ def _comment(field: Any) -> str | None:
     return str(metadata.getString("comment")) if metadata.contains("comment") else None
 
 
-def _find_field(spark: Any, fields: list[Any], name: str) -> Any | None:
+def _find_field(spark: SparkSession, fields: list[Any], name: str) -> Any | None:
     case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
     for field in fields:
         if field.name() == name or (not case_sensitive and str(field.name()).lower() == name.lower()):
@@ -159,7 +160,7 @@ def _find_field(spark: Any, fields: list[Any], name: str) -> Any | None:
 # ---- DESCRIBE [EXTENDED] t ----------------------------------------------------------------
 
 
-def describe_rows(spark: Any, table: DeltaTableInfo, extended: bool) -> list[tuple[str, str, str | None]]:
+def describe_rows(spark: SparkSession, table: DeltaTableInfo, extended: bool) -> list[tuple[str, str, str | None]]:
     """DescribeTableExec's rows for a Delta table."""
     fields = list(jvm_schema(spark, table.snapshot).fields())
     rows: list[tuple[str, str, str | None]] = [
@@ -194,7 +195,7 @@ def describe_rows(spark: Any, table: DeltaTableInfo, extended: bool) -> list[tup
     return rows
 
 
-def describe_table(spark: Any, text: str, plan: Any) -> Any:
+def describe_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """DESCRIBE [TABLE] [EXTENDED | FORMATTED] t."""
     if jplan.kind(plan.relation()) != "UnresolvedTableOrView":
         return NOT_DELTA
@@ -207,7 +208,7 @@ def describe_table(spark: Any, text: str, plan: Any) -> Any:
 # ---- DESCRIBE t column --------------------------------------------------------------------
 
 
-def _column_parts(spark: Any, table: DeltaTableInfo, fields: list[Any], parts: list[str]) -> list[str]:
+def _column_parts(spark: SparkSession, table: DeltaTableInfo, fields: list[Any], parts: list[str]) -> list[str]:
     """The column's name parts without a leading table qualifier (t.c, db.t.c, ...)."""
     if len(parts) > 1 and _find_field(spark, fields, parts[0]) is None:
         qualifier = [p.lower() for p in table.parts]
@@ -217,7 +218,7 @@ def _column_parts(spark: Any, table: DeltaTableInfo, fields: list[Any], parts: l
     return parts
 
 
-def describe_column(spark: Any, text: str, plan: Any) -> Any:
+def describe_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """DESCRIBE [TABLE] [EXTENDED] t column: DescribeColumnExec's col_name, data_type and comment."""
     table = load_table(spark, plan.relation())
     if table is None:
@@ -244,12 +245,12 @@ def describe_column(spark: Any, text: str, plan: Any) -> Any:
 # ---- SHOW TBLPROPERTIES / SHOW COLUMNS ----------------------------------------------------
 
 
-def resolved_name(spark: Any, table: DeltaTableInfo) -> str:
+def resolved_name(spark: SparkSession, table: DeltaTableInfo) -> str:
     """Spark's ResolvedTable.name: catalog.namespace.table, each part quoted if needed."""
     return ".".join(quote_if_needed(spark, p) for p in table.parts)
 
 
-def show_properties(spark: Any, text: str, plan: Any) -> Any:
+def show_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """SHOW TBLPROPERTIES t [('key')]."""
     table = load_table(spark, plan.table())
     if table is None:
@@ -263,7 +264,7 @@ def show_properties(spark: Any, text: str, plan: Any) -> Any:
     return spark.createDataFrame([(key, value)], PROPERTIES_SCHEMA)
 
 
-def show_columns(spark: Any, text: str, plan: Any) -> Any:
+def show_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """SHOW COLUMNS {IN | FROM} t [{IN | FROM} db]."""
     table = load_table(spark, plan.child())
     if table is None:
@@ -283,7 +284,7 @@ def show_columns(spark: Any, text: str, plan: Any) -> Any:
 # ---- SHOW PARTITIONS ----------------------------------------------------------------------
 
 
-def show_partitions(spark: Any, text: str, plan: Any) -> Any:
+def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """SHOW PARTITIONS t [PARTITION (k = v, ...)], as delta-spark 4.4: one typed column per
     partition column, one row per distinct partition of the live files."""
     import pyarrow as pa
@@ -327,7 +328,7 @@ def show_partitions(spark: Any, text: str, plan: Any) -> Any:
 # ---- SHOW CREATE TABLE --------------------------------------------------------------------
 
 
-def _column_ddl(spark: Any, field: Any) -> str:
+def _column_ddl(spark: SparkSession, field: Any) -> str:
     """StructField.toDDL as ShowCreateTableExec prints it, with GENERATED ALWAYS AS added."""
     jvm = _jvm(spark)
     metadata = field.metadata()
@@ -351,7 +352,7 @@ def _lines(items: list[str]) -> str:
     return "(\n  " + ",\n  ".join(items) + ")\n"
 
 
-def create_statement(spark: Any, table: DeltaTableInfo) -> str:
+def create_statement(spark: SparkSession, table: DeltaTableInfo) -> str:
     """The CREATE TABLE statement of a Delta table, formatted as Spark's ShowCreateTableExec."""
     props = table_properties(table)
     # A path table is named delta.`/path` (Spark would print spark_catalog.delta.`/path`) so
@@ -376,7 +377,7 @@ def create_statement(spark: Any, table: DeltaTableInfo) -> str:
     return out
 
 
-def show_create_table(spark: Any, text: str, plan: Any) -> Any:
+def show_create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """SHOW CREATE TABLE t."""
     table = load_table(spark, plan.child())
     if table is None:
@@ -392,7 +393,7 @@ def show_create_table(spark: Any, text: str, plan: Any) -> Any:
 
 def _unsupported(message: str) -> Callable[[Any, str, Any], Any]:
     """A statement Spark refuses on v2 tables (so on delta-spark's Delta tables), with its message."""
-    def handler(spark: Any, text: str, plan: Any) -> Any:
+    def handler(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         if jplan.kind(plan.child()) != "UnresolvedTableOrView" or load_table(spark, plan.child()) is None:
             return NOT_DELTA
         raise DeltaAnalysisError(message)

@@ -13,12 +13,13 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
+from pydelta.spark._typing import JavaObject, SparkSession
 
 
 # ---- helpers -----------------------------------------------------------------------------
 
 
-def _relation_target(spark: Any, node: Any) -> tuple[DeltaTarget | None, str | None, Any]:
+def _relation_target(spark: SparkSession, node: Any) -> tuple[DeltaTarget | None, str | None, Any]:
     """(Delta target, alias, relation node) of a DML target: a relation, maybe aliased."""
     alias = None
     if jplan.kind(node) == "SubqueryAlias":
@@ -32,7 +33,7 @@ def _relation_target(spark: Any, node: Any) -> tuple[DeltaTarget | None, str | N
 Requalify = Callable[[Any], Any]
 
 
-def _qualifier(spark: Any, parts: list[str]) -> list[str]:
+def _qualifier(spark: SparkSession, parts: list[str]) -> list[str]:
     """The name parts Spark qualifies an unaliased table's columns with ([catalog, db, table]),
     so `people10m.id`, `db.people10m.id` and delta.`/p`.id all name the table's column."""
     if len(parts) == 1:
@@ -40,7 +41,7 @@ def _qualifier(spark: Any, parts: list[str]) -> list[str]:
     return ["spark_catalog", *parts] if len(parts) == 2 else list(parts)
 
 
-def _requalifier(spark: Any, tables: list[tuple[list[str], str]]) -> Requalify:
+def _requalifier(spark: SparkSession, tables: list[tuple[list[str], str]]) -> Requalify:
     """Rewrites column references qualified by an unaliased table's name (any suffix of
     [catalog, db, table]) to the single alias pydelta gives that table's DataFrame."""
     from pydelta.spark.sql.targets import path_parts
@@ -84,7 +85,7 @@ def _default_alias(parts: list[str]) -> str:
     return parts[-1]
 
 
-def _dataframe_of(spark: Any, text: str, node: Any) -> Any:
+def _dataframe_of(spark: SparkSession, text: str, node: Any) -> Any:
     """A DataFrame for a plan node of the statement (a relation or a query), Delta tables included."""
     if jplan.kind(node) == "SubqueryAlias":
         return _dataframe_of(spark, text, node.child()).alias(str(node.alias()))
@@ -109,7 +110,7 @@ def _is_true_literal(expr: Any) -> bool:
     return jplan.kind(expr) == "Literal" and str(expr.sql()).lower() == "true"
 
 
-def _delta_table(spark: Any, target: DeltaTarget, alias: str | None) -> Any:
+def _delta_table(spark: SparkSession, target: DeltaTarget, alias: str | None) -> Any:
     from pydelta.spark.table_api import DeltaTableApi
 
     table = DeltaTableApi.forPath(spark, target.path)
@@ -119,7 +120,7 @@ def _delta_table(spark: Any, target: DeltaTarget, alias: str | None) -> Any:
 # ---- DML ---------------------------------------------------------------------------------
 
 
-def _unaliased(spark: Any, alias: str | None, node: Any) -> tuple[str, Requalify]:
+def _unaliased(spark: SparkSession, alias: str | None, node: Any) -> tuple[str, Requalify]:
     """(alias, requalifier) of a DML target: an unaliased table is known by its own name."""
     if alias:
         return alias, _requalifier(spark, [])
@@ -127,7 +128,7 @@ def _unaliased(spark: Any, alias: str | None, node: Any) -> tuple[str, Requalify
     return _default_alias(parts), _requalifier(spark, [(parts, _default_alias(parts))])
 
 
-def _delete(spark: Any, text: str, plan: Any) -> Any:
+def _delete(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, alias, node = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -142,7 +143,7 @@ def _delete(spark: Any, text: str, plan: Any) -> Any:
     return spark.createDataFrame([(int(rows),)], "num_affected_rows BIGINT")
 
 
-def _update(spark: Any, text: str, plan: Any) -> Any:
+def _update(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, alias, node = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -158,7 +159,7 @@ def _update(spark: Any, text: str, plan: Any) -> Any:
     return spark.createDataFrame([(int(prepared.metrics.get("numUpdatedRows", 0)),)], "num_affected_rows BIGINT")
 
 
-def _merge(spark: Any, text: str, plan: Any) -> Any:
+def _merge(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, alias, node = _relation_target(spark, plan.targetTable())
     if target is None:
         return NOT_DELTA
@@ -234,7 +235,7 @@ def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defau
     raise DeltaNotImplementedError(f"MERGE clause {kind} in WHEN {when.upper()} is not supported")
 
 
-def _insert(spark: Any, text: str, plan: Any) -> Any:
+def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, _, _ = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
@@ -322,7 +323,7 @@ def _insert(spark: Any, text: str, plan: Any) -> Any:
 
 
 
-def _evolved_columns(spark: Any, data: Any, columns: list[str], options: dict[str, Any]) -> list[str]:
+def _evolved_columns(spark: SparkSession, data: Any, columns: list[str], options: dict[str, Any]) -> list[str]:
     """Names of the query's trailing columns beyond the table's, when schema evolution is on:
     delta-spark's by-position INSERT adds them to the table (without evolution: an arity error)."""
     from pydelta.spark.write.options import merge_schema_requested, session_conf
@@ -336,7 +337,7 @@ def _evolved_columns(spark: Any, data: Any, columns: list[str], options: dict[st
     return extra
 
 
-def _truncate(spark: Any, text: str, plan: Any) -> Any:
+def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark
     (4.3+): no commit when the table has no files; metrics numRemovedFiles and executionTimeMs."""
     table = plan.table()
@@ -359,7 +360,7 @@ def _truncate(spark: Any, text: str, plan: Any) -> Any:
     return jplan.empty_result(spark)
 
 
-def _truncate_partition(spark: Any, text: str, plan: Any) -> Any:
+def _truncate_partition(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = resolve(spark, jplan.identifier_parts(plan.table()))
     if target is None:
         return NOT_DELTA

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator
+from pydelta.spark._typing import JavaObject, SparkSession
 
 NOT_DELTA = object()  # a statement handler's answer: this statement is not for pydelta
 
 
-def parse_plan(spark: Any, text: str) -> Any:
+def parse_plan(spark: SparkSession, text: str) -> Any:
     """Spark's unresolved plan of `text` (raises py4j's error for a parse error)."""
     return spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
 
@@ -64,7 +65,7 @@ def scala_list(node: Any, items: list[Any]) -> Any:
     return converters.asScala(ListConverter().convert(items, gateway)).toList()
 
 
-def identity(spark: Any, obj: Any) -> int:
+def identity(spark: SparkSession, obj: Any) -> int:
     """The JVM identity hash of a Java object (tells apart equal but distinct nodes)."""
     return int(spark._jvm.java.lang.System.identityHashCode(obj))
 
@@ -106,7 +107,7 @@ def string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def empty_result(spark: Any) -> Any:
+def empty_result(spark: SparkSession) -> Any:
     """The empty, column-less DataFrame DDL and most commands return."""
     from pyspark.sql.types import StructType
 
@@ -159,7 +160,7 @@ def identifier_parts(node: Any) -> list[str]:
 _COMMAND_CLASS: dict[int, Any] = {}
 
 
-def is_command(spark: Any, node: Any) -> bool:
+def is_command(spark: SparkSession, node: Any) -> bool:
     """True for statements (commands), False for queries."""
     key = id(spark._jvm)
     if key not in _COMMAND_CLASS:
@@ -181,7 +182,7 @@ class TreeSummary:
     exact: bool  # every name could be read back unambiguously from the text
 
 
-def summarize(plan: Any) -> TreeSummary:
+def summarize(plan: JavaObject) -> TreeSummary:
     tree = str(plan.treeString())
     names = []
     exact = True

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Sequence
 
 from pydelta.errors import DeltaAnalysisError
+from pydelta.spark._typing import SparkSession
 
 
-def bind_parameters(spark: Any, text: str, args: Mapping[str, Any] | Sequence[Any]) -> str:
+def bind_parameters(spark: SparkSession, text: str, args: Mapping[str, Any] | Sequence[Any]) -> str:
     """`text` with each marker replaced by its argument's SQL literal."""
     named = isinstance(args, Mapping)
     out: list[str] = []
@@ -46,7 +47,7 @@ def _unbound(name: str) -> DeltaAnalysisError:
                               "functions such as `map()`, `array()`, `struct()`.")
 
 
-def _literal_sql(spark: Any, value: Any) -> str:
+def _literal_sql(spark: SparkSession, value: Any) -> str:
     """The argument as Spark's SQL text for it (a Column must be a literal or a constructor of
     literals): the analyzed expression's SQL, e.g. DATE '2024-01-02', 1.50BD, array(1, 2)."""
     from pyspark.sql import Column

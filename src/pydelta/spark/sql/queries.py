@@ -19,6 +19,7 @@ from typing import Any
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.raw import raw_sql
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark._typing import JavaObject, SparkSession
 
 _counter = itertools.count()
 _PASS_THROUGH = {"SubqueryAlias", "RelationTimeTravel"}
@@ -89,7 +90,7 @@ def _timestamp_sql(sql: str) -> str:
     return f"'{y}-{mo}-{d} {h}:{mi}:{sec}.{ms}'"
 
 
-def find_delta_relations(spark: Any, text: str, plan: Any, skip: Any = None,
+def find_delta_relations(spark: SparkSession, text: str, plan: JavaObject, skip: Any = None,
                          subqueries: bool = True, cache: dict | None = None) -> list[DeltaRelation]:
     """The Delta relations of `plan` with their spans; `skip` is a node to leave alone (a DML target)."""
     nodes = _walk_with_parents(plan, subqueries)
@@ -151,7 +152,7 @@ def is_table_changes(parts: tuple[str, ...] | list[str]) -> bool:
     return bool(parts) and parts[-1].lower() in TABLE_CHANGES
 
 
-def _table_changes(spark: Any, node: Any, cache: dict | None) -> DeltaRelation | None:
+def _table_changes(spark: SparkSession, node: Any, cache: dict | None) -> DeltaRelation | None:
     """`table_changes('t', start[, end])` / `table_changes_by_path('/p', start[, end])` as a change-feed relation.
 
     As delta-spark: the first argument names the table (a path for the _by_path form), start and
@@ -247,7 +248,7 @@ def _collect_conditions(rel: DeltaRelation, item: _Node) -> None:
             rel.conditions.append(text)
 
 
-def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
+def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
     """pydelta's scan of the relation's snapshot, on the files its conditions may match.
 
     The conditions are resolved against an empty frame of the table's schema (no scan
@@ -301,7 +302,7 @@ def relation_dataframe(spark: Any, rel: DeltaRelation) -> Any:
     return wrap(build_dataframe(spark, snapshot, files, row_tracking_metadata=True), snapshot, files)
 
 
-def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[str, list[str]]:
+def substitute(spark: SparkSession, text: str, relations: list[DeltaRelation]) -> tuple[str, list[str]]:
     """`text` with each Delta relation replaced by a temporary view; returns (text, view names)."""
     views: list[str] = []
     out = text
@@ -316,7 +317,7 @@ def substitute(spark: Any, text: str, relations: list[DeltaRelation]) -> tuple[s
     return out, views
 
 
-def substitute_plan(spark: Any, plan: Any, relations: list[DeltaRelation]) -> Any | None:
+def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[DeltaRelation]) -> Any | None:
     """The query `plan` run with each Delta relation's parsed node replaced by pydelta's scan, as a
     DataFrame; None when a relation sits where only the text substitution reaches (a subquery
     expression).
@@ -362,7 +363,7 @@ class _SubqueryPlans:
     """Rebuilds the plans inside a node's subquery expressions (IN / EXISTS / scalar subqueries),
     which are not children of the node, so their Delta relations get the scan's plan too."""
 
-    def __init__(self, spark: Any, rebuild_plan: Any) -> None:
+    def __init__(self, spark: SparkSession, rebuild_plan: Any) -> None:
         jvm = spark._jvm
         self._spark = spark
         self._rebuild_plan = rebuild_plan
@@ -420,7 +421,7 @@ class _SubqueryPlans:
         return out
 
 
-def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
+def _with_ctes_rebuilt(spark: SparkSession, node: Any, rebuilt: Any) -> Any:
     """A WITH node with its query and its CTE definitions (not children in Spark's sense) rebuilt."""
     child = node.child()
     new_child = rebuilt(child)
@@ -433,13 +434,13 @@ def _with_ctes_rebuilt(spark: Any, node: Any, rebuilt: Any) -> Any:
         new_child, jplan.scala_list(node, tuples), node.productElement(2))
 
 
-def _with_second(spark: Any, pair: Any, value: Any) -> Any:
+def _with_second(spark: SparkSession, pair: Any, value: Any) -> Any:
     """The CTE entry `pair` (a Scala tuple: name, definition[, ...]) with its definition replaced."""
     items = [pair.productElement(i) for i in range(int(pair.productArity()))]
     items[1] = value
     return getattr(spark._jvm.scala, f"Tuple{len(items)}")(*items)
 
 
-def drop_views(spark: Any, views: list[str]) -> None:
+def drop_views(spark: SparkSession, views: list[str]) -> None:
     for view in views:
         spark.catalog.dropTempView(view)

@@ -26,13 +26,14 @@ from pydelta.spark.sql.queries import (
 )
 from pydelta.spark.sql.utility import run_utility
 from pydelta.spark.sql.utility_grammar import parse_utility
+from pydelta.spark._typing import JavaObject, SparkSession
 
 
 # Statements whose views must outlive the statement (they store SQL text referring to them).
 _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}
 
 
-def run_sql(spark: Any, text: str, original: Callable[[str], Any], *, has_args: bool = False) -> Any:
+def run_sql(spark: SparkSession, text: str, original: Callable[[str], Any], *, has_args: bool = False) -> Any:
     """Run `text` as spark.sql does, with Delta tables served by pydelta.
 
     With parameter markers (`has_args`), queries over Delta tables run in Spark with the
@@ -91,7 +92,7 @@ _STATEMENT_NAMES = {"RecoverPartitions": "MSCK REPAIR TABLE",
                     "ShowTableExtended": "SHOW TABLE EXTENDED"}
 
 
-def refuse_unserved_delta_command(spark: Any, plan: Any, cache: dict) -> None:
+def refuse_unserved_delta_command(spark: SparkSession, plan: JavaObject, cache: dict) -> None:
     """A command pydelta does not serve, aimed at a Delta table: a clear error, never a JVM stack."""
     kind = jplan.kind(plan)
     if kind in _SPARK_SERVES or not jplan.is_command(spark, plan):
@@ -112,7 +113,7 @@ def refuse_unserved_delta_command(spark: Any, plan: Any, cache: dict) -> None:
             raise DeltaNotImplementedError(f"{name} on a Delta table is not supported by pydelta yet")
 
 
-def run_with_delta_relations(spark: Any, text: str, plan: Any, original: Callable[[str], Any],
+def run_with_delta_relations(spark: SparkSession, text: str, plan: JavaObject, original: Callable[[str], Any],
                               has_subqueries: bool = True, resolved: dict | None = None,
                               plan_substitution: bool = False) -> Any:
     """Run `text` in Spark with every Delta relation in it replaced by pydelta's scan."""
@@ -136,7 +137,7 @@ class _ParametersNeedBinding(Exception):
     """A statement pydelta serves from its text carries parameter markers: bind them first."""
 
 
-def _names_delta_table(spark: Any, summary: jplan.TreeSummary, cache: dict) -> bool:
+def _names_delta_table(spark: SparkSession, summary: jplan.TreeSummary, cache: dict) -> bool:
     """Whether any table the statement names is a Delta table (statements with odd names count as yes)."""
     from pydelta.spark.sql.targets import resolve
 

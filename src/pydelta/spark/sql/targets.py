@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydelta.log.storage import to_local_path
 from pydelta.spark import catalog
+from pydelta.spark._typing import SparkSession
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,14 @@ def path_parts(parts: list[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-def _is_temp_view(spark: Any, parts: list[str] | tuple[str, ...]) -> bool:
+def _is_temp_view(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> bool:
     if len(parts) != 1:
         return False
     return bool(spark._jsparkSession.sessionState().catalog().isTempView(
         spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(quote_parts(parts))))
 
 
-def resolve(spark: Any, parts: list[str] | tuple[str, ...], cache: dict | None = None) -> DeltaTarget | None:
+def resolve(spark: SparkSession, parts: list[str] | tuple[str, ...], cache: dict | None = None) -> DeltaTarget | None:
     """The Delta table `parts` names, or None when it names something else (or nothing).
 
     `cache` (one per statement) saves repeated catalog round trips for the same name.
@@ -64,7 +64,7 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...], cache: dict | None =
     return DeltaTarget(location, name) if location is not None else None
 
 
-def target_for_create(spark: Any, parts: list[str] | tuple[str, ...]) -> DeltaTarget:
+def target_for_create(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> DeltaTarget:
     """Where a new table of this name goes: its catalog or default managed location."""
     path = path_parts(parts)
     if path is not None:

@@ -8,9 +8,10 @@ from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark._typing import SparkSession
 
 
-def _target(spark: Any, ref: g.TableRef) -> DeltaTarget:
+def _target(spark: SparkSession, ref: g.TableRef) -> DeltaTarget:
     if ref.path is not None:
         from pydelta.log.storage import to_local_path
 
@@ -21,13 +22,13 @@ def _target(spark: Any, ref: g.TableRef) -> DeltaTarget:
     return target
 
 
-def _table(spark: Any, ref: g.TableRef) -> Any:
+def _table(spark: SparkSession, ref: g.TableRef) -> Any:
     from pydelta.spark.table_api import DeltaTableApi as DeltaTable
 
     return DeltaTable.forPath(spark, _target(spark, ref).path)
 
 
-def run_utility(spark: Any, stmt: object) -> Any:
+def run_utility(spark: SparkSession, stmt: object) -> Any:
     """Execute a parsed Delta utility statement; returns delta-spark's result DataFrame."""
     if isinstance(stmt, g.DescribeHistory):
         return _table(spark, stmt.table).history(stmt.limit)
@@ -84,7 +85,7 @@ def run_utility(spark: Any, stmt: object) -> Any:
     raise TypeError(f"not a Delta utility statement: {stmt!r}")
 
 
-def _describe_detail(spark: Any, stmt: g.DescribeDetail) -> Any:
+def _describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> Any:
     from pyspark.sql import functions as F
 
     target = _target(spark, stmt.table)
@@ -97,7 +98,7 @@ def _describe_detail(spark: Any, stmt: g.DescribeDetail) -> Any:
     return df
 
 
-def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
+def _vacuum(spark: SparkSession, stmt: g.Vacuum) -> Any:
     from pydelta.spark.maintenance.vacuum import vacuum
 
     table = _table(spark, stmt.table)
@@ -107,7 +108,7 @@ def _vacuum(spark: Any, stmt: g.Vacuum) -> Any:
     return spark.createDataFrame([(f"file:{table.path}",)], "path STRING")
 
 
-def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
+def _convert(spark: SparkSession, stmt: g.ConvertToDelta) -> Any:
     """CONVERT TO DELTA parquet.`/path` or a catalog table name [NO STATISTICS] [PARTITIONED BY (...)]."""
     from pydelta.spark.maintenance.convert import convert_catalog_table, convert_to_delta
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
 from pydelta.spark.hooks.state import _is_delta, _state
 from pydelta.spark.spark_errors import boundary, to_pyspark
+from pydelta.spark._typing import DataFrame
 
 # Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.
 QUERY_ID_KEY = "sql.streaming.queryId"
@@ -82,7 +83,7 @@ def _has_null_type(dtype: Any) -> bool:
     return False
 
 
-def make_spec(df: Any, path: str, mode: str | None, partition_by: list[str] | None, options: dict[str, Any]) -> SinkSpec:
+def make_spec(df: DataFrame, path: str, mode: str | None, partition_by: list[str] | None, options: dict[str, Any]) -> SinkSpec:
     """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
     from pydelta.log.storage import to_local_path
     from pydelta.protocol.schema import parse_schema
@@ -116,7 +117,7 @@ def make_spec(df: Any, path: str, mode: str | None, partition_by: list[str] | No
     return spec
 
 
-def write_batch(spec: SinkSpec, df: Any, batch_id: int, query_id: str) -> int | None:
+def write_batch(spec: SinkSpec, df: DataFrame, batch_id: int, query_id: str) -> int | None:
     """Commit one micro-batch; None when this (query id, batch id) already committed (a replay)."""
     from pydelta.spark.write.dataframe import write_dataframe
     from pydelta.txn.commit_info import Operation

@@ -8,9 +8,10 @@ from typing import Any, Sequence
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.read.scan import spark_schema
 from pydelta.spark.write.store_assignment import nullable_type, store_cast  # noqa: F401 - nullable_type re-exported
+from pydelta.spark._typing import DataFrame
 
 
-def conform(df: Any, schema: StructType, keep: Sequence[str] = ()) -> Any:
+def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> Any:
     """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns.
 
     `keep`: columns of `df` that are not table columns to carry along after them unchanged.

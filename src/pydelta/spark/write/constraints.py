@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from pydelta.errors import DeltaCastError, DeltaError, InvariantViolationError
 from pydelta.protocol.schema import StructType, quote_identifier
+from pydelta.spark._typing import DataFrame
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
 
@@ -59,7 +60,7 @@ def constraint_checks(schema: StructType, configuration: dict[str, str]) -> list
     return checks
 
 
-def with_checks(df: Any, checks: list[tuple[str, str]]) -> Any:
+def with_checks(df: DataFrame, checks: list[tuple[str, str]]) -> Any:
     """`df` with each check asserted per row, inline in the same job."""
     from pyspark.sql import functions as F
 

@@ -32,10 +32,11 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
+from pydelta.spark._typing import DataFrame, SparkSession
 
 
 
-def physical_dataframe(df: Any, schema: StructType, mode: str, passthrough: Sequence[str] = (),
+def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough: Sequence[str] = (),
                        hidden: Sequence[str] = ()) -> Any:
     """`df` (columns = the table's logical schema) with physical column names and field ids.
 
@@ -83,7 +84,7 @@ def _staged_files(staging: str) -> list[str]:
 
 
 def write_data_files(
-    df: Any,
+    df: DataFrame,
     table_root: str,
     metadata: Metadata,
     *,
@@ -165,7 +166,7 @@ class _DataFiles:
     Hadoop FileSystem for tables at `hdfs://`-like URIs (spark.hadoop_storage.HadoopDataFiles)."""
 
     @staticmethod
-    def for_table(spark: Any, table_root: str) -> Any:
+    def for_table(spark: SparkSession, table_root: str) -> Any:
         from pydelta.log.storage import is_remote_uri
 
         if is_remote_uri(table_root):

@@ -45,6 +45,7 @@ from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.spark.read.partitions import partition_rows_dataframe
 from pydelta.spark.transactions import engine_info, isolation_level, try_load
 from pydelta.spark.write.conform import conform
+from pydelta.spark._typing import DataFrame, SparkSession
 
 
 # ---- schema ---------------------------------------------------------------------------
@@ -93,7 +94,7 @@ class NewTableSpec:
 
 
 def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions,
-                   spark: Any = None, spec: NewTableSpec | None = None) -> Metadata:
+                   spark: SparkSession = None, spec: NewTableSpec | None = None) -> Metadata:
     """The metadata after this write (the existing one when nothing changes)."""
     if snapshot is None or (spec is not None and spec.replace):
         # Only a creation applies the session's table defaults (never overwriteSchema), as delta-spark.
@@ -137,7 +138,7 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
     )
 
 
-def _predicate_of(spark: Any, snapshot: Snapshot, sql: str) -> Predicate:
+def _predicate_of(spark: SparkSession, snapshot: Snapshot, sql: str) -> Predicate:
     from pydelta.spark.predicates import filter_condition, translate
 
     base = build_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
@@ -159,7 +160,7 @@ def _is_partition_only(predicate: Predicate, partition_cols: list[str]) -> bool:
 
 
 def files_matching_partitions(
-    spark: Any, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None = None
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None = None
 ) -> pa.Table:
     """Files whose partition values satisfy `condition` (SQL or Column on partition columns only)."""
     if files.num_rows == 0:
@@ -278,14 +279,14 @@ _WRITE_CONFS = (
 )
 
 
-def _after_session_txn(spark: Any, opts: WriteOptions) -> None:
+def _after_session_txn(spark: SparkSession, opts: WriteOptions) -> None:
     """delta-spark's txnVersion.autoReset: a session-conf txnVersion is used once, then unset."""
     if opts.txn_from_session and str(spark.conf.get(TXN_AUTO_RESET_CONF, "false")).lower() == "true":
         spark.conf.unset(TXN_VERSION_CONF)
 
 
 def write_dataframe(
-    df: Any,
+    df: DataFrame,
     path: str,
     mode: str | None = None,
     partition_by: list[str] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 from pydelta.protocol import properties
+from pydelta.spark._typing import DataFrame, SparkSession
 
 OPTION = "optimizeWrite"
 SESSION_CONF = "spark.databricks.delta.optimizeWrite.enabled"
@@ -21,7 +22,7 @@ def enabled(requested: bool | None, configuration: Mapping[str, str]) -> bool:
     return properties.AUTO_OPTIMIZE_OPTIMIZE_WRITE.get(configuration)
 
 
-def _bin_size(spark: Any) -> int:
+def _bin_size(spark: SparkSession) -> int:
     """The bin size in bytes; delta-spark's conf takes a byte size ("512m", "1g", or bytes)."""
     value = spark.conf.get(BIN_SIZE_CONF, None)
     if value is None:
@@ -29,7 +30,7 @@ def _bin_size(spark: Any) -> int:
     return int(spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(str(value)))
 
 
-def optimized(df: Any, partition_columns: list[str]) -> Any:
+def optimized(df: DataFrame, partition_columns: list[str]) -> Any:
     """`df` shuffled for an optimized write, as delta-spark's bins: rows hashed by the partition
     columns (unpartitioned: spread evenly), then Spark's adaptive execution packs the shuffle
     output into tasks of about `optimizeWrite.binSize` bytes. A small partition value is written
@@ -55,7 +56,7 @@ def optimized(df: Any, partition_columns: list[str]) -> Any:
     return DataFrame(jdf, df.sparkSession)
 
 
-def _without_adaptive_execution(df: Any, partition_columns: list[str]) -> Any:
+def _without_adaptive_execution(df: DataFrame, partition_columns: list[str]) -> Any:
     """With adaptive execution off nothing packs shuffle output: one task per partition value, or,
     unpartitioned, one per bin of the estimated size."""
     from pyspark.sql import functions as F

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionError
+from pydelta.spark._typing import SparkSession
 
 # The write options pydelta implements (besides `delta.*` table properties); keys are case-insensitive.
 WRITE_SUPPORTED = (
@@ -88,7 +89,7 @@ def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[
         )
 
 
-def session_conf(spark: Any = None) -> dict[str, str]:
+def session_conf(spark: SparkSession = None) -> dict[str, str]:
     """All SQL confs of `spark`; without one, of the active (else the first) SparkSession."""
     if spark is None:
         from pyspark.sql import SparkSession
@@ -101,7 +102,7 @@ def session_conf(spark: Any = None) -> dict[str, str]:
     return dict(get_all() if callable(get_all) else get_all)
 
 
-def checked_table_properties(spark: Any, properties: Mapping[str, str]) -> dict[str, str]:
+def checked_table_properties(spark: SparkSession, properties: Mapping[str, str]) -> dict[str, str]:
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
     from pydelta.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_properties

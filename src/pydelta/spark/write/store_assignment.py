@@ -17,6 +17,7 @@ widens the column and records `delta.typeChanges`), instead of being cast down.
 from __future__ import annotations
 
 from typing import Any
+from pydelta.spark._typing import DataFrame, SparkSession
 
 CAST_MARKER = "PYDELTA_CAST_FAILURE"
 
@@ -122,7 +123,7 @@ def written_type(table_type: Any, data_type: Any, widen: bool) -> Any:
     return spark_schema(merged)["c"].dataType
 
 
-def widens_on_insert(spark: Any, configuration: dict[str, str], options: dict[str, Any]) -> bool:
+def widens_on_insert(spark: SparkSession, configuration: dict[str, str], options: dict[str, Any]) -> bool:
     """Whether an INSERT into a table with `configuration` keeps wider source types: schema
     evolution (mergeSchema option, else autoMerge) on a table with type widening enabled."""
     from pydelta.protocol import type_widening
@@ -138,7 +139,7 @@ def inserted(col: Any, source_type: Any, field: Any, widen: bool) -> Any:
     return store_cast(col, source_type, target, field.name).alias(field.name)
 
 
-def cast_for_insert(df: Any, table: Any, widen: bool) -> Any:
+def cast_for_insert(df: DataFrame, table: Any, widen: bool) -> Any:
     """`df`, whose columns are named as the columns of `table` (a Spark StructType), as an INSERT
     stores it (`inserted`)."""
     from pyspark.sql import functions as F
