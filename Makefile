@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo lint test test-slow test-all test-fast test-witness witness bench java clean
+.PHONY: setup demo lint typecheck docs test test-slow test-all test-fast test-witness witness bench java clean
 
 setup: $(STAMP)
 
@@ -28,7 +28,15 @@ demo: setup
 lint: setup
 	$(PY) -m ruff check src tests benchmarks
 
-test: setup lint
+# mypy as pyproject.toml configures it: strict on protocol/, log/ and txn/.
+typecheck: setup
+	$(PY) -m mypy
+
+# The API reference (mkdocs + mkdocstrings), warnings as errors, into site/.
+docs: setup
+	$(PY) -m mkdocs build --strict --site-dir site
+
+test: setup lint typecheck docs
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" --durations=10
 
 test-slow: setup
@@ -52,4 +60,4 @@ bench: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache spark-warehouse
+	rm -rf $(VENV) site build dist src/*.egg-info .pytest_cache spark-warehouse
