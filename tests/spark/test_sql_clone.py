@@ -15,7 +15,8 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
-from pydelta.spark.sql.utility_grammar import Clone, parse_utility
+from pydelta.spark.sql.statements import parse_utility
+from pydelta.spark.sql.utility_grammar import Clone
 
 pytestmark = pytest.mark.spark
 

@@ -10,8 +10,9 @@ import pytest
 
 import pydelta
 from pydelta import errors
+from pydelta.spark.sql.statements import parse_utility
 from pydelta.spark.sql.utility_grammar import (
-    ConvertToDelta, DescribeHistory, Optimize, Restore, TableRef, Vacuum, parse_utility,
+    ConvertToDelta, DescribeHistory, Optimize, Restore, TableRef, Vacuum,
 )
 
 pytestmark = pytest.mark.spark

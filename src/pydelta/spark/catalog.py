@@ -16,6 +16,7 @@ from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
+from pydelta.spark.conf import conf_value
 from pydelta.spark.sql.jplan import string_literal
 from pydelta.spark.sql.raw import raw_sql
 from pydelta.spark._typing import SparkSession
@@ -91,7 +92,7 @@ def default_location(spark: SparkSession, name: str) -> str:
     try:
         return to_local_path(_jcatalog(spark).defaultTablePath(ident).toString())
     except Exception:  # the database does not exist: Spark's layout all the same
-        warehouse = to_local_path(spark.conf.get("spark.sql.warehouse.dir", "spark-warehouse"))
+        warehouse = to_local_path(conf_value(spark, "spark.sql.warehouse.dir", "spark-warehouse"))
         db = ident.database()
         table = ident.table().lower()
         if db.isDefined() and db.get().lower() != "default":

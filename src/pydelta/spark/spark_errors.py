@@ -212,7 +212,7 @@ class _Mixin:
         return self.getMessage()
 
 
-def _dynamic_class(cls: type, base: type) -> type:
+def _dynamic_class(cls: type[E.DeltaError], base: type) -> type[E.DeltaError]:
     key = (cls, base)
     made = _classes.get(key)
     if made is None:
@@ -246,7 +246,7 @@ def to_pyspark(e: BaseException, not_found: str | None = None) -> BaseException:
     new.args = e.args
     new.__dict__.update(e.__dict__)
     params = {"message": text}
-    base_init = _pyspark_class("PySparkException").__init__
+    base_init = getattr(_pyspark_class("PySparkException"), "__init__")  # pyspark's own, not the mixin's
     base_init(new, message=text, errorClass=cond, messageParameters=params)
     new.args = e.args
     return new

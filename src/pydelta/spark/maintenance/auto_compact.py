@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
-from pydelta.spark.maintenance._conf import conf_bytes, conf_value
+from pydelta.spark.conf import conf_bytes, conf_value
 from pydelta.spark.sql.jplan import string_literal
 from pydelta.protocol import properties
 from pydelta.spark._typing import SparkSession
@@ -88,7 +88,7 @@ def check_session_conf(spark: SparkSession) -> None:
 def _int_conf(spark: SparkSession, key: str, default: int) -> int:
     raw = conf_value(spark, key, str(default))
     try:
-        value = int(raw)  # type: ignore[arg-type]
+        value = int(raw)
     except ValueError:
         raise DeltaIllegalArgumentError(f"{key} should be an integer, got {raw!r}") from None
     if value < 0:

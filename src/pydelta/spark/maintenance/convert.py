@@ -34,9 +34,10 @@ from pydelta.protocol.partition_values import (
 )
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
-from pydelta.spark.maintenance._conf import conf_bool
+from pydelta.spark.conf import conf_bool
 from pydelta.spark.transactions import try_load
 from pydelta.txn.commit_info import Operation
+from pydelta.spark.jvm import jvm
 from pydelta.spark._typing import SparkSession
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -89,7 +90,7 @@ def _hidden_file(name: str) -> bool:
 
 def list_data_files(root: str) -> list[str]:
     """Every non-hidden file under `root`, sorted (the files CONVERT adds)."""
-    out = []
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not _hidden_dir(d))
         out.extend(os.path.join(dirpath, f) for f in filenames if not _hidden_file(f))
@@ -458,15 +459,15 @@ def _mark_as_delta(spark: SparkSession, meta: Any, schema_json: str) -> None:
     """
     from pydelta.spark.catalog import alter_table_metadata
 
-    jvm = spark._jvm
-    none = jvm.scala.Option.empty()
+    jv = jvm(spark)
+    none = jv.scala.Option.empty()
     storage = _case_copy(meta.storage(), inputFormat=none, outputFormat=none, serde=none)
     new_meta = _case_copy(
         meta,
-        provider=jvm.scala.Some("delta"),
+        provider=jv.scala.Some("delta"),
         schema=spark._jsparkSession.parseDataType(schema_json),
-        partitionColumnNames=jvm.PythonUtils.toSeq(jvm.java.util.ArrayList()),
-        properties=jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap()),
+        partitionColumnNames=jv.PythonUtils.toSeq(jv.java.util.ArrayList()),
+        properties=jv.PythonUtils.toScalaMap(jv.java.util.HashMap()),
         storage=storage,
     )
     alter_table_metadata(spark, new_meta)

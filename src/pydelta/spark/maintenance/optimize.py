@@ -39,7 +39,7 @@ from pydelta.errors import (
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering, geospatial, zcubes
 from pydelta.protocol.schema import quote_path, split_identifier
-from pydelta.spark.maintenance._conf import conf_bool, conf_bytes, conf_value
+from pydelta.spark.conf import conf_bool, conf_bytes, conf_value
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
 from pydelta.spark._typing import DataFrame, SparkSession
@@ -578,12 +578,43 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
             df = df.repartition(1) if use_repartition else df.coalesce(1)
         adds = write_data_files(
             df, snapshot.table_root, metadata, data_change=False,
-            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), hidden=hidden,
+            session_time_zone=conf_value(spark, "spark.sql.session.timeZone", "UTC"), hidden=hidden,
         )
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
     removes = [remove_action(a, data_change=False, timestamp_ms=timestamp_ms) for a in file_rows_to_adds(b.files)]
     return adds, removes
+
+
+@dataclass
+class _Settings:
+    """The session confs an OPTIMIZE run reads (file sizes, ratios, parallelism, Z-order tuning)."""
+
+    min_file_size: int
+    max_file_size: int
+    max_deleted_rows_ratio: float
+    max_threads: int
+    num_ranges: int
+    use_repartition: bool
+    add_noise: bool
+
+
+def _settings(spark: SparkSession, min_file_size: int | None, max_file_size: int | None) -> _Settings:
+    """OPTIMIZE's confs, checked before anything runs (explicit sizes win: auto compaction's own)."""
+    if min_file_size is None:
+        min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
+    if max_file_size is None:
+        max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
+    if max_file_size <= 0:
+        raise DeltaIllegalArgumentError(f"{MAX_FILE_SIZE_CONF} must be positive")
+    try:
+        max_ratio = float(conf_value(spark, MAX_DELETED_ROWS_RATIO_CONF, "0.05"))
+        max_threads = max(1, int(conf_value(spark, MAX_THREADS_CONF, "15")))
+        num_ranges = max(1, int(conf_value(spark, NUM_RANGE_IDS_CONF, "1000")))
+    except ValueError as e:
+        raise DeltaIllegalArgumentError(f"invalid OPTIMIZE configuration: {e}") from None
+    return _Settings(min_file_size, max_file_size, max_ratio, max_threads, num_ranges,
+                     conf_bool(spark, REPARTITION_CONF, False), conf_bool(spark, ADD_NOISE_CONF, True))
 
 
 def optimize(
@@ -598,7 +629,7 @@ def optimize(
     auto: bool = False,
     min_file_size: int | None = None,
     max_file_size: int | None = None,
-) -> Any:
+) -> DataFrame:
     """Run OPTIMIZE (compaction, or Z-order when `zorder_by` is given); returns delta-spark's result DataFrame.
 
     `purge` is REORG TABLE ... APPLY (PURGE): every file with a deletion vector is rewritten
@@ -611,46 +642,30 @@ def optimize(
     `auto` is auto compaction's run (spark/maintenance/auto_compact.py): its own file sizes
     instead of the OPTIMIZE confs, recorded with `auto: true`.
     """
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.txn.row_tracking import check_row_ids_preserved
 
     spark = table._spark
     start_ms = int(time.time() * 1000)
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()
-    from pydelta.txn.row_tracking import check_row_ids_preserved
-
-    check_row_ids_preserved(snapshot, "REORG" if purge or rewrite_paths is not None else "OPTIMIZE")
+    reorg = purge or rewrite_paths is not None
+    check_row_ids_preserved(snapshot, "REORG" if reorg else "OPTIMIZE")
     filters = list(partition_filters)
     zorder_by = list(zorder_by)
-    cluster_by = _clustering_columns(snapshot, filters, zorder_by, purge or rewrite_paths is not None)
-    partition_columns = snapshot.partition_columns
-    verify_partition_predicates(spark, filters, partition_columns)
+    cluster_by = _clustering_columns(snapshot, filters, zorder_by, reorg)
+    verify_partition_predicates(spark, filters, snapshot.partition_columns)
+    zorder_paths: list[list[str]] | None
     if cluster_by:
         zorder_paths = validate_zorder_columns(spark, snapshot, cluster_by)
     else:
         zorder_paths = validate_zorder_columns(spark, snapshot, zorder_by) if zorder_by else None
-
-    if min_file_size is None:
-        min_file_size = conf_bytes(spark, MIN_FILE_SIZE_CONF, _GIB)
-    if max_file_size is None:
-        max_file_size = conf_bytes(spark, MAX_FILE_SIZE_CONF, _GIB)
-    if max_file_size <= 0:
-        raise DeltaIllegalArgumentError(f"{MAX_FILE_SIZE_CONF} must be positive")
-    try:
-        max_ratio = float(conf_value(spark, MAX_DELETED_ROWS_RATIO_CONF, "0.05"))  # type: ignore[arg-type]
-        max_threads = max(1, int(conf_value(spark, MAX_THREADS_CONF, "15")))  # type: ignore[arg-type]
-        num_ranges = max(1, int(conf_value(spark, NUM_RANGE_IDS_CONF, "1000")))  # type: ignore[arg-type]
-    except ValueError as e:
-        raise DeltaIllegalArgumentError(f"invalid OPTIMIZE configuration: {e}") from None
-    use_repartition = conf_bool(spark, REPARTITION_CONF, False)
-    add_noise = conf_bool(spark, ADD_NOISE_CONF, True)
+    settings = _settings(spark, min_file_size, max_file_size)
 
     candidates = select_partitions(spark, snapshot, filters)
-    cube_tags: list[dict[str, str]] = []  # per bin, when clustering
     if purge:
         candidates = candidates.filter(candidates.column("deletion_vector").is_valid())
-        min_file_size, max_ratio = 0, 0.0
+        settings.min_file_size, settings.max_deleted_rows_ratio = 0, 0.0
+    cube_tags: list[dict[str, str]] = []  # per bin, when clustering
     if rewrite_paths is not None:
         candidates = candidates.filter(pc.is_in(candidates.column("path"), pa.array(list(rewrite_paths), pa.string())))
         bins = [Bin(_partition_key(candidates.slice(i, 1).to_pylist()[0]), candidates.slice(i, 1))
@@ -660,94 +675,119 @@ def optimize(
         candidates = pa.concat_tables([b.files for b in bins]) if bins else candidates.slice(0, 0)
         cube_tags = [zcubes.new_cube_tags(cluster_by) for _ in bins]
     else:
-        bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=min_file_size,
-                         max_file_size=max_file_size, max_deleted_rows_ratio=max_ratio)
-    metadata = snapshot.metadata
-    timestamp_ms = int(time.time() * 1000)
+        bins = plan_bins(candidates, zorder=bool(zorder_paths), min_file_size=settings.min_file_size,
+                         max_file_size=settings.max_file_size, max_deleted_rows_ratio=settings.max_deleted_rows_ratio)
 
-    result = OptimizeResult()
-    if bins:
-        def run(b: Bin) -> tuple[list[dict], list[dict]]:
-            return _rewrite_bin(spark, snapshot, metadata, b, zorder_paths, max_file_size, use_repartition,
-                                num_ranges, add_noise, timestamp_ms)
-
-        if len(bins) == 1 or max_threads == 1:
-            outputs = [run(b) for b in bins]
-        else:
-            with ThreadPoolExecutor(max_workers=min(max_threads, len(bins))) as pool:
-                outputs = list(pool.map(run, bins))
-        for i, (adds, removes) in enumerate(outputs):
-            if cluster_by:
-                for add in adds:  # each bin is one new ZCube
-                    add["clusteringProvider"] = clustering.PROVIDER
-                    add["tags"] = {**(add.get("tags") or {}), **cube_tags[i]}
-            result.adds.extend(adds)
-            result.removes.extend(removes)
-        for b in bins:
-            result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
-
+    result = _rewrite_bins(spark, snapshot, bins, zorder_paths, settings, cube_tags)
     if result.adds or result.removes:
         predicates = predicate_strings(spark, filters)
-        if purge or rewrite_paths is not None:
+        if reorg:
             operation = Operation.reorg_purge(predicates, apply_purge=purge)
         elif cluster_by is not None:
             operation = Operation.optimize(predicates, cluster_by=cluster_by, is_full=full, auto=auto)
         else:
             operation = Operation.optimize(predicates, zorder_by, auto=auto)
-        removed_sizes = [r.get("size") or 0 for r in result.removes]
-        added_sizes = [a["size"] for a in result.adds]
-        hist = _file_size_histogram(added_sizes)
-        metrics = {
-            "numAddedFiles": len(result.adds),
-            "numRemovedFiles": len(result.removes),
-            "numAddedBytes": sum(added_sizes),
-            "numRemovedBytes": sum(removed_sizes),
-            "minFileSize": hist["min"],
-            "p25FileSize": hist["p25"],
-            "p50FileSize": hist["p50"],
-            "p75FileSize": hist["p75"],
-            "maxFileSize": hist["max"],
-            "numDeletionVectorsRemoved": len(result.removed_dvs),
-        }
         read_predicate = _read_predicate(spark, snapshot, filters)
-        candidate_paths = candidates.column("path").to_pylist()
-        txn_snapshot = snapshot
-        hook = before_commit
-        for attempt in range(1, _MAX_COMMIT_ATTEMPTS + 1):
-            txn = OptimisticTransaction(
-                txn_snapshot.table_root, txn_snapshot, engine_info=engine_info(spark),
-                isolation_level=isolation_level(txn_snapshot.metadata),
-            )
-            if read_predicate is None:
-                txn.read_whole_table()
-            else:
-                txn.read_predicate(read_predicate)
-            txn.read_files(candidate_paths)
-            actions = [{"add": a} for a in result.adds] + [{"remove": r} for r in result.removes]
-            if hook is not None:
-                hook()
-                hook = None
-            try:
-                result.version = txn.commit(actions, operation, operation_metrics=metrics, data_change=False)
-                break
-            except DeltaConcurrentModificationException:
-                # delta-spark's commitAndRetry: still valid when every candidate file is still in
-                # the table and the partitioning did not change.
-                latest = txn_snapshot.update()
-                live = set(latest.files().column("path").to_pylist())
-                if (attempt == _MAX_COMMIT_ATTEMPTS or not set(candidate_paths) <= live
-                        or list(latest.partition_columns) != list(partition_columns)):
-                    raise
-                logger.info("OPTIMIZE of %s: retrying the commit after a concurrent update", snapshot.table_root)
-                txn_snapshot = latest
+        result.version = _commit(spark, snapshot, result, operation, read_predicate,
+                                 candidates.column("path").to_pylist(), before_commit)
+    metrics_row = _metrics_row(spark, snapshot, result, bins, candidates.num_rows, bool(zorder_paths),
+                               start_ms, int(time.time() * 1000))
+    return spark.createDataFrame([(f"file:{snapshot.table_root}", metrics_row)], result_schema())
 
-    end_ms = int(time.time() * 1000)
+
+def _rewrite_bins(spark: SparkSession, snapshot: Snapshot, bins: list[Bin], zorder_paths: list[list[str]] | None,
+                  settings: _Settings, cube_tags: list[dict[str, str]]) -> OptimizeResult:
+    """Rewrite every bin (in parallel, up to maxThreads); the adds and removes to commit."""
+    result = OptimizeResult()
+    if not bins:
+        return result
+    metadata = snapshot.metadata
+    timestamp_ms = int(time.time() * 1000)
+
+    def run(b: Bin) -> tuple[list[dict], list[dict]]:
+        return _rewrite_bin(spark, snapshot, metadata, b, zorder_paths, settings.max_file_size,
+                            settings.use_repartition, settings.num_ranges, settings.add_noise, timestamp_ms)
+
+    if len(bins) == 1 or settings.max_threads == 1:
+        outputs = [run(b) for b in bins]
+    else:
+        with ThreadPoolExecutor(max_workers=min(settings.max_threads, len(bins))) as pool:
+            outputs = list(pool.map(run, bins))
+    for i, (adds, removes) in enumerate(outputs):
+        if cube_tags:
+            for add in adds:  # each bin is one new ZCube
+                add["clusteringProvider"] = clustering.PROVIDER
+                add["tags"] = {**(add.get("tags") or {}), **cube_tags[i]}
+        result.adds.extend(adds)
+        result.removes.extend(removes)
+    for b in bins:
+        result.removed_dvs.extend(dv for dv in b.files.column("deletion_vector").to_pylist() if dv)
+    return result
+
+
+def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, operation: Operation,
+            read_predicate: Any, candidate_paths: list[str], before_commit: Callable[[], None] | None) -> int:
+    """Commit the rewrite, retrying as delta-spark's commitAndRetry does; the committed version."""
+    from pydelta.spark.transactions import engine_info, isolation_level
+    from pydelta.txn.transaction import OptimisticTransaction
+
     removed_sizes = [r.get("size") or 0 for r in result.removes]
     added_sizes = [a["size"] for a in result.adds]
+    hist = _file_size_histogram(added_sizes)
+    metrics = {
+        "numAddedFiles": len(result.adds),
+        "numRemovedFiles": len(result.removes),
+        "numAddedBytes": sum(added_sizes),
+        "numRemovedBytes": sum(removed_sizes),
+        "minFileSize": hist["min"],
+        "p25FileSize": hist["p25"],
+        "p50FileSize": hist["p50"],
+        "p75FileSize": hist["p75"],
+        "maxFileSize": hist["max"],
+        "numDeletionVectorsRemoved": len(result.removed_dvs),
+    }
+    partition_columns = list(snapshot.partition_columns)
+    txn_snapshot = snapshot
+    hook = before_commit
+    for attempt in range(1, _MAX_COMMIT_ATTEMPTS + 1):
+        txn = OptimisticTransaction(
+            txn_snapshot.table_root, txn_snapshot, engine_info=engine_info(spark),
+            isolation_level=isolation_level(txn_snapshot.metadata),
+        )
+        if read_predicate is None:
+            txn.read_whole_table()
+        else:
+            txn.read_predicate(read_predicate)
+        txn.read_files(candidate_paths)
+        actions = [{"add": a} for a in result.adds] + [{"remove": r} for r in result.removes]
+        if hook is not None:
+            hook()
+            hook = None
+        try:
+            return txn.commit(actions, operation, operation_metrics=metrics, data_change=False)
+        except DeltaConcurrentModificationException:
+            # delta-spark's commitAndRetry: still valid when every candidate file is still in
+            # the table and the partitioning did not change.
+            latest = txn_snapshot.update()
+            live = set(latest.files().column("path").to_pylist())
+            if (attempt == _MAX_COMMIT_ATTEMPTS or not set(candidate_paths) <= live
+                    or list(latest.partition_columns) != partition_columns):
+                raise
+            logger.info("OPTIMIZE of %s: retrying the commit after a concurrent update", snapshot.table_root)
+            txn_snapshot = latest
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _metrics_row(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, bins: list[Bin],
+                 num_candidates: int, zorder: bool, start_ms: int, end_ms: int) -> tuple[Any, ...]:
+    """delta-spark's OptimizeMetrics as the `metrics` struct of OPTIMIZE's result row."""
+    removed_sizes = [r.get("size") or 0 for r in result.removes]
+    added_sizes = [a["size"] for a in result.adds]
+    partitions = len({b.partition for b in bins})
     zorder_stats = None
-    if zorder_paths:
+    if zorder:
         merged = (len(result.removes), sum(removed_sizes))
-        zorder_stats = ("all", (0, 0), merged, 0, merged, len({b.partition for b in bins}), None)
+        zorder_stats = ("all", (0, 0), merged, 0, merged, partitions, None)
     dv_stats = None
     if result.removed_dvs:
         dv_stats = (len(result.removed_dvs), sum(int(d.get("cardinality") or 0) for d in result.removed_dvs))
@@ -761,17 +801,17 @@ def optimize(
         parallelism = int(spark.sparkContext.defaultParallelism)
     except Exception:
         parallelism = 0
-    metrics_row = (
+    return (
         len(result.adds),
         len(result.removes),
         _size_metrics(added_sizes),
         _size_metrics(removed_sizes),
-        len({b.partition for b in bins}),
+        partitions,
         zorder_stats,
         len(bins),
         len(bins),
-        candidates.num_rows,
-        candidates.num_rows - len(result.removes),
+        num_candidates,
+        num_candidates - len(result.removes),
         False,
         0,
         0,
@@ -784,4 +824,3 @@ def optimize(
         num_columns,
         with_stats,
     )
-    return spark.createDataFrame([(f"file:{snapshot.table_root}", metrics_row)], result_schema())

@@ -18,26 +18,27 @@ from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, DeltaProtocolError
 from pydelta.protocol.actions import Protocol
+from pydelta.protocol.features import TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, feature_spec
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
 
 
 def upgraded_protocol(current: Protocol, reader: int, writer: int) -> Protocol:
     """The protocol `upgradeTableProtocol(reader, writer)` produces from `current`."""
-    for name, value, limit in (("reader", reader, pu.TABLE_FEATURES_READER), ("writer", writer, pu.TABLE_FEATURES_WRITER)):
+    for name, value, limit in (("reader", reader, TABLE_FEATURES_READER), ("writer", writer, TABLE_FEATURES_WRITER)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
             raise DeltaIllegalArgumentError(f"The {name} version must be an integer between 1 and {limit}, got {value!r}")
-    if reader >= pu.TABLE_FEATURES_READER and writer < pu.TABLE_FEATURES_WRITER:
+    if reader >= TABLE_FEATURES_READER and writer < TABLE_FEATURES_WRITER:
         raise DeltaProtocolError(
-            f"Reader version {reader} (table features) requires writer version {pu.TABLE_FEATURES_WRITER}, got {writer}"
+            f"Reader version {reader} (table features) requires writer version {TABLE_FEATURES_WRITER}, got {writer}"
         )
     # delta-spark merges the requested versions into the current protocol: asking for lower
     # versions than the table has keeps the current ones (a no-op, not an error).
     reader = max(reader, current.min_reader_version)
     writer = max(writer, current.min_writer_version)
-    if reader >= pu.TABLE_FEATURES_READER and writer < pu.TABLE_FEATURES_WRITER:
-        writer = pu.TABLE_FEATURES_WRITER  # a table-features reader keeps its table-features writer
-    if writer < pu.TABLE_FEATURES_WRITER:
+    if reader >= TABLE_FEATURES_READER and writer < TABLE_FEATURES_WRITER:
+        writer = TABLE_FEATURES_WRITER  # a table-features reader keeps its table-features writer
+    if writer < TABLE_FEATURES_WRITER:
         return pu.legacy_protocol(reader, writer)
     names = pu.all_features(current)
     needed_reader = pu.min_versions(names, current)[0]
@@ -52,13 +53,13 @@ def protocol_with_feature(current: Protocol, feature: str) -> Protocol:
     while todo:  # the feature and everything it requires
         name = todo.pop()
         names.add(name)
-        todo.extend(r for r in pu.feature_spec(name).requires if r not in names)
+        todo.extend(r for r in feature_spec(name).requires if r not in names)
     reader = current.min_reader_version
-    if any(pu.feature_spec(n).reader_writer for n in names - set(pu.all_features(current))) or (
-        reader >= pu.TABLE_FEATURES_READER
+    if any(feature_spec(n).reader_writer for n in names - set(pu.all_features(current))) or (
+        reader >= TABLE_FEATURES_READER
     ):
-        reader = pu.TABLE_FEATURES_READER
-    elif any(pu.feature_spec(n).reader_writer for n in names):
+        reader = TABLE_FEATURES_READER
+    elif any(feature_spec(n).reader_writer for n in names):
         # a legacy reader-writer feature (columnMapping at reader 2) keeps its legacy reader version
         reader = max(reader, pu.min_versions(names, current)[0])
     return pu.features_protocol(reader, names, current)

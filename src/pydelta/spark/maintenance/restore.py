@@ -105,7 +105,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     from pyspark.sql.types import LongType, StructField, StructType
 
     from pydelta.spark.write.data_files import remove_action
-    from pydelta.spark.maintenance._conf import conf_bool
+    from pydelta.spark.conf import conf_bool
     from pydelta.spark.transactions import engine_info, isolation_level
     from pydelta.txn import protocol_upgrade as pu
     from pydelta.txn.transaction import OptimisticTransaction

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
-from pydelta.spark.maintenance._conf import conf_bool, conf_value
+from pydelta.spark.conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
 from pydelta.spark._typing import SparkSession
 

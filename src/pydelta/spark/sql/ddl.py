@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
-from pydelta.spark.maintenance._conf import conf_bool
+from pydelta.spark.conf import conf_bool
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create

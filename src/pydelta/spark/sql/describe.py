@@ -25,6 +25,8 @@ from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark.conf import conf_bool
+from pydelta.spark.jvm import jvm
 from pydelta.spark._typing import JavaObject, SparkSession
 
 # Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED
@@ -73,17 +75,13 @@ def _qualified(path: str) -> str:
     return path if "://" in path or path.startswith("file:") else "file:" + path
 
 
-def _jvm(spark: SparkSession) -> Any:
-    return spark._jvm
-
-
 def quote_if_needed(spark: SparkSession, part: str) -> str:
     """Spark's quoteIfNeeded: `a b` in backticks, plain identifiers as they are."""
-    return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.quoteIfNeeded(part))
+    return str(jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.quoteIfNeeded(part))
 
 
 def _escape(spark: SparkSession, text: str) -> str:
-    return str(_jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.escapeSingleQuotedString(text))
+    return str(jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.escapeSingleQuotedString(text))
 
 
 def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
@@ -141,7 +139,7 @@ def _user_properties(props: dict[str, str]) -> list[tuple[str, str]]:
 
 def jvm_schema(spark: SparkSession, snapshot: Snapshot) -> Any:
     """The table's schema as Spark's (JVM) StructType, field metadata included."""
-    return _jvm(spark).org.apache.spark.sql.types.DataType.fromJson(snapshot.metadata.schema_string)
+    return jvm(spark).org.apache.spark.sql.types.DataType.fromJson(snapshot.metadata.schema_string)
 
 
 def _comment(field: Any) -> str | None:
@@ -150,7 +148,7 @@ def _comment(field: Any) -> str | None:
 
 
 def _find_field(spark: SparkSession, fields: list[Any], name: str) -> Any | None:
-    case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
+    case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
     for field in fields:
         if field.name() == name or (not case_sensitive and str(field.name()).lower() == name.lower()):
             return field
@@ -234,7 +232,7 @@ def describe_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
             f"`{'`.`'.join(written)}` cannot be resolved. Did you mean one of the following? [{names}].")
     if len(parts) > 1:
         raise DeltaAnalysisError(f"DESC TABLE COLUMN does not support nested column: {'.'.join(written)}.")
-    raw = jplan.option(_jvm(spark).org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(field.metadata()))
+    raw = jplan.option(jvm(spark).org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(field.metadata()))
     data_type = raw if raw is not None else field.dataType()
     comment = _comment(field)
     rows = [("col_name", str(field.name())), ("data_type", str(data_type.catalogString())),
@@ -330,10 +328,10 @@ def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
 def _column_ddl(spark: SparkSession, field: Any) -> str:
     """StructField.toDDL as ShowCreateTableExec prints it, with GENERATED ALWAYS AS added."""
-    jvm = _jvm(spark)
+    jv = jvm(spark)
     metadata = field.metadata()
-    raw = jplan.option(jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(metadata))
-    data_type = jvm.org.apache.spark.sql.catalyst.types.DataTypeUtils.replaceNonCollatedTypesWithExplicitUTF8Binary(
+    raw = jplan.option(jv.org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(metadata))
+    data_type = jv.org.apache.spark.sql.catalyst.types.DataTypeUtils.replaceNonCollatedTypesWithExplicitUTF8Binary(
         raw if raw is not None else field.dataType())
     ddl = f"{quote_if_needed(spark, str(field.name()))} {data_type.sql()}"
     if not field.nullable():

@@ -13,6 +13,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
+from pydelta.spark.jvm import jvm
 from pydelta.spark._typing import JavaObject, SparkSession
 
 
@@ -101,7 +102,7 @@ def _dataframe_of(spark: SparkSession, text: str, node: Any) -> Any:
     if jplan.kind(node) == "LocalRelation":  # INSERT ... VALUES: Spark parsed the literal rows
         from pyspark.sql import DataFrame
 
-        jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, node)
+        jdf = jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, node)
         return DataFrame(jdf, spark)
     return spark.sql(jplan.text_of(text, node))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator
+from pydelta.spark.jvm import jvm
 from pydelta.spark._typing import JavaObject, SparkSession
 
 NOT_DELTA = object()  # a statement handler's answer: this statement is not for pydelta
@@ -67,7 +68,7 @@ def scala_list(node: Any, items: list[Any]) -> Any:
 
 def identity(spark: SparkSession, obj: Any) -> int:
     """The JVM identity hash of a Java object (tells apart equal but distinct nodes)."""
-    return int(spark._jvm.java.lang.System.identityHashCode(obj))
+    return int(jvm(spark).java.lang.System.identityHashCode(obj))
 
 
 def span(node: Any) -> tuple[int, int] | None:
@@ -162,9 +163,9 @@ _COMMAND_CLASS: dict[int, Any] = {}
 
 def is_command(spark: SparkSession, node: Any) -> bool:
     """True for statements (commands), False for queries."""
-    key = id(spark._jvm)
+    key = id(jvm(spark))
     if key not in _COMMAND_CLASS:
-        _COMMAND_CLASS[key] = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+        _COMMAND_CLASS[key] = jvm(spark).java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
     return bool(_COMMAND_CLASS[key].isInstance(node))
 
 

@@ -26,9 +26,10 @@ def bind_parameters(spark: SparkSession, text: str, args: Mapping[str, Any] | Se
             raise DeltaAnalysisError("[INVALID_QUERY_MIXED_QUERY_PARAMETERS] Parameterized query must either use "
                                      "positional, or named parameters, but not both.")
         if named:
-            if name not in args:  # type: ignore[operator]
-                raise _unbound(str(name))
-            value = args[name]  # type: ignore[index]
+            assert isinstance(args, Mapping) and name is not None  # named markers take a mapping
+            if name not in args:
+                raise _unbound(name)
+            value = args[name]
         else:
             if position >= len(args):
                 raise _unbound(f"_{position + 1}")

@@ -19,6 +19,7 @@ from typing import Any
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.raw import raw_sql
 from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark.jvm import gateway, jvm
 from pydelta.spark._typing import JavaObject, SparkSession
 
 _counter = itertools.count()
@@ -229,6 +230,7 @@ def _collect_conditions(rel: DeltaRelation, item: _Node) -> None:
             return
     elif not own_filter:
         return
+    assert above is not None  # a Filter: its own, or the one above the inner join
     for conjunct in _conjuncts(above.node.condition()):
         attrs = _attributes(conjunct)
         if not attrs:
@@ -356,7 +358,7 @@ def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[Delta
         return None
     if len(replaced) != len(relations):
         return None
-    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, new_plan), spark)
+    return DataFrame(jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, new_plan), spark)
 
 
 class _SubqueryPlans:
@@ -364,11 +366,11 @@ class _SubqueryPlans:
     which are not children of the node, so their Delta relations get the scan's plan too."""
 
     def __init__(self, spark: SparkSession, rebuild_plan: Any) -> None:
-        jvm = spark._jvm
+        jv = jvm(spark)
         self._spark = spark
         self._rebuild_plan = rebuild_plan
-        self._pattern = jvm.org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION()
-        load = jvm.java.lang.Class.forName
+        self._pattern = jv.org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION()
+        load = jv.java.lang.Class.forName
         self._expression = load("org.apache.spark.sql.catalyst.expressions.Expression")
         self._subquery = load("org.apache.spark.sql.catalyst.expressions.SubqueryExpression")
         self._seq = load("scala.collection.Seq")
@@ -383,7 +385,7 @@ class _SubqueryPlans:
         new_values = [self._value(v) for v in values]
         if all(a is b for a, b in zip(new_values, values)):
             return node
-        args = self._spark.sparkContext._gateway.new_array(self._spark._jvm.java.lang.Object, arity)
+        args = gateway(self._spark).new_array(jvm(self._spark).java.lang.Object, arity)
         for i, value in enumerate(new_values):
             args[i] = value
         return node.makeCopy(args)
@@ -396,7 +398,7 @@ class _SubqueryPlans:
         if self._option.isInstance(value) and value.isDefined():
             inner = value.get()
             new = self._value(inner)
-            return value if new is inner else self._spark._jvm.scala.Some(new)
+            return value if new is inner else jvm(self._spark).scala.Some(new)
         if self._seq.isInstance(value):
             items = jplan.seq(value)
             new_items = [self._value(item) for item in items]
@@ -430,7 +432,7 @@ def _with_ctes_rebuilt(spark: SparkSession, node: Any, rebuilt: Any) -> Any:
     if new_child is child and all(new is pair._2() for pair, new in new_pairs):
         return node
     tuples = [pair if new is pair._2() else _with_second(spark, pair, new) for pair, new in new_pairs]
-    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith(
+    return jvm(spark).org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith(
         new_child, jplan.scala_list(node, tuples), node.productElement(2))
 
 
@@ -438,7 +440,7 @@ def _with_second(spark: SparkSession, pair: Any, value: Any) -> Any:
     """The CTE entry `pair` (a Scala tuple: name, definition[, ...]) with its definition replaced."""
     items = [pair.productElement(i) for i in range(int(pair.productArity()))]
     items[1] = value
-    return getattr(spark._jvm.scala, f"Tuple{len(items)}")(*items)
+    return getattr(jvm(spark).scala, f"Tuple{len(items)}")(*items)
 
 
 def drop_views(spark: SparkSession, views: list[str]) -> None:

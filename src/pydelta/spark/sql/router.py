@@ -24,8 +24,7 @@ from pydelta.spark.sql.queries import (
     substitute,
     substitute_plan,
 )
-from pydelta.spark.sql.utility import run_utility
-from pydelta.spark.sql.utility_grammar import parse_utility
+from pydelta.spark.sql.statements import parse_utility, run_utility
 from pydelta.spark._typing import JavaObject, SparkSession
 
 
@@ -176,8 +175,9 @@ def install() -> None:
             bound = bind_parameters(self, sqlQuery, args)
             return run_sql(self, bound, lambda text: original_sql(self, text))
 
-    SparkSession._pydelta_original_sql = original_sql
     from pydelta.spark.spark_errors import boundary
 
-    SparkSession.sql = boundary(sql)  # DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
-    SparkSession._pydelta_sql_hooked = True
+    # patched on purpose; DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
+    setattr(SparkSession, "_pydelta_original_sql", original_sql)
+    setattr(SparkSession, "sql", boundary(sql))
+    setattr(SparkSession, "_pydelta_sql_hooked", True)

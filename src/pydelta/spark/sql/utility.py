@@ -1,4 +1,4 @@
-"""Running Delta's own statements (DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE, ...)."""
+"""Running Delta's own statements (DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE, ...): one runner each."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark._typing import SparkSession
+from pydelta.spark._typing import DataFrame, SparkSession
 
 
 def _target(spark: SparkSession, ref: g.TableRef) -> DeltaTarget:
@@ -28,64 +28,76 @@ def _table(spark: SparkSession, ref: g.TableRef) -> Any:
     return DeltaTable.forPath(spark, _target(spark, ref).path)
 
 
-def run_utility(spark: SparkSession, stmt: object) -> Any:
-    """Execute a parsed Delta utility statement; returns delta-spark's result DataFrame."""
-    if isinstance(stmt, g.DescribeHistory):
-        return _table(spark, stmt.table).history(stmt.limit)
-    if isinstance(stmt, g.DescribeDetail):
-        return _describe_detail(spark, stmt)
-    if isinstance(stmt, g.Restore):
-        table = _table(spark, stmt.table)
-        if stmt.version is not None:
-            return table.restoreToVersion(stmt.version)
-        return table.restoreToTimestamp(stmt.timestamp)
-    if isinstance(stmt, g.Vacuum):
-        return _vacuum(spark, stmt)
-    if isinstance(stmt, g.Optimize):
-        if stmt.full:
-            from pydelta.spark.maintenance.optimize import optimize
+# ---- one runner per statement (spark/sql/statements.py pairs them with their parsers);
+# each returns delta-spark's result DataFrame for the statement.
 
-            return optimize(_table(spark, stmt.table), [stmt.where] if stmt.where else [], full=True)
-        builder = _table(spark, stmt.table).optimize()
-        if stmt.where:
-            builder = builder.where(stmt.where)
-        return builder.executeZOrderBy(*stmt.zorder_by) if stmt.zorder_by else builder.executeCompaction()
-    if isinstance(stmt, g.Reorg):
-        builder = _table(spark, stmt.table).optimize()
-        return (builder.where(stmt.where) if stmt.where else builder).executePurge()
-    if isinstance(stmt, g.ClusterBy):
-        from pydelta.spark.maintenance.clustering import alter_cluster_by
-
-        alter_cluster_by(_table(spark, stmt.table), list(stmt.columns))
-        return jplan.empty_result(spark)
-    if isinstance(stmt, g.DropFeature):
-        from pydelta.spark.maintenance.drop_feature import drop_feature_support
-
-        drop_feature_support(_table(spark, stmt.table), stmt.feature, stmt.truncate_history)
-        return jplan.empty_result(spark)
-    if isinstance(stmt, g.SyncIdentity):
-        from pydelta.spark.ddl.identity import sync_identity
-
-        target = _target(spark, stmt.table)
-        sync_identity(spark, target.path, stmt.column, display=target.display())
-        return jplan.empty_result(spark)
-    if isinstance(stmt, g.ConvertToDelta):
-        return _convert(spark, stmt)
-    if isinstance(stmt, g.Generate):
-        _table(spark, stmt.table).generate(stmt.mode)
-        return jplan.empty_result(spark)
-    if isinstance(stmt, g.Clone):
-        from pydelta.spark.sql.clone import run_clone
-
-        return run_clone(spark, stmt, "" if stmt.from_parquet else _target(spark, stmt.source).path)
-    if isinstance(stmt, g.Unsupported):
-        if stmt.table is not None:
-            _target(spark, stmt.table)  # an unknown table is reported as such first
-        raise DeltaNotImplementedError(f"{stmt.statement} is not implemented in pydelta yet")
-    raise TypeError(f"not a Delta utility statement: {stmt!r}")
+def run_describe_history(spark: SparkSession, stmt: g.DescribeHistory) -> DataFrame:
+    return _table(spark, stmt.table).history(stmt.limit)
 
 
-def _describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> Any:
+def run_restore(spark: SparkSession, stmt: g.Restore) -> DataFrame:
+    table = _table(spark, stmt.table)
+    if stmt.version is not None:
+        return table.restoreToVersion(stmt.version)
+    return table.restoreToTimestamp(stmt.timestamp)
+
+
+def run_optimize(spark: SparkSession, stmt: g.Optimize) -> DataFrame:
+    if stmt.full:
+        from pydelta.spark.maintenance.optimize import optimize
+
+        return optimize(_table(spark, stmt.table), [stmt.where] if stmt.where else [], full=True)
+    builder = _table(spark, stmt.table).optimize()
+    if stmt.where:
+        builder = builder.where(stmt.where)
+    return builder.executeZOrderBy(*stmt.zorder_by) if stmt.zorder_by else builder.executeCompaction()
+
+
+def run_reorg(spark: SparkSession, stmt: g.Reorg) -> DataFrame:
+    builder = _table(spark, stmt.table).optimize()
+    return (builder.where(stmt.where) if stmt.where else builder).executePurge()
+
+
+def run_cluster_by(spark: SparkSession, stmt: g.ClusterBy) -> DataFrame:
+    from pydelta.spark.maintenance.clustering import alter_cluster_by
+
+    alter_cluster_by(_table(spark, stmt.table), list(stmt.columns))
+    return jplan.empty_result(spark)
+
+
+def run_drop_feature(spark: SparkSession, stmt: g.DropFeature) -> DataFrame:
+    from pydelta.spark.maintenance.drop_feature import drop_feature_support
+
+    drop_feature_support(_table(spark, stmt.table), stmt.feature, stmt.truncate_history)
+    return jplan.empty_result(spark)
+
+
+def run_sync_identity(spark: SparkSession, stmt: g.SyncIdentity) -> DataFrame:
+    from pydelta.spark.ddl.identity import sync_identity
+
+    target = _target(spark, stmt.table)
+    sync_identity(spark, target.path, stmt.column, display=target.display())
+    return jplan.empty_result(spark)
+
+
+def run_generate(spark: SparkSession, stmt: g.Generate) -> DataFrame:
+    _table(spark, stmt.table).generate(stmt.mode)
+    return jplan.empty_result(spark)
+
+
+def run_clone_statement(spark: SparkSession, stmt: g.Clone) -> DataFrame:
+    from pydelta.spark.sql.clone import run_clone
+
+    return run_clone(spark, stmt, "" if stmt.from_parquet else _target(spark, stmt.source).path)
+
+
+def run_unsupported(spark: SparkSession, stmt: g.Unsupported) -> DataFrame:
+    if stmt.table is not None:
+        _target(spark, stmt.table)  # an unknown table is reported as such first
+    raise DeltaNotImplementedError(f"{stmt.statement} is not implemented in pydelta yet")
+
+
+def run_describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> DataFrame:
     from pyspark.sql import functions as F
 
     target = _target(spark, stmt.table)
@@ -98,7 +110,7 @@ def _describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> Any:
     return df
 
 
-def _vacuum(spark: SparkSession, stmt: g.Vacuum) -> Any:
+def run_vacuum(spark: SparkSession, stmt: g.Vacuum) -> DataFrame:
     from pydelta.spark.maintenance.vacuum import vacuum
 
     table = _table(spark, stmt.table)
@@ -108,7 +120,7 @@ def _vacuum(spark: SparkSession, stmt: g.Vacuum) -> Any:
     return spark.createDataFrame([(f"file:{table.path}",)], "path STRING")
 
 
-def _convert(spark: SparkSession, stmt: g.ConvertToDelta) -> Any:
+def run_convert(spark: SparkSession, stmt: g.ConvertToDelta) -> DataFrame:
     """CONVERT TO DELTA parquet.`/path` or a catalog table name [NO STATISTICS] [PARTITIONED BY (...)]."""
     from pydelta.spark.maintenance.convert import convert_catalog_table, convert_to_delta
 

@@ -3,8 +3,8 @@
 DESCRIBE HISTORY/DETAIL, RESTORE, VACUUM, OPTIMIZE, CONVERT TO DELTA, GENERATE,
 REORG, ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY], ALTER TABLE ... CLUSTER BY,
 ALTER TABLE ... ALTER COLUMN c SYNC IDENTITY and [CREATE [OR REPLACE] | REPLACE] TABLE ...
-SHALLOW CLONE. `parse_utility` returns None for any other
-statement, which then goes to Spark's parser.
+SHALLOW CLONE: one dataclass and one parser each. spark/sql/statements.py lists them with
+their runners; any other statement goes to Spark's parser.
 """
 
 from __future__ import annotations
@@ -167,126 +167,174 @@ def _dotted(ts: TokenStream) -> str:
     return ".".join(parts)
 
 
-def parse_utility(text: str) -> object | None:
-    """The Delta utility statement in `text`, or None when it is not one of them."""
-    head = text.lstrip()[:40].upper()
-    if head.startswith(("CREATE", "REPLACE")):
-        return _clone(text)
-    if not head.startswith(("DESC", "RESTORE", "VACUUM", "OPTIMIZE", "CONVERT", "GENERATE", "REORG", "ALTER")):
+# ---- one parser per statement: each reads a fresh token stream from the statement's start
+# and returns None when the text is not its statement (spark/sql/statements.py lists them).
+
+def parse_describe_history(ts: TokenStream) -> DescribeHistory | None:
+    """DESC[RIBE] HISTORY table [LIMIT n]."""
+    if not ((ts.accept("DESCRIBE") or ts.accept("DESC")) and ts.accept("HISTORY")):
         return None
-    ts = TokenStream(text)
-    if ts.accept("DESCRIBE") or ts.accept("DESC"):
-        if ts.accept("HISTORY"):
-            table = _table(ts)
-            limit = ts.integer() if ts.accept("LIMIT") else None
-            _end(ts)
-            return DescribeHistory(table, limit)
-        if ts.accept("DETAIL"):
-            table = _table(ts)
-            _end(ts)
-            return DescribeDetail(table)
+    table = _table(ts)
+    limit = ts.integer() if ts.accept("LIMIT") else None
+    _end(ts)
+    return DescribeHistory(table, limit)
+
+
+def parse_describe_detail(ts: TokenStream) -> DescribeDetail | None:
+    """DESC[RIBE] DETAIL table."""
+    if not ((ts.accept("DESCRIBE") or ts.accept("DESC")) and ts.accept("DETAIL")):
         return None
-    if ts.accept("RESTORE"):
-        ts.accept("TABLE")
-        table = _table(ts)
-        ts.accept("TO")
-        if ts.accept("VERSION", "AS", "OF"):
-            version = ts.integer()
-            _end(ts)
-            return Restore(table, version=version)
-        ts.expect("TIMESTAMP", "AS", "OF")
-        timestamp = ts.string()
+    table = _table(ts)
+    _end(ts)
+    return DescribeDetail(table)
+
+
+def parse_restore(ts: TokenStream) -> Restore | None:
+    """RESTORE [TABLE] table [TO] VERSION AS OF n | TIMESTAMP AS OF 'ts'."""
+    if not ts.accept("RESTORE"):
+        return None
+    ts.accept("TABLE")
+    table = _table(ts)
+    ts.accept("TO")
+    if ts.accept("VERSION", "AS", "OF"):
+        version = ts.integer()
         _end(ts)
-        return Restore(table, timestamp=timestamp)
-    if ts.accept("VACUUM"):
-        table = _table(ts)
-        lite = ts.accept("LITE")
-        if not lite:
-            ts.accept("FULL")
-        hours = None
-        if ts.accept("RETAIN"):
-            hours = ts.number()
-            ts.expect("HOURS")
-        dry = ts.accept("DRY", "RUN")
-        _end(ts)
-        return Vacuum(table, hours, dry, lite)
-    if ts.accept("OPTIMIZE"):
-        table = _table(ts)
-        full = ts.accept("FULL")
-        where = ts.text_until(("ZORDER", "BY")) if ts.accept("WHERE") else None
-        zorder = _column_list(ts) if ts.accept("ZORDER", "BY") else ()
-        _end(ts)
-        return Optimize(table, where, zorder, full)
-    if ts.accept("CONVERT", "TO", "DELTA"):
-        parts = [ts.identifier()]
-        while ts.accept_punct("."):
-            parts.append(ts.identifier())
-        if len(parts) == 2 and _looks_like_path(parts[1]):
-            table, fmt = TableRef(path=parts[1]), parts[0].lower()
-        else:
-            table, fmt = TableRef(parts=tuple(parts)), None
-        no_stats = ts.accept("NO", "STATISTICS")
-        partition_schema = None
-        if ts.accept("PARTITIONED", "BY"):
-            ts.expect_punct("(")
-            partition_schema = ts.text_until()
-            if partition_schema.endswith(")"):
-                partition_schema = partition_schema[:-1].strip()
-        _end(ts)
-        return ConvertToDelta(table, fmt, partition_schema, no_stats)
-    if ts.accept("GENERATE"):
-        mode = ts.identifier()
-        ts.expect("FOR", "TABLE")
-        table = _table(ts)
-        _end(ts)
-        return Generate(mode, table)
-    if ts.accept("REORG", "TABLE"):
-        table = _table(ts)
-        where = ts.text_until(("APPLY",)) if ts.accept("WHERE") else None
-        ts.expect("APPLY")
+        return Restore(table, version=version)
+    ts.expect("TIMESTAMP", "AS", "OF")
+    timestamp = ts.string()
+    _end(ts)
+    return Restore(table, timestamp=timestamp)
+
+
+def parse_vacuum(ts: TokenStream) -> Vacuum | None:
+    """VACUUM table [LITE | FULL] [RETAIN n HOURS] [DRY RUN]."""
+    if not ts.accept("VACUUM"):
+        return None
+    table = _table(ts)
+    lite = ts.accept("LITE")
+    if not lite:
+        ts.accept("FULL")
+    hours = None
+    if ts.accept("RETAIN"):
+        hours = ts.number()
+        ts.expect("HOURS")
+    dry = ts.accept("DRY", "RUN")
+    _end(ts)
+    return Vacuum(table, hours, dry, lite)
+
+
+def parse_optimize(ts: TokenStream) -> Optimize | None:
+    """OPTIMIZE table [FULL] [WHERE predicate] [ZORDER BY (columns)]."""
+    if not ts.accept("OPTIMIZE"):
+        return None
+    table = _table(ts)
+    full = ts.accept("FULL")
+    where = ts.text_until(("ZORDER", "BY")) if ts.accept("WHERE") else None
+    zorder = _column_list(ts) if ts.accept("ZORDER", "BY") else ()
+    _end(ts)
+    return Optimize(table, where, zorder, full)
+
+
+def parse_convert(ts: TokenStream) -> ConvertToDelta | None:
+    """CONVERT TO DELTA parquet.`/path` | table [NO STATISTICS] [PARTITIONED BY (schema)]."""
+    if not ts.accept("CONVERT", "TO", "DELTA"):
+        return None
+    parts = [ts.identifier()]
+    while ts.accept_punct("."):
+        parts.append(ts.identifier())
+    if len(parts) == 2 and _looks_like_path(parts[1]):
+        table, fmt = TableRef(path=parts[1]), parts[0].lower()
+    else:
+        table, fmt = TableRef(parts=tuple(parts)), None
+    no_stats = ts.accept("NO", "STATISTICS")
+    partition_schema = None
+    if ts.accept("PARTITIONED", "BY"):
         ts.expect_punct("(")
-        if not ts.accept("PURGE"):
-            return Unsupported("REORG TABLE ... APPLY (UPGRADE UNIFORM ...)", table)
-        ts.expect_punct(")")
+        partition_schema = ts.text_until()
+        if partition_schema.endswith(")"):
+            partition_schema = partition_schema[:-1].strip()
+    _end(ts)
+    return ConvertToDelta(table, fmt, partition_schema, no_stats)
+
+
+def parse_generate(ts: TokenStream) -> Generate | None:
+    """GENERATE mode FOR TABLE table."""
+    if not ts.accept("GENERATE"):
+        return None
+    mode = ts.identifier()
+    ts.expect("FOR", "TABLE")
+    table = _table(ts)
+    _end(ts)
+    return Generate(mode, table)
+
+
+def parse_reorg(ts: TokenStream) -> Reorg | Unsupported | None:
+    """REORG TABLE table [WHERE predicate] APPLY (PURGE); other APPLY forms are recognised, not run."""
+    if not ts.accept("REORG", "TABLE"):
+        return None
+    table = _table(ts)
+    where = ts.text_until(("APPLY",)) if ts.accept("WHERE") else None
+    ts.expect("APPLY")
+    ts.expect_punct("(")
+    if not ts.accept("PURGE"):
+        return Unsupported("REORG TABLE ... APPLY (UPGRADE UNIFORM ...)", table)
+    ts.expect_punct(")")
+    _end(ts)
+    return Reorg(table, where)
+
+
+def parse_drop_feature(ts: TokenStream) -> DropFeature | None:
+    """ALTER TABLE table DROP FEATURE name [TRUNCATE HISTORY]."""
+    if not ts.accept("ALTER", "TABLE"):
+        return None
+    table = _table(ts)
+    if not ts.accept("DROP", "FEATURE"):
+        return None
+    peek = ts.peek()
+    feature = ts.string() if peek is not None and peek.kind == "string" else ts.identifier()
+    truncate = ts.accept("TRUNCATE", "HISTORY")
+    _end(ts)
+    return DropFeature(table, feature, truncate)
+
+
+def parse_cluster_by(ts: TokenStream) -> ClusterBy | None:
+    """ALTER TABLE table CLUSTER BY (columns) | NONE."""
+    if not ts.accept("ALTER", "TABLE"):
+        return None
+    table = _table(ts)
+    if not ts.accept("CLUSTER", "BY"):
+        return None
+    if ts.accept("NONE"):
         _end(ts)
-        return Reorg(table, where)
-    if ts.accept("ALTER", "TABLE"):
-        table = _table(ts)
-        if ts.accept("DROP", "FEATURE"):
-            peek = ts.peek()
-            feature = ts.string() if peek is not None and peek.kind == "string" else ts.identifier()
-            truncate = ts.accept("TRUNCATE", "HISTORY")
-            _end(ts)
-            return DropFeature(table, feature, truncate)
-        if ts.accept("CLUSTER", "BY"):
-            if ts.accept("NONE"):
-                _end(ts)
-                return ClusterBy(table, ())
-            ts.expect_punct("(")
-            columns = [_dotted(ts)]
-            while ts.accept_punct(","):
-                columns.append(_dotted(ts))
-            ts.expect_punct(")")
-            _end(ts)
-            return ClusterBy(table, tuple(columns))
-        if ts.accept("ALTER") or ts.accept("CHANGE"):
-            ts.accept("COLUMN")
-            nxt = ts.peek()
-            if nxt is None or nxt.kind not in ("word", "quoted"):
-                return None  # Spark's parser reports it
-            column = ts.identifier()
-            if ts.accept("SYNC", "IDENTITY"):
-                _end(ts)
-                return SyncIdentity(table, column)
-        return None
-    return None
+        return ClusterBy(table, ())
+    columns = _column_list(ts)
+    _end(ts)
+    return ClusterBy(table, columns)
 
 
-def _clone(text: str) -> Clone | None:
-    """A CLONE statement, or None for any other CREATE / REPLACE (Spark's parser takes those)."""
-    if "CLONE" not in text.upper():
+def parse_sync_identity(ts: TokenStream) -> SyncIdentity | None:
+    """ALTER TABLE table ALTER|CHANGE [COLUMN] column SYNC IDENTITY (other ALTER COLUMN forms are Spark's)."""
+    if not ts.accept("ALTER", "TABLE"):
         return None
-    ts = TokenStream(text)
+    table = _table(ts)
+    if not (ts.accept("ALTER") or ts.accept("CHANGE")):
+        return None
+    ts.accept("COLUMN")
+    nxt = ts.peek()
+    if nxt is None or nxt.kind not in ("word", "quoted"):
+        return None  # Spark's parser reports it
+    column = ts.identifier()
+    if not ts.accept("SYNC", "IDENTITY"):
+        return None
+    _end(ts)
+    return SyncIdentity(table, column)
+
+
+def parse_clone(ts: TokenStream) -> Clone | None:
+    """[CREATE [OR REPLACE] | REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE source ...;
+    None for any other CREATE / REPLACE (Spark's parser takes those)."""
+    if "CLONE" not in ts.text.upper():
+        return None
     create, replace, if_not_exists = True, False, False
     if ts.accept("CREATE", "OR", "REPLACE", "TABLE"):
         replace = True
@@ -342,13 +390,6 @@ def _property_list(ts: TokenStream) -> tuple[tuple[str, str], ...]:
             break
     ts.expect_punct(")")
     return tuple(out)
-
-
-def _dotted(ts: TokenStream) -> str:
-    parts = [ts.identifier()]
-    while ts.accept_punct("."):
-        parts.append(ts.identifier())
-    return ".".join(parts)
 
 
 def _end(ts: TokenStream) -> None:
