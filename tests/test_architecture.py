@@ -123,3 +123,73 @@ def test_no_import_cycles():
 
 def test_the_cycle_check_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_the_spark_layer_imports_pyspark():
+    """The log core, the CLI and the light install run without pyspark (see test_light_install).
+    pydelta.demo is the end-to-end demo on local Spark."""
+    wrong = []
+    for name, path in _modules().items():
+        if name in ("pydelta.spark", "pydelta.demo") or name.startswith("pydelta.spark."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            wrong.extend(f"{name} imports {m}" for m in found if m.split(".")[0] in ("pyspark", "py4j"))
+    assert wrong == []
+
+
+_SPARK_TYPES = {"Column", "DataFrame", "SparkSession"}
+
+
+def _typing_names_used_at_run_time(path: Path) -> list[str]:
+    """Uses of spark/_typing's names outside annotations: they are `Any` at run time."""
+    tree = ast.parse(path.read_text())
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+                and n.module == "pydelta.spark._typing" for a in n.names} & _SPARK_TYPES
+    if not imported:
+        return []
+    in_annotations = {id(m) for n in ast.walk(tree) for attr in ("annotation", "returns")
+                      if getattr(n, attr, None) is not None for m in ast.walk(getattr(n, attr))}
+    found: list[str] = []
+
+    def visit(node: ast.AST, shadowed: set[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            shadowed = shadowed | {a.asname or a.name.split(".")[0] for m in ast.walk(node)
+                                   if isinstance(m, (ast.Import, ast.ImportFrom)) for a in m.names}
+        elif (isinstance(node, ast.Name) and node.id in imported and node.id not in shadowed
+              and id(node) not in in_annotations):
+            found.append(f"{path.name}:{node.lineno} {node.id}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, shadowed)
+
+    for top in tree.body:
+        if not isinstance(top, (ast.Import, ast.ImportFrom)):
+            visit(top, set())
+    return found
+
+
+def test_spark_type_names_are_only_annotations():
+    wrong = [use for path in _modules().values() for use in _typing_names_used_at_run_time(path)]
+    assert wrong == []
+
+
+def test_the_type_name_check_sees_a_run_time_use(tmp_path: Path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from pydelta.spark._typing import DataFrame\n\ndef f(x: DataFrame) -> bool:\n"
+                   "    return isinstance(x, DataFrame)\n")
+    assert _typing_names_used_at_run_time(bad) == ["bad.py:4 DataFrame"]
+
+
+def _function_lengths(path: Path) -> list[tuple[int, str]]:
+    return [(n.end_lineno - n.lineno + 1, n.name) for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno is not None]
+
+
+def test_modules_and_functions_stay_small():
+    """The house's size limits: modules under 800 lines, functions under 150."""
+    big_modules = [f"{name}: {n}" for name, path in _modules().items()
+                   if (n := len(path.read_text().splitlines())) > 800]
+    long_functions = [f"{name}.{fn}: {n}" for name, path in _modules().items()
+                      for n, fn in _function_lengths(path) if n > 150]
+    assert big_modules == [] and long_functions == []
