@@ -116,6 +116,10 @@ class TableAlreadyExistsError(DeltaAnalysisError):
 class DeltaConcurrentModificationException(DeltaError):
     """Base of the conflicts detected when a commit loses a race."""
 
+    #: The winning commit's version and operation; set by the conflict checker that raises it.
+    version: int
+    operation: str
+
 
 class ConcurrentWriteException(DeltaConcurrentModificationException):
     """A concurrent transaction wrote data the current one depends on."""
@@ -147,6 +151,10 @@ class ConcurrentTransactionException(DeltaConcurrentModificationException):
 
 class DeltaNotImplementedError(DeltaError, NotImplementedError):
     """A Delta capability pydelta does not implement yet; the message names it."""
+
+
+class DeltaMissingDependencyError(DeltaError, ImportError):
+    """An optional dependency is not installed; the message names the pip extra that brings it."""
 
 
 class DeltaUnsupportedOptionError(DeltaNotImplementedError):

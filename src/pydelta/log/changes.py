@@ -75,8 +75,8 @@ def read_versions(
     `Snapshot.unbackfilled_commits`), so the feed reaches the owner's latest version.
     """
     commits = list_log(storage, table_root, start).commits
-    for version, info in (extra_commits or {}).items():
-        commits.setdefault(version, info)
+    for version, extra in (extra_commits or {}).items():
+        commits.setdefault(version, extra)
     previous_ts: int | None = None
     for version in range(start, end + 1):
         info: FileInfo | None = commits.get(version)
@@ -120,11 +120,11 @@ def change_files(version: VersionActions, table_root: str) -> list[ChangeFile]:
         if r["path"] not in added_paths:
             out.append(_file(r, v, ts, "delete"))
     for x in adds:
-        r = removed_by_path.get(x["path"])
-        if r is None:
+        removed = removed_by_path.get(x["path"])
+        if removed is None:
             out.append(_file(x, v, ts, "insert"))
         else:
-            out.extend(_dv_diff(r, x, v, ts, table_root))
+            out.extend(_dv_diff(removed, x, v, ts, table_root))
     return out
 
 

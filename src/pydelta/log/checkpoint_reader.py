@@ -82,7 +82,7 @@ def _parquet_batches(storage: Storage, path: str) -> Iterator[pa.Table]:
         raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
 
 
-def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[dict]) -> None:
+def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[dict[str, Any]]) -> None:
     """protocol, metaData, txn, domainMetadata, sidecar: few rows, fine in Python."""
     names = table.column_names
     if "protocol" in names:
@@ -106,7 +106,7 @@ def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[dict
         sidecars.extend(_non_null(table.column("sidecar")).to_pylist())
 
 
-def _as_dict(value) -> dict:
+def _as_dict(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if isinstance(value, dict):
@@ -118,7 +118,7 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
     out = CheckpointContents(checkpoint.version)
     adds: list[pa.Array] = []
     removes: list[pa.Array] = []
-    sidecars: list[dict] = []
+    sidecars: list[dict[str, Any]] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
             actions = parse_actions(storage.read(f.path), checkpoint.version, f.path)
@@ -146,7 +146,7 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
 def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> list[FileInfo]:
     """The sidecar files a V2 checkpoint's top-level file names (read from that file alone),
     with the sizes it records for them."""
-    sidecars: list[dict] = []
+    sidecars: list[dict[str, Any]] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
             sidecars.extend(parse_actions(storage.read(f.path), checkpoint.version, f.path).sidecars)
@@ -158,7 +158,7 @@ def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> lis
 
 
 def _existing_sidecars(storage: Storage, log_dir: str, checkpoint: Checkpoint,
-                       sidecars: list[dict]) -> list[FileInfo]:
+                       sidecars: list[dict[str, Any]]) -> list[FileInfo]:
     """Sidecar actions as files: a bare name lives in `_delta_log/_sidecars`; every one must exist."""
     files = []
     for sidecar in sidecars:

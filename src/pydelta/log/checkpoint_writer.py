@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -155,7 +156,8 @@ def _fmix(h: np.ndarray, length: np.ndarray) -> np.ndarray:
     h = h ^ length
     h = (h ^ (h >> np.uint32(16))) * np.uint32(0x85EBCA6B)
     h = (h ^ (h >> np.uint32(13))) * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
+    mixed: np.ndarray = h ^ (h >> np.uint32(16))
+    return mixed
 
 
 def _spark_string_hash(strings: pa.Array) -> np.ndarray:
@@ -490,7 +492,7 @@ def _write_multipart(job: _Job, parts: int) -> _Written:
     return _Written(job.version, size, parts, size_in_bytes, len(job.adds))
 
 
-def _write_sidecars(job: _Job, parts: int) -> list[dict]:
+def _write_sidecars(job: _Job, parts: int) -> list[dict[str, Any]]:
     """The file actions in `parts` sidecar files (empty ones skipped); their `sidecar` rows."""
     if len(job.adds) + len(job.removes) == 0:
         return []
@@ -612,6 +614,7 @@ def write_checkpoint(
         adds=_checkpoint_adds(snapshot, _options(snapshot)),
         removes=_checkpoint_removes(snapshot, now),
     )
+    written: _Written | None
     if use_v2:
         written = _write_v2(job, parts)
     elif parts is not None and parts > 1:

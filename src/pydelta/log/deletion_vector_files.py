@@ -11,7 +11,7 @@ import os
 import struct
 import uuid
 import zlib
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -35,7 +35,7 @@ __all__ = ["read_deleted_rows", "write_deletion_vector_file", "write_deletion_ve
 # ---- reading ------------------------------------------------------------------------
 
 
-def _open_dv_file(path: str) -> Any:
+def _open_dv_file(path: str) -> BinaryIO:
     """A binary file object over the DV file: local, or read whole through the table's storage
     (object stores, or the Spark session's Hadoop FileSystem) when `path` is a remote URI."""
     if not _is_remote_uri(path):

@@ -23,13 +23,15 @@ def _commit_info(data: bytes) -> dict[str, Any]:
     for line in data.splitlines():
         line = line.strip()
         if line.startswith(b'{"commitInfo"'):
-            return json.loads(line)["commitInfo"]
+            first: dict[str, Any] = json.loads(line)["commitInfo"]
+            return first
     for line in data.splitlines():
         line = line.strip()
         if line:
             action = json.loads(line)
             if "commitInfo" in action:
-                return action["commitInfo"]
+                found: dict[str, Any] = action["commitInfo"]
+                return found
     return {}
 
 
@@ -49,6 +51,6 @@ def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
         versions = versions[:max(limit, 0)]
     out = []
     for v in versions:
-        info = _commit_info(storage.read(commits[v].path))
-        out.append(HistoryEntry(v, stamps.get(v, commits[v].modification_time), info))
+        commit_info = _commit_info(storage.read(commits[v].path))
+        out.append(HistoryEntry(v, stamps.get(v, commits[v].modification_time), commit_info))
     return out

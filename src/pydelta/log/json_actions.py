@@ -21,6 +21,7 @@ through `parse_actions` instead, which raises the same errors as before.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -121,9 +122,15 @@ def _valid(table: pa.Table) -> dict[str, np.ndarray]:
     return valid
 
 
-def _line_index(data: bytes):
+#: Rows of the reader's table -> their line texts (None when the rows cannot be located).
+LineOf = Callable[[list[int]], list[bytes]]
+#: A line for json.loads: (1-based line number, text, the action it should hold or None).
+OtherLine = tuple[int, bytes, str | None]
+
+
+def _line_index(data: bytes) -> LineOf:
     """row -> line text, for a file whose row i is line i (offsets computed on first use)."""
-    cache: list = []
+    cache: list[np.ndarray] = []
 
     def line_of(rows: list[int]) -> list[bytes]:
         if not cache:
@@ -136,7 +143,7 @@ def _line_index(data: bytes):
     return line_of
 
 
-def _whole(data: bytes):
+def _whole(data: bytes) -> tuple[pa.Table, list[OtherLine], LineOf | None]:
     """The whole file through the reader; the (few) rows of other actions located by line number."""
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     table = _read(data)
@@ -151,17 +158,21 @@ def _whole(data: bytes):
         rows |= valid[name]
     which = np.flatnonzero(rows).tolist()
     expected = [next(n for n in names if valid[n][r]) for r in which]
-    lines = [(lineno, line, name) for (lineno, line), name in zip(_lines(data, which, n_lines), expected)]
+    lines: list[OtherLine] = [
+        (lineno, line, name) for (lineno, line), name in zip(_lines(data, which, n_lines), expected)
+    ]
     keep = [n for n in table.column_names if n in ("add", "remove")]
     return table.select(keep), lines, _line_index(data)
 
 
-def _split(data: bytes):
+def _split(data: bytes) -> tuple[pa.Table, list[OtherLine], LineOf | None]:
     """add/remove lines (by prefix) through the reader, the other lines for json.loads."""
     lines = data.split(b"\n")
     prefixes = (b'{"add":', b'{"remove":')
     files = [line for line in lines if line.startswith(prefixes)]
-    others = [(i + 1, line, None) for i, line in enumerate(lines) if line.strip() and not line.startswith(prefixes)]
+    others: list[OtherLine] = [
+        (i + 1, line, None) for i, line in enumerate(lines) if line.strip() and not line.startswith(prefixes)
+    ]
     if not files:
         return _read(b""), others, None
     table = _read(b"\n".join(files))
@@ -170,7 +181,7 @@ def _split(data: bytes):
     return table, others, lambda rows: [files[r] for r in rows]
 
 
-def _lines(data: bytes, rows: list[int], n_lines: int):
+def _lines(data: bytes, rows: list[int], n_lines: int) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, text) of the given 0-based rows (sorted); near rows are cheap."""
     forward = [r for r in rows if r < n_lines - r]
     backward = [r for r in rows if r >= n_lines - r]
@@ -181,7 +192,7 @@ def _lines(data: bytes, rows: list[int], n_lines: int):
             cur += 1
         end = data.find(b"\n", pos)
         yield r + 1, data[pos:end if end >= 0 else len(data)]
-    found = []
+    found: list[tuple[int, bytes]] = []
     end = len(data) - 1 if data.endswith(b"\n") else len(data)  # end of the last line
     cur = n_lines - 1
     for r in reversed(backward):
@@ -193,7 +204,9 @@ def _lines(data: bytes, rows: list[int], n_lines: int):
     yield from reversed(found)
 
 
-def _files(table: pa.Table, kind: str, valid: dict, target: pa.DataType, line_of) -> pa.ChunkedArray | None:
+def _files(
+    table: pa.Table, kind: str, valid: dict[str, np.ndarray], target: pa.DataType, line_of: LineOf | None
+) -> pa.ChunkedArray | None:
     """The `kind` column's non-null rows, conformed to `target`, still in the reader's chunks (no copy)."""
     if kind not in valid:
         return None
@@ -212,7 +225,9 @@ def _files(table: pa.Table, kind: str, valid: dict, target: pa.DataType, line_of
     return pa.chunked_array(chunks, type=target)
 
 
-def _conform_chunk(arr: pa.StructArray, kind: str, target: pa.DataType, rows: np.ndarray, line_of) -> pa.StructArray:
+def _conform_chunk(
+    arr: pa.StructArray, kind: str, target: pa.DataType, rows: np.ndarray, line_of: LineOf | None
+) -> pa.StructArray:
     children = []
     fields = []
     for i, f in enumerate(arr.type):
@@ -224,7 +239,9 @@ def _conform_chunk(arr: pa.StructArray, kind: str, target: pa.DataType, rows: np
     return conform(pa.StructArray.from_arrays(children, fields=fields), target)
 
 
-def _exact_map(arr: pa.Array, kind: str, name: str, rows: np.ndarray, line_of, paths: pa.Array) -> pa.Array:
+def _exact_map(
+    arr: pa.Array, kind: str, name: str, rows: np.ndarray, line_of: LineOf | None, paths: pa.Array
+) -> pa.Array:
     """`_struct_to_map`, with rows whose object may lack some keys re-read from their lines.
 
     The reader gives a key absent from one object but present in others as null; the

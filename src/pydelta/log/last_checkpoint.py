@@ -72,7 +72,8 @@ def checksum(obj: dict[str, Any]) -> str:
 
 def loads_json_checked(text: str) -> dict[str, Any]:
     """Parse JSON, rejecting duplicate keys as the protocol requires."""
-    return json.loads(text, object_pairs_hook=_no_duplicates)
+    parsed: dict[str, Any] = json.loads(text, object_pairs_hook=_no_duplicates)
+    return parsed
 
 
 @dataclass(frozen=True)

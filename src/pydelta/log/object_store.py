@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from pydelta.errors import DeltaIllegalArgumentError, StorageAccessError
 from pydelta.errors import FileAlreadyExistsError
+from pydelta.extras import import_extra
 from pydelta.log.file_info import FileInfo
 
 logger = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ class ObjectStoreStorage:
     """One bucket or container of an object store."""
 
     def __init__(self, base_url: str, options: Mapping[str, str] | None = None) -> None:
+        import_extra("obstore", "object-store", "Object-store tables (s3://, gs://, abfss://)")  # a clear error first
         from obstore.store import from_url
 
         self.base = base_url.rstrip("/")
@@ -139,8 +141,13 @@ class ObjectStoreStorage:
         scheme = _SCHEME_ALIASES.get(parsed.scheme.lower(), parsed.scheme.lower())
         config, client = split_options(options)
         try:
-            self._store = from_url(f"{scheme}://{parsed.netloc}", config=config or None,
-                                   client_options=client or None)
+            # obstore types its options as per-store TypedDicts; these are the caller's string
+            # options, which obstore itself validates (a bad key raises here).
+            self._store = from_url(
+                f"{scheme}://{parsed.netloc}",
+                config=config or None,  # type: ignore[arg-type]
+                client_options=client or None,  # type: ignore[arg-type]
+            )
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # noqa: BLE001 - obstore may panic (a BaseException) on bad keys

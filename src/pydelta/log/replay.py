@@ -60,7 +60,7 @@ def canonical_path(path: str, table_root: str) -> str:
 def _dv_uid(dv: dict[str, Any] | None) -> str:
     if not dv:
         return ""
-    uid = dv["storageType"] + dv["pathOrInlineDv"]
+    uid: str = dv["storageType"] + dv["pathOrInlineDv"]
     if dv.get("offset") is not None:
         uid += "@" + str(dv["offset"])
     return uid
@@ -220,7 +220,7 @@ def _drop_touched(
         # Few rows go: keep the rest as zero-copy slices between them.
         whole = files if isinstance(files, pa.ChunkedArray) else pa.chunked_array([files])
         bounds = np.concatenate([[-1], drop, [len(files)]])
-        chunks = []
+        chunks: list[pa.Array] = []
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             if hi - lo > 1:
                 chunks.extend(c for c in whole.slice(lo + 1, hi - lo - 1).chunks if len(c))
@@ -232,14 +232,21 @@ def _drop_touched(
     return files.filter(pa.array(keep)), plain
 
 
-def _newest_per_key(commits: list[CommitActions], table_root: str):
+def _newest_per_key(
+    commits: list[CommitActions], table_root: str
+) -> tuple[list[pa.Array], list[pa.Array], _Touched] | None:
     """The file actions of `commits`, the newest per key, ordered by the key's first appearance.
 
     Returns (new add arrays, new remove arrays, the touched paths),
     the arrays to be concatenated in order; within a commit removes come before adds,
     as in the row-by-row reconciliation. Arrays are only copied when keys repeat.
     """
-    adds, removes, kinds, locals_, paths, dvs = [], [], [], [], [], []
+    adds: list[pa.Array] = []
+    removes: list[pa.Array] = []
+    kinds: list[np.ndarray] = []
+    locals_: list[np.ndarray] = []
+    paths: list[pa.Array] = []
+    dvs: list[pa.Array] = []
     n_adds = n_removes = 0
     for commit in commits:
         for is_add, chunks in ((False, commit.remove_chunks()), (True, commit.add_chunks())):
@@ -287,7 +294,7 @@ def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) ->
     if len(starts) > 4096:
         return [concat(chunks, target).take(pa.array(indices))]
     whole = pa.chunked_array(chunks, type=target)
-    out = []
+    out: list[pa.Array] = []
     for start, length in zip(starts.tolist(), lengths.tolist()):
         out.extend(c for c in whole.slice(start, length).chunks if len(c))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +17,9 @@ from pydelta.log.segment import LogSegment, build_segment, list_log
 from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
 from pydelta.log.timestamps import commit_timestamps, to_millis, version_at
 from pydelta.protocol.actions import Metadata, Protocol
+
+if TYPE_CHECKING:
+    from pydelta.protocol.schema import StructType
 
 _FILE_COLUMNS = {
     "path": "path",
@@ -120,7 +123,7 @@ class Snapshot:
         return self._state.metadata
 
     @property
-    def schema(self):
+    def schema(self) -> StructType:
         return self.metadata.schema
 
     @property
@@ -145,7 +148,7 @@ class Snapshot:
         return self._state
 
     @property
-    def latest_commit_info(self) -> dict | None:
+    def latest_commit_info(self) -> dict[str, Any] | None:
         return self._state.latest_commit_info
 
     @cached_property

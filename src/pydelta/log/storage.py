@@ -13,8 +13,8 @@ import uuid
 from typing import Callable, Iterator, Mapping, Protocol
 from urllib.parse import unquote, urlparse
 
-from pydelta.errors import DeltaError, FileAlreadyExistsError  # noqa: F401 - re-exported
-from pydelta.log.file_info import FileInfo
+from pydelta.errors import FileAlreadyExistsError as FileAlreadyExistsError  # re-exported for storages' callers
+from pydelta.log.file_info import FileInfo as FileInfo  # re-exported: what `list_from` yields
 
 
 class Storage(Protocol):

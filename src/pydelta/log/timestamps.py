@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, VersionNotFoundError
 from pydelta.log.segment import list_log
@@ -22,14 +23,15 @@ class CommitTimestamp:
     timestamp: int  # ms since epoch
 
 
-def _first_commit_info(data: bytes) -> dict | None:
+def _first_commit_info(data: bytes) -> dict[str, Any] | None:
     for line in data.splitlines():
         line = line.strip()
         if not line:
             continue
         action = json.loads(line)
         if "commitInfo" in action:
-            return action["commitInfo"]
+            info: dict[str, Any] | None = action["commitInfo"]
+            return info
     return None
 
 

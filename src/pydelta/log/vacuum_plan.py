@@ -194,7 +194,7 @@ def _norm(path: str) -> str:
 # ---- what the table still needs ------------------------------------------------------------------
 
 
-def _dv_paths(dvs: Iterable[dict | None], table_root: str) -> set[str]:
+def _dv_paths(dvs: Iterable[dict[str, Any] | None], table_root: str) -> set[str]:
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     out: set[str] = set()
@@ -254,6 +254,8 @@ def plan_vacuum(
     remote = is_remote_uri(snapshot.table_root)
     root = _norm(snapshot.table_root)
     partition_dirs = _partition_dir_names(snapshot)
+    listed_files: list[VacuumFile]
+    listed_dirs: list[str]
     if remote:
         listed_files, listed_dirs = list_remote_table(snapshot.storage, root, partition_dirs), []
     else:

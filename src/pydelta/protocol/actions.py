@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import UnsupportedFeatureError, UnsupportedProtocolError
 from pydelta.protocol import features as F
+
+if TYPE_CHECKING:
+    from pydelta.protocol.schema import StructType
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class Metadata:
         return out
 
     @cached_property
-    def schema(self):
+    def schema(self) -> StructType:
         from pydelta.protocol.schema import parse_schema
 
         return parse_schema(self.schema_string)

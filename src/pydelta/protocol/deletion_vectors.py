@@ -90,7 +90,8 @@ def z85_encode(data: bytes) -> str:
     padding = -len(data) % 4
     words = np.frombuffer(data + b"\x00" * padding, dtype=">u4").astype(np.uint64)
     digits = (words[:, None] // _Z85_POWERS[None, :]) % np.uint64(85)
-    return _Z85_ALPHABET_ARRAY[digits.ravel()].tobytes().decode("ascii")
+    text: str = _Z85_ALPHABET_ARRAY[digits.ravel()].tobytes().decode("ascii")
+    return text
 
 
 def z85_decode(text: str) -> bytes:
@@ -117,7 +118,7 @@ def z85_decode(text: str) -> bytes:
     words = (values.reshape(-1, 5).astype(np.uint64) * _Z85_POWERS).sum(axis=1, dtype=np.uint64)
     if np.any(words > 0xFFFFFFFF) or (missing and int(words[-1]) >= 1 << (8 * (4 - missing))):
         raise CorruptedLogError(f"Z85 text encodes a group larger than its bytes can hold: {text!r}")
-    out = words.astype(">u4").tobytes()
+    out: bytes = words.astype(">u4").tobytes()
     return out[: len(out) - 4] + out[len(out) - 4 + missing :] if missing else out
 
 
@@ -226,6 +227,9 @@ def _portable32_length(buf: memoryview, pos: int) -> int:
         if at + n > end:
             raise CorruptedLogError("truncated deletion vector bitmap")
 
+    cookie: int
+    count: int
+    runs: int
     need(4, pos)
     (cookie,) = struct.unpack_from("<I", buf, pos)
     if cookie & 0xFFFF == _SERIAL_COOKIE_RUN:
@@ -378,7 +382,7 @@ class DeletionVectorDescriptor:
             )
 
     @classmethod
-    def from_dict(cls, d: dict) -> DeletionVectorDescriptor:
+    def from_dict(cls, d: dict[str, Any]) -> DeletionVectorDescriptor:
         """Build from the log's JSON object (or a checkpoint row); bad input is log corruption."""
         def integer(value: Any) -> Any:  # checkpoint readers may hand over numpy integers
             return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
@@ -399,7 +403,7 @@ class DeletionVectorDescriptor:
         except DeltaIllegalArgumentError as exc:
             raise CorruptedLogError(f"invalid deletionVector descriptor {d!r}: {exc}") from exc
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The log's JSON object; absent optional fields are omitted as the protocol requires."""
         d: dict[str, Any] = {"storageType": self.storage_type, "pathOrInlineDv": self.path_or_inline_dv}
         if self.offset is not None:

@@ -132,7 +132,9 @@ def _arrow_leaf_count(t: pa.DataType) -> int:
 
 
 def _is_collection(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_map(t)
+    return bool(
+        pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_map(t)
+    )
 
 
 def _tree_from_arrow(md: pq.FileMetaData) -> tuple[_Node, dict[int, _Node]] | None:

@@ -98,7 +98,8 @@ def _tzinfo(timezone: str | _dt.tzinfo | None) -> _dt.tzinfo:
 def _f32(x: float) -> float:
     """Round a Python float to the nearest float32, as a Delta 'float' holds it."""
     try:
-        return struct.unpack("<f", struct.pack("<f", x))[0]
+        rounded: float = struct.unpack("<f", struct.pack("<f", x))[0]
+        return rounded
     except OverflowError:
         return math.copysign(math.inf, x)
 

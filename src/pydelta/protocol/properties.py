@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 
@@ -225,7 +225,7 @@ _OTHER_FREE = (
     "coordinatedCommits.commitCoordinatorConf-preview", "coordinatedCommits.tableConf-preview",
     "managedCommit.commitOwner", "managedCommit.commitOwnerConf",  # seed 001; txn validates them
 )
-_OTHER_INTS = (
+_OTHER_INTS: tuple[TableProperty[int | None], ...] = (
     TableProperty("delta.minReaderVersion", None, _int_in(lambda n: 1 <= n <= 3), "needs to be one of 1, 2, 3."),
     TableProperty("delta.minWriterVersion", None, _int_in(lambda n: 1 <= n <= 7),
                   "needs to be one of 1, 2, 3, 4, 5, 6, 7."),
@@ -240,23 +240,22 @@ _OTHER_INTS = (
                   "needs to be greater or equal to zero."),
 )
 
+#: Every known property.
+_ALL_PROPERTIES: tuple[TableProperty[Any], ...] = (
+    APPEND_ONLY, ENABLE_CHANGE_DATA_FEED, ENABLE_DELETION_VECTORS, ENABLE_ROW_TRACKING, ROW_TRACKING_SUSPENDED,
+    ENABLE_TYPE_WIDENING, ENABLE_IN_COMMIT_TIMESTAMPS, ENABLE_EXPIRED_LOG_CLEANUP, AUTO_OPTIMIZE,
+    AUTO_OPTIMIZE_OPTIMIZE_WRITE, AUTO_OPTIMIZE_AUTO_COMPACT, CHECKPOINT_WRITE_STATS_AS_JSON,
+    CHECKPOINT_WRITE_STATS_AS_STRUCT, LOG_RETENTION_DURATION, DELETED_FILE_RETENTION_DURATION,
+    CHECKPOINT_RETENTION_DURATION, SET_TRANSACTION_RETENTION_DURATION, CHECKPOINT_INTERVAL,
+    DATA_SKIPPING_NUM_INDEXED_COLS, DATA_SKIPPING_STATS_COLUMNS, COLUMN_MAPPING_MODE, CHECKPOINT_POLICY,
+    ISOLATION_LEVEL,
+    *(_flag(name) for name in _OTHER_FLAGS),
+    *(_duration(name, default) for name, default in _OTHER_DURATIONS),
+    *(_free(name) for name in _OTHER_FREE),
+    *_OTHER_INTS,
+)
 #: Every known property by lower-cased key.
-PROPERTIES: dict[str, TableProperty] = {
-    p.key.lower(): p
-    for p in (
-        APPEND_ONLY, ENABLE_CHANGE_DATA_FEED, ENABLE_DELETION_VECTORS, ENABLE_ROW_TRACKING, ROW_TRACKING_SUSPENDED,
-        ENABLE_TYPE_WIDENING, ENABLE_IN_COMMIT_TIMESTAMPS, ENABLE_EXPIRED_LOG_CLEANUP, AUTO_OPTIMIZE,
-        AUTO_OPTIMIZE_OPTIMIZE_WRITE, AUTO_OPTIMIZE_AUTO_COMPACT, CHECKPOINT_WRITE_STATS_AS_JSON,
-        CHECKPOINT_WRITE_STATS_AS_STRUCT, LOG_RETENTION_DURATION, DELETED_FILE_RETENTION_DURATION,
-        CHECKPOINT_RETENTION_DURATION, SET_TRANSACTION_RETENTION_DURATION, CHECKPOINT_INTERVAL,
-        DATA_SKIPPING_NUM_INDEXED_COLS, DATA_SKIPPING_STATS_COLUMNS, COLUMN_MAPPING_MODE, CHECKPOINT_POLICY,
-        ISOLATION_LEVEL,
-        *(_flag(name) for name in _OTHER_FLAGS),
-        *(_duration(name, default) for name, default in _OTHER_DURATIONS),
-        *(_free(name) for name in _OTHER_FREE),
-        *_OTHER_INTS,
-    )
-}
+PROPERTIES: dict[str, TableProperty[Any]] = {p.key.lower(): p for p in _ALL_PROPERTIES}
 
 
 def flag(configuration: Mapping[str, str] | None, key: str, default: bool = False) -> bool:
@@ -271,7 +270,7 @@ def flag(configuration: Mapping[str, str] | None, key: str, default: bool = Fals
         return default
 
 
-def known_property(key: str) -> TableProperty | None:
+def known_property(key: str) -> TableProperty[Any] | None:
     """The definition of `key` (any case), or None for a key pydelta does not know."""
     return PROPERTIES.get(key.lower())
 

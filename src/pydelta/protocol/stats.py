@@ -98,7 +98,9 @@ def parse_stats_columns(spec: str | Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def _split_top_level_commas(s: str) -> list[str]:
-    parts, cur, quoted = [], [], False
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = False
     for c in s:
         if c == "`":
             quoted = not quoted

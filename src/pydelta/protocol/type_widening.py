@@ -1,20 +1,20 @@
-"""Type widening on the write side (seed 002): applying a type change and recording it.
+"""Type widening (seed 002): which type changes are widenings, and applying and recording one.
 
 A change is recorded in `delta.typeChanges` of the nearest ancestor StructField, with
 `fieldPath` ("element", "key", "value", dotted for nested collections) when the changed
 type is inside an array or map of that field. Data files are never rewritten: readers
-upcast old files. Which changes are allowed is `schema.is_widening_type_change`;
+upcast old files. Which changes are allowed is `is_widening_type_change`;
 automatic widening by schema evolution (mergeSchema, MERGE ... WITH SCHEMA EVOLUTION)
 takes delta-spark's narrower set.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import json
+from typing import Any, Sequence
 
-from pydelta.errors import DeltaAnalysisError
-from pydelta.protocol.schema import (
-    TYPE_CHANGES_KEY,
+from pydelta.errors import DeltaAnalysisError, InvalidTableError
+from pydelta.protocol.data_types import (
     ArrayType,
     DataType,
     DecimalType,
@@ -22,14 +22,60 @@ from pydelta.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
-    is_widening_type_change,
-    type_changes,
+    parse_data_type,
+    thaw,
     without_field_metadata,
 )
 from pydelta.protocol import properties
 
 ENABLE_KEY = "delta.enableTypeWidening"
+TYPE_CHANGES_KEY = "delta.typeChanges"
 _INTEGRAL = ("byte", "short", "integer", "long")
+_INT_RANK = {"byte": 0, "short": 1, "integer": 2, "long": 3}
+
+
+def type_changes(f: StructField) -> list[dict[str, Any]]:
+    """The field's ``delta.typeChanges`` history (kept verbatim in the schema; [] if none)."""
+    raw = f.metadata.get(TYPE_CHANGES_KEY)
+    if raw is None:
+        return []
+    if isinstance(raw, str):  # tolerate writers that stored it as a JSON string
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise InvalidTableError(f"field {f.name!r}: {TYPE_CHANGES_KEY} is not valid JSON") from None
+    if not isinstance(raw, list):
+        raise InvalidTableError(f"field {f.name!r}: {TYPE_CHANGES_KEY} must be a list")
+    return [thaw(x) for x in raw]
+
+
+def is_widening_type_change(from_type: DataType | str, to_type: DataType | str) -> bool:
+    """Whether the protocol's Type Widening feature allows `from_type` -> `to_type`.
+
+    Readers must refuse tables whose ``delta.typeChanges`` holds anything else.
+    """
+    a = parse_data_type(from_type) if isinstance(from_type, str) else from_type
+    b = parse_data_type(to_type) if isinstance(to_type, str) else to_type
+    if a == b:
+        return False
+    an = a.name if isinstance(a, PrimitiveType) else None
+    bn = b.name if isinstance(b, PrimitiveType) else None
+    if an in _INT_RANK and bn in _INT_RANK:
+        return _INT_RANK[an] < _INT_RANK[bn]
+    if an == "float" and bn == "double":
+        return True
+    if an in ("byte", "short", "integer") and bn == "double":
+        return True
+    if an == "date" and bn == "timestamp_ntz":
+        return True
+    if isinstance(b, DecimalType):
+        if isinstance(a, DecimalType):
+            k1, k2 = b.precision - a.precision, b.scale - a.scale
+            return k1 >= k2 >= 0
+        base = {"byte": 10, "short": 10, "integer": 10, "long": 20}.get(an or "")
+        if base is not None:
+            return b.precision - base >= b.scale >= 0
+    return False
 
 
 def enabled(configuration: dict[str, str]) -> bool:
@@ -38,7 +84,7 @@ def enabled(configuration: dict[str, str]) -> bool:
 
 def type_string(dt: DataType) -> str:
     """The type as the schema JSON names it ("integer", "decimal(10,2)")."""
-    return dt.name  # type: ignore[union-attr]
+    return dt.name
 
 
 def allowed_by_schema_evolution(from_type: DataType, to_type: DataType) -> bool:
@@ -78,7 +124,10 @@ def _with_type_at(dt: DataType, path: Sequence[str], new: DataType) -> DataType:
     raise DeltaAnalysisError(f"invalid field path {'.'.join(path)!r} inside type {dt!r}")
 
 
-def _record(field: StructField, changes: list[tuple[tuple[str, ...], DataType, DataType]]) -> dict:
+_Change = tuple[tuple[str, ...], DataType, DataType]  # (fieldPath, from, to)
+
+
+def _record(field: StructField, changes: list[_Change]) -> dict[str, Any]:
     history = type_changes(field)
     for path, old, new in changes:
         entry = {"fromType": type_string(old), "toType": type_string(new)}  # delta-spark's order
@@ -104,7 +153,7 @@ def widen_field(field: StructField, field_path: Sequence[str], new_type: DataTyp
     return StructField(field.name, _with_type_at(field.type, field_path, new_type), field.nullable, metadata)
 
 
-def _collection_changes(old: DataType, new: DataType, path: tuple[str, ...] = ()) -> list:
+def _collection_changes(old: DataType, new: DataType, path: tuple[str, ...] = ()) -> list[_Change]:
     """(fieldPath, from, to) for primitive types that differ outside nested structs (they record their own)."""
     if isinstance(old, ArrayType) and isinstance(new, ArrayType):
         return _collection_changes(old.element_type, new.element_type, (*path, "element"))

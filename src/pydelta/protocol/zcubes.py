@@ -77,7 +77,8 @@ def clustering_candidates(files: Sequence[FileRow], columns: Sequence[str], *, f
     """The files one clustering OPTIMIZE rewrites, unclustered files first, then by ZCube ID."""
     with_cubes = sorted(((row, cube_of(row)) for row in files),
                         key=lambda rc: ("" if rc[1] is None else "~" + rc[1][0], rc[0]["path"]))
-    candidates, skipped = [], []
+    candidates: list[tuple[FileRow, tuple[str, list[str]] | None]] = []
+    skipped: list[tuple[FileRow, tuple[str, list[str]] | None]] = []
     for row, cube in with_cubes:
         provider_ok = row.get("clustering_provider") in (None, PROVIDER)
         same_columns = cube is None or cube[1] == list(columns)

@@ -47,6 +47,7 @@ def _shallow(add: dict[str, Any], source_root: str) -> dict[str, Any]:
     if dv and dv.get("storageType") == "u":
         descriptor = DeletionVectorDescriptor.from_dict(dv)
         local = descriptor.absolute_path(source_root)
+        assert local is not None  # a stored ('u') deletion vector has a file
         out["deletionVector"] = {**dv, "storageType": "p", "pathOrInlineDv": file_uri(local)}
     return out
 

@@ -267,6 +267,12 @@ def default_engine_info() -> str:
     return f"pydelta/{__version__}"
 
 
+#: In-commit timestamps: the table property, and the provenance of their enablement.
+ICT_ENABLED = "delta.enableInCommitTimestamps"
+ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+
+
 def in_commit_timestamp(now_ms: int, previous_commit_ms: int | None) -> int:
     """PROTOCOL.md: the larger of the attempt time and one ms after the previous commit."""
     if previous_commit_ms is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn
 
 import pyarrow as pa
 
@@ -26,6 +26,7 @@ from pydelta.errors import (
 from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.replay import canonical_path
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.features import feature_spec
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 
@@ -128,10 +129,12 @@ def _conflicting_commit(winner: WinningCommit) -> str:
     return "\nConflicting commit: " + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
-def _raise(cls: type[DeltaConcurrentModificationException], message: str, winner: WinningCommit, **attrs: Any):
+def _raise(
+    cls: type[DeltaConcurrentModificationException], message: str, winner: WinningCommit, **attrs: Any
+) -> NoReturn:
     exc = cls(message)
-    exc.version = winner.version  # type: ignore[attr-defined]
-    exc.operation = winner.operation  # type: ignore[attr-defined]
+    exc.version = winner.version
+    exc.operation = winner.operation
     for key, value in attrs.items():
         setattr(exc, key, value)
     raise exc
@@ -158,7 +161,7 @@ def _check_protocol(txn: CurrentTransaction, winner: WinningCommit) -> None:
     read = txn.read_protocol
     if pu.removes_features(new, read):
         _raise(ProtocolChangedException, message, winner)
-    unsafe = [n for n in pu.added_features(new, read) if pu.feature_spec(n).fail_concurrent_at_upgrade]
+    unsafe = [n for n in pu.added_features(new, read) if feature_spec(n).fail_concurrent_at_upgrade]
     if unsafe:
         _raise(ProtocolChangedException, message, winner, features=sorted(unsafe))
     txn.protocol = new

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol as TypingProtocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol as TypingProtocol
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -39,10 +39,12 @@ from pydelta.log.cleanup import cleanup_expired_logs
 from pydelta.log.segment import list_log
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.features import FEATURES, feature_spec
 from pydelta.protocol.schema import (
     COLUMN_MAPPING_ID_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
     TYPE_CHANGES_KEY,
+    StructType,
     column_mapping_mode,
     contains_geospatial,
     walk_fields,
@@ -52,6 +54,9 @@ from pydelta.protocol import properties
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
+
+if TYPE_CHECKING:
+    from pydelta.txn.transaction import OptimisticTransaction
 
 PROTECTION_VERSION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 TRUNCATE_RETENTION_KEY = "delta.dropFeatureTruncateHistory.retentionDuration"
@@ -98,7 +103,7 @@ class _Context:
         txn.update_metadata(metadata)
         return txn.commit([], operation)
 
-    def transaction(self, snapshot: Snapshot) -> Any:
+    def transaction(self, snapshot: Snapshot) -> OptimisticTransaction:
         from pydelta.txn.transaction import OptimisticTransaction
 
         return OptimisticTransaction(self.table_root, snapshot, engine_info=self.engine_info)
@@ -126,7 +131,7 @@ class Removable:
     clean: Callable[[Snapshot], bool]  # validateDropInvariants
     pre_downgrade: Callable[[_Context], bool]  # removes traces; True when it changed the table
     metadata_uses: Callable[[Metadata], bool] = lambda m: False  # actionUsesFeature for metadata
-    file_uses: Callable[[dict], bool] = lambda a: False  # ... for add/remove/cdc
+    file_uses: Callable[[dict[str, Any]], bool] = lambda a: False  # ... for add/remove/cdc
     checkpoint_uses: Callable[[str], bool] = lambda kind: False  # ... for a checkpoint of this kind
     properties_at_downgrade: tuple[str, ...] = ()
     domains_at_downgrade: tuple[str, ...] = ()  # domain metadata removed by the drop commit itself
@@ -172,7 +177,7 @@ def _dv_tombstones(ctx: _Context) -> None:
         ctx.transaction(snapshot).commit(actions, Operation("Deletion Vector Tombstones"), data_change=False)
 
 
-def _relative_dv_path(dv: dict | None) -> str | None:
+def _relative_dv_path(dv: dict[str, Any] | None) -> str | None:
     """The table-relative path of a stored ('u') deletion vector file, None for others."""
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
@@ -270,6 +275,7 @@ def _widening_pre(ctx: _Context) -> bool:
             snapshot = ctx.snapshot()
         changed = [f for f in snapshot.metadata.schema.fields if type_widening.has_type_changes(f)]
         schema = type_widening.without_type_changes(snapshot.metadata.schema)
+        assert isinstance(schema, StructType)  # stripping field metadata keeps the struct a struct
         columns = [{"name": f.name, "type": f.type.name if hasattr(f.type, "name") else "struct",
                     "nullable": f.nullable, "metadata": {}} for f in changed]
         ctx.commit_metadata(snapshot, replace(snapshot.metadata, schema_string=schema.to_json()),
@@ -316,7 +322,7 @@ def _same_arrow_shape(a: Any, b: Any) -> bool:
         return _same_arrow_shape(a.value_type, b.value_type)
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return (a.tz is None) == (b.tz is None)  # units differ between writers (INT96, micros, millis)
-    return a == b
+    return bool(a == b)
 
 
 def _mapping_in_schema(m: Metadata) -> bool:
@@ -448,7 +454,7 @@ def resolve_removable(protocol: Protocol, feature_name: str, truncate_history: b
         raise DeltaTableFeatureError(f"[DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE] Cannot drop {feature_name!r} "
                                      "because it is not supported by this Delta version.")
     names = pu.all_features(protocol)
-    spec = pu.FEATURES.get(feature_name) or {n.lower(): s for n, s in pu.FEATURES.items()}.get(feature_name.lower())
+    spec = FEATURES.get(feature_name) or {n.lower(): s for n, s in FEATURES.items()}.get(feature_name.lower())
     present = spec is not None and spec.name in names
     if not present and feature_name.lower().startswith("delta."):
         raise DeltaTableFeatureError(f"[DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY] Cannot drop `{feature_name}` "
@@ -472,7 +478,7 @@ def resolve_removable(protocol: Protocol, feature_name: str, truncate_history: b
             "[DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION] Cannot drop Checkpoint "
             "Protection feature. This feature can only be dropped by truncating history. Please try again with the "
             "TRUNCATE HISTORY option: ALTER TABLE table_name DROP FEATURE checkpointProtection TRUNCATE HISTORY")
-    dependents = sorted(n for n in names if spec.name in pu.feature_spec(n).requires)
+    dependents = sorted(n for n in names if spec.name in feature_spec(n).requires)
     if dependents:
         raise DeltaTableFeatureError(
             f"[DELTA_FEATURE_DROP_DEPENDENT_FEATURE] Cannot drop table feature `{spec.name}` because some other "

@@ -23,14 +23,9 @@ from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaP
 from pydelta.protocol import geospatial
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.protocol.features import (  # noqa: F401 - FeatureSpec and feature_spec re-exported for callers
-    FEATURES,
-    TABLE_FEATURES_READER,
-    TABLE_FEATURES_WRITER,
-    FeatureSpec,
-    feature_spec,
-    known_feature,
-)
+from pydelta.protocol.features import FEATURES, TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, known_feature
+from pydelta.protocol.features import FeatureSpec as FeatureSpec  # re-exported for callers
+from pydelta.protocol.features import feature_spec as feature_spec  # re-exported for callers
 from pydelta.protocol.schema import contains_geospatial, walk_fields
 
 MIN_READER_VERSION_PROP = "delta.minReaderVersion"

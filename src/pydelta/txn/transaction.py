@@ -4,52 +4,55 @@ The commit protocol is delta-spark's. `N.json` is created with put-if-absent,
 so a log entry is never overwritten. When another writer already took N, the
 winning commits are read and checked for real conflicts (conflicts.py); if
 there are none the transaction is rebased and retried at the next version.
+
+This module stages changes and prepares the commit; commit_checks.py validates what is
+staged, commit_writer.py publishes the prepared commit (attempts, conflicts, rebases).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from pydelta.errors import (
-    CatalogManagedTableError,
-    CommitOwnerConflictError,
-    CommitOwnerMismatchError,
-    ConcurrentWriteException,
     DeltaAnalysisError,
     DeltaIllegalArgumentError,
     DeltaProtocolError,
     InvalidTableError,
     TableAlreadyExistsError,
 )
-from pydelta.log.segment import LogSegment, list_log, log_dir_of
-from pydelta.log.storage import FileAlreadyExistsError, FileInfo, Storage, storage_for, to_local_path
+from pydelta.log.segment import LogSegment, list_log
+from pydelta.log.storage import Storage, storage_for, to_local_path
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
-from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
-from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
-from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
-from pydelta.log.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
+from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
+from pydelta.log.commit_owners.registry import owner_spec
+from pydelta.txn.commit_checks import (
+    physical_partition_columns as _physical_partition_columns,  # noqa: F401 - its tests import it from here
+    refuse_catalog_managed,
+    validate_file_actions,
+    validate_metadata,
+    with_managed_commit_requirements,
+    without_managed_commit,
+)
 from pydelta.txn.commit_info import (
+    ICT_ENABLED,
     Operation,
     build_commit_info,
     in_commit_timestamp,
     is_blind_append,
     new_txn_id,
 )
+from pydelta.txn.commit_writer import CommitWriter, PreparedCommit, publish_route
 from pydelta.txn.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
     WRITE_SERIALIZABLE,
     CurrentTransaction,
-    WinningCommit,
-    check_conflicts,
 )
 
 if TYPE_CHECKING:
@@ -61,46 +64,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_COMMIT_ATTEMPTS = 10_000
 DEFAULT_CHECKPOINT_INTERVAL = 10
-ICT_ENABLED = "delta.enableInCommitTimestamps"
-ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
-ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 _FILE_KINDS = ("add", "remove", "cdc")
-
-
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _dv_uid(dv: Mapping[str, Any] | None) -> str:
-    if not dv:
-        return ""
-    uid = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}"
-    if dv.get("offset") is not None:
-        uid += f"@{dv['offset']}"
-    return uid
-
-
-@dataclass
-class _Prepared:
-    """Everything fixed for all commit attempts; only ICT and ICT enablement move on retry."""
-
-    commit_info: dict[str, Any]
-    protocol_action: Protocol | None
-    metadata_action: Metadata | None
-    other_lines: list[str]  # txn + domainMetadata + file actions, serialized once
-    ict: int | None
-    enables_ict: bool
-    conflict_info: CurrentTransaction
-    attempts: int = field(default=0)
-    route: str = "fs"  # fs | managed | to_managed | to_fs (managed commits, seed 001)
-    read_owner: OwnerSpec | None = None
-    new_owner: OwnerSpec | None = None
-    # Row tracking: file actions get row IDs per attempt (they depend on version and mark).
-    row_tracked_actions: list[dict[str, Any]] | None = None
-    row_id_mark: int = -1
-    live_row_ids: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
 class OptimisticTransaction:
@@ -152,7 +120,7 @@ class OptimisticTransaction:
         self._post_snapshot: "Snapshot | None" = None
         if snapshot is not None:
             # Refuse early, before the caller writes any data file.
-            _refuse_catalog_managed(snapshot.protocol)
+            refuse_catalog_managed(snapshot.protocol)
             snapshot.protocol.check_writable()
             owner_spec(snapshot.metadata, snapshot.protocol)  # invalid managed-commit states
         else:
@@ -198,14 +166,14 @@ class OptimisticTransaction:
             raise DeltaIllegalArgumentError("Cannot change the metadata more than once in a transaction.")
         if replace_previous:
             self._new_metadata = None
-        _validate_metadata(metadata)
-        metadata = _with_managed_commit_requirements(metadata)
+        validate_metadata(metadata)
+        metadata = with_managed_commit_requirements(metadata)
         current = self._new_protocol or self._read_protocol()
         if current is not None and COMMIT_OWNER_KEY not in metadata.configuration:
-            current = _without_managed_commit(current)  # converting to the file system drops the feature
+            current = without_managed_commit(current)  # converting to the file system drops the feature
         stored, protocol = pu.metadata_and_protocol(metadata, current, legacy_preferred=self.legacy_protocols)
         stored = row_tracking.with_materialized_column_names(stored, protocol)
-        _refuse_catalog_managed(protocol)
+        refuse_catalog_managed(protocol)
         protocol.check_writable()
         pu.check_upgrade(current, protocol)
         owner_spec(stored, protocol)  # the owner property and the feature go together
@@ -220,7 +188,7 @@ class OptimisticTransaction:
         pu.check_upgrade(current, protocol)
         if self._new_metadata is not None:
             protocol = pu.required_protocol(self._new_metadata, protocol, legacy_preferred=self.legacy_protocols)
-        _refuse_catalog_managed(protocol)
+        refuse_catalog_managed(protocol)
         protocol.check_writable()
         self._new_protocol = protocol if protocol != self._read_protocol() else None
 
@@ -229,7 +197,7 @@ class OptimisticTransaction:
         self._check_open()
         if self._new_metadata is not None or self._new_protocol is not None:
             raise DeltaIllegalArgumentError("a protocol downgrade must be the only protocol/metadata change")
-        _validate_metadata(metadata)
+        validate_metadata(metadata)
         needed, _ = pu.required_features(metadata, protocol)
         missing = sorted(needed - set(pu.all_features(protocol)))
         if missing:
@@ -285,7 +253,7 @@ class OptimisticTransaction:
     # ---- commit ------------------------------------------------------------------------
     def commit(
         self,
-        actions: list[dict],
+        actions: list[dict[str, Any]],
         operation: Operation | str,
         *,
         operation_metrics: Mapping[str, int | str] | None = None,
@@ -346,7 +314,7 @@ class OptimisticTransaction:
         user_metadata: str | None,
         tags: Mapping[str, str] | None,
         data_change: bool,
-    ) -> _Prepared:
+    ) -> PreparedCommit:
         """Validate everything and build what every attempt writes. Nothing touches the table here."""
         if self.read_version < 0 and self._new_metadata is None:
             raise InvalidTableError("Couldn't find Metadata while committing the first version of the Delta table.")
@@ -355,8 +323,9 @@ class OptimisticTransaction:
         protocol.check_writable()
         read_owner = owner_spec(self.snapshot.metadata, self.snapshot.protocol) if self.snapshot is not None else None
         new_owner = owner_spec(metadata, protocol)
-        route = _route(read_owner, new_owner, self.snapshot.metadata if self.snapshot is not None else None, metadata)
-        removed = self._validate_file_actions(file_actions, metadata, protocol)
+        read_md = self.snapshot.metadata if self.snapshot is not None else None
+        route = publish_route(read_owner, new_owner, read_md, metadata)
+        removed = validate_file_actions(file_actions, metadata, protocol, self.table_root, read_md)
         self._validate_domains(protocol)
 
         isolation = self._isolation_for(file_actions, data_change)
@@ -405,7 +374,7 @@ class OptimisticTransaction:
             removed_files=removed,
             domains=set(self._domains),
         )
-        prepared = _Prepared(
+        prepared = PreparedCommit(
             commit_info, self._new_protocol, self._new_metadata, other, ict, enables_ict, conflict_info,
             route=route, read_owner=read_owner, new_owner=new_owner,
         )
@@ -414,56 +383,6 @@ class OptimisticTransaction:
             prepared.row_id_mark = row_tracking.high_water_mark(self.snapshot.domain_metadata if self.snapshot else {})
             prepared.live_row_ids = row_tracking.live_row_tracking(self.snapshot)
         return prepared
-
-    def _validate_file_actions(
-        self, file_actions: list[dict[str, Any]], metadata: Metadata, protocol: Protocol
-    ) -> dict[str, Mapping[str, Any] | None]:
-        """Duplicate paths, partition values, appendOnly, DV support. Returns removed canonical paths."""
-        from pydelta.log.replay import canonical_path
-
-        expected_keys = _physical_partition_columns(metadata)
-        features = pu.all_features(protocol)
-        adds: dict[str, str] = {}
-        removes: dict[str, str] = {}
-        removed: dict[str, Mapping[str, Any] | None] = {}
-        for action in file_actions:
-            (kind, body), = action.items()
-            path = body.get("path")
-            if not isinstance(path, str) or not path:
-                raise DeltaIllegalArgumentError(f"{kind} action without a path: {body!r:.200}")
-            if kind == "cdc":
-                continue
-            key = canonical_path(path, self.table_root) + "\x00" + _dv_uid(body.get("deletionVector"))
-            if kind == "add":
-                missing = [k for k in ("partitionValues", "size", "modificationTime", "dataChange") if k not in body]
-                if missing:
-                    raise DeltaIllegalArgumentError(f"add action for {path} is missing {', '.join(missing)}")
-                _check_duplicate("add", key, path, adds, removes)
-                values = body.get("partitionValues") or {}
-                if set(values) != expected_keys:
-                    raise InvalidTableError(
-                        f"The AddFile for {path} contains partitioning schema different from the table's "
-                        f"partitioning schema: expected partition values for {sorted(expected_keys)}, "
-                        f"got {sorted(values)}"
-                    )
-                if body.get("deletionVector") and "deletionVectors" not in features:
-                    raise DeltaProtocolError(
-                        f"AddFile {path} has a deletion vector but the table protocol does not support "
-                        "the deletionVectors feature"
-                    )
-            else:
-                if "dataChange" not in body:
-                    raise DeltaIllegalArgumentError(f"remove action for {path} is missing dataChange")
-                _check_duplicate("remove", key, path, removes, adds)
-                removed[canonical_path(path, self.table_root)] = body.get("partitionValues")
-        read_md = self.snapshot.metadata if self.snapshot is not None else None
-        if read_md is not None and P.flag(read_md.configuration, "delta.appendOnly"):
-            if any("remove" in a and a["remove"].get("dataChange", True) for a in file_actions):
-                raise DeltaAnalysisError(
-                    "This table is configured to only allow appends. If you would like to permit updates "
-                    "or deletes, use 'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
-                )
-        return removed
 
     def _validate_domains(self, protocol: Protocol) -> None:
         if self._domains and "domainMetadata" not in pu.all_features(protocol):
@@ -486,164 +405,14 @@ class OptimisticTransaction:
         return SNAPSHOT_ISOLATION if allowed else self.isolation_level
 
     # ---- writing ------------------------------------------------------------------------
-    def _commit_path(self, version: int) -> str:
-        return os.path.join(log_dir_of(self.table_root), f"{version:020d}.json")
-
-    def _metadata_for(self, prepared: _Prepared, version: int) -> Metadata | None:
-        """The metaData action for an attempt at `version`, with ICT enablement provenance."""
-        md = prepared.metadata_action
-        if md is None or prepared.ict is None:
-            return md
-        conf = dict(md.configuration)
-        if prepared.enables_ict and version != 0:
-            conf[ICT_VERSION] = str(version)
-            conf[ICT_TIMESTAMP] = str(prepared.ict)
-        elif not prepared.enables_ict and self.snapshot is not None:
-            prior = self.snapshot.metadata.configuration
-            if ICT_VERSION in prior and ICT_TIMESTAMP in prior and ICT_VERSION not in conf:
-                conf[ICT_VERSION], conf[ICT_TIMESTAMP] = prior[ICT_VERSION], prior[ICT_TIMESTAMP]
-        return replace(md, configuration=conf) if conf != md.configuration else md
-
-    def _payload(self, prepared: _Prepared, version: int) -> tuple[bytes, dict[str, Any]]:
-        info = dict(prepared.commit_info)
-        if prepared.ict is not None:
-            info["inCommitTimestamp"] = prepared.ict  # already the first key
-        lines = [dumps_action("commitInfo", info)]
-        if prepared.protocol_action is not None:
-            lines.append(dumps_action("protocol", prepared.protocol_action.to_dict()))
-        md = self._metadata_for(prepared, version)
-        if md is not None:
-            lines.append(dumps_action("metaData", md.to_dict()))
-        lines.extend(prepared.other_lines)
-        if prepared.row_tracked_actions is not None:
-            actions, mark = row_tracking.assign(prepared.row_tracked_actions, version, prepared.row_id_mark,
-                                                prepared.live_row_ids)
-            if mark > prepared.row_id_mark:
-                domain = DomainMetadata(row_tracking.DOMAIN, row_tracking.domain_configuration(mark), False)
-                lines.append(dumps_action("domainMetadata", domain.to_dict()))
-            lines.extend(dumps_action(kind, body) for a in actions for kind, body in a.items())
-        return ("\n".join(lines) + "\n").encode("utf-8"), info
-
-    def _write_with_retries(self, prepared: _Prepared) -> int:
-        attempt_version = self.read_version + 1
-        started = self._clock()
-        for attempt in range(1, self.max_commit_attempts + 1):
-            prepared.attempts = attempt
-            payload, info = self._payload(prepared, attempt_version)
-            try:
-                self._write_attempt(prepared, attempt_version, payload)
-            except (FileAlreadyExistsError, CommitOwnerConflictError):
-                if attempt == self.max_commit_attempts:
-                    break
-                rebased = self._rebase(prepared, attempt_version)
-                if rebased is None:
-                    continue
-                ours, attempt_version = rebased
-                if not ours:
-                    continue
-                # Our own commit is already there (a retried write that did land).
-            self.committed_commit_info = info
-            if prepared.metadata_action is not None:
-                self._new_metadata = self._metadata_for(prepared, attempt_version)
-            return attempt_version
-        raise ConcurrentWriteException(
-            f"This commit has failed as it has been tried {self.max_commit_attempts} times but did not "
-            "succeed. This can be caused by the Delta table being committed continuously by many "
-            f"concurrent commits. Commit started at version: {self.read_version + 1}. Commit failed at "
-            f"version: {attempt_version}. Total time spent attempting this commit: {self._clock() - started} ms"
-        )
-
-    def _write_attempt(self, prepared: _Prepared, version: int, payload: bytes) -> None:
-        """Publish one attempt; FileAlreadyExistsError / CommitOwnerConflictError when `version` is taken.
-
-        fs: put-if-absent of `<v>.json`. to_managed (creation or conversion): the new owner
-        accepts the table, then the put-if-absent of `<v>.json` is the commit point (RFC:
-        ownership changes are file-system commits). managed: the owner ratifies
-        `_commits/<v>.<uuid>.json`, then this client backfills everything up to v.
-        to_fs: all is backfilled, the owner ratifies the commit as its last one (it
-        refuses any later commit), and it is backfilled at once.
-        """
-        if prepared.route in ("fs", "to_managed"):
-            self._backfill_read_snapshot()
-        if prepared.route == "fs":
-            self.storage.put_if_absent(self._commit_path(version), payload)
-            return
-        md = self._metadata_for(prepared, version) or self.metadata
-        assert md is not None
-        if prepared.route == "to_managed":
-            assert prepared.new_owner is not None
-            owner = commit_owner(prepared.new_owner.name, prepared.new_owner.conf)
-            owner.register_table(md.id, self.table_root, version)
-            self.storage.put_if_absent(self._commit_path(version), payload)
-            return
-        assert prepared.read_owner is not None
-        owner = commit_owner(prepared.read_owner.name, prepared.read_owner.conf)
-        table_id = self.snapshot.metadata.id if self.snapshot is not None else md.id
-        stamp = prepared.ict if prepared.ict is not None else self._clock()
-        if prepared.route == "to_fs":
-            owner.backfill_to_version(self.storage, self.table_root, table_id, version - 1)
-        ours = owner.commit(
-            self.storage, self.table_root, table_id, version, payload, stamp, release=prepared.route == "to_fs"
-        )
-        try:
-            owner.backfill_to_version(self.storage, self.table_root, table_id, version, just_ratified=ours)
-        except Exception as e:  # noqa: BLE001 - ratified is committed; the next reader or writer backfills
-            logger.warning("version %d of %s is committed but its backfill failed: %s", version, self.table_root, e)
-
-    def _backfill_read_snapshot(self) -> None:
-        """Before a file-system commit: copy ratified commits the read snapshot got from an owner.
-
-        Only after a conversion to the file system whose own backfill failed can the read
-        snapshot hold such commits; `<v+1>.json` must never appear before `<v>.json`.
-        """
-        if self.snapshot is None:
-            return
-        for version, info in self.snapshot.unbackfilled_commits:
-            target = self._commit_path(version)
-            if not self.storage.exists(target):
-                try:
-                    self.storage.put_if_absent(target, self.storage.read(info.path))
-                except FileAlreadyExistsError:
-                    pass
-
-    def _commits_from(self, version: int) -> dict[int, FileInfo]:
-        """Commit files from `version` on: the listing plus, for a managed read, the owner's commits."""
-        listing = list_log(self.storage, self.table_root, version).commits
-        if self.snapshot is not None and owner_spec(self.snapshot.metadata, self.snapshot.protocol) is not None:
-            from pydelta.log.commit_owners.reader import owner_commits
-
-            md, proto = self.snapshot.metadata, self.snapshot.protocol
-            for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1):
-                listing.setdefault(v, info)
-        return listing
-
-    def _rebase(self, prepared: _Prepared, attempt_version: int) -> tuple[bool, int] | None:
-        """Check the winners from `attempt_version` on (raising on a real conflict).
-
-        Returns (False, next version to try), (True, v) when the commit at v is our own,
-        or None when the winner is not visible yet.
-        """
-        listing = self._commits_from(attempt_version)
-        version = attempt_version
-        found = False
-        while version in listing:
-            info = listing[version]
-            winner = WinningCommit.read(self.storage, info.path, version, info.modification_time)
-            if version == attempt_version and winner.txn_id == self.txn_id:
-                return (True, version)
-            check_conflicts(prepared.conflict_info, winner)
-            for d in winner.actions.domains:  # the winner may have assigned row IDs: go above them
-                if d.domain == row_tracking.DOMAIN and not d.removed:
-                    prepared.row_id_mark = max(prepared.row_id_mark,
-                                               row_tracking.high_water_mark({d.domain: d.configuration}))
-            if prepared.ict is not None:
-                prepared.ict = max(prepared.ict, winner.timestamp + 1)
-            version += 1
-            found = True
-        if not found:
-            time.sleep(0.01)  # the winner is not listed yet; try the same version again
-            return None
-        return (False, version)
+    def _write_with_retries(self, prepared: PreparedCommit) -> int:
+        writer = CommitWriter(self.storage, self.table_root, self.snapshot, self.read_version, self.txn_id,
+                              self._clock, self.max_commit_attempts)
+        version, info = writer.write_with_retries(prepared)
+        self.committed_commit_info = info
+        if prepared.metadata_action is not None:
+            self._new_metadata = writer.metadata_for(prepared, version)
+        return version
 
     # ---- after the commit -----------------------------------------------------------------
     def post_commit_snapshot(self) -> "Snapshot":
@@ -719,114 +488,6 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
         logger.warning("cannot import %s: %s", module, e)
         return None
     return getattr(mod, name, None)
-
-
-def _refuse_catalog_managed(protocol: Protocol) -> None:
-    """catalogManaged tables accept commits only through their catalog's committer."""
-    found = CATALOG_MANAGED_FEATURES & (
-        (protocol.writer_features or frozenset()) | (protocol.reader_features or frozenset())
-    )
-    if found:
-        names = ", ".join(sorted(found))
-        raise CatalogManagedTableError(
-            f"cannot write to a table with the {names} table feature: its commits must go through the catalog "
-            "that owns it (ratified in _delta_log/_staged_commits/, then published), and pydelta has no catalog "
-            "committer; the table is read-only here (readable up to its published version)",
-            found,
-        )
-
-
-def _with_managed_commit_requirements(metadata: Metadata) -> Metadata:
-    """Enabling managed commits enables in-commit timestamps (seed 001's writer requirement)."""
-    conf = metadata.configuration
-    if COMMIT_OWNER_KEY not in conf:
-        if COMMIT_OWNER_CONF_KEY in conf:
-            raise InvalidTableError(f"{COMMIT_OWNER_CONF_KEY} is set without {COMMIT_OWNER_KEY}")
-        return metadata
-    from pydelta.log.commit_owners.base import parse_owner_conf
-
-    parse_owner_conf(conf.get(COMMIT_OWNER_CONF_KEY))
-    raw = conf.get(ICT_ENABLED)
-    if raw is not None and str(raw).strip().lower() != "true":
-        raise InvalidTableError(
-            f"managed commits ({COMMIT_OWNER_KEY}) require in-commit timestamps, but {ICT_ENABLED}={raw!r}"
-        )
-    if raw is None:
-        return replace(metadata, configuration={**conf, ICT_ENABLED: "true"})
-    return metadata
-
-
-def _without_managed_commit(protocol: Protocol) -> Protocol:
-    """`protocol` minus the managedCommit writer feature (the one feature a commit may drop)."""
-    features = protocol.writer_features
-    if not features or MANAGED_COMMIT not in features:
-        return protocol
-    return replace(protocol, writer_features=frozenset(features - {MANAGED_COMMIT}))
-
-
-def _route(read: OwnerSpec | None, new: OwnerSpec | None, read_md: Metadata | None, new_md: Metadata) -> str:
-    """How a commit is published: fs, managed, to_managed or to_fs; refuses an owner switch."""
-    if read is None:
-        return "fs" if new is None else "to_managed"
-    if new is None:
-        return "to_fs"
-    if not read.same_as(new):
-        raise CommitOwnerMismatchError(
-            f"this commit would move the table from commit owner {read.name!r} ({read.conf}) to {new.name!r} "
-            f"({new.conf}); convert it to a file-system table first (unset {COMMIT_OWNER_KEY}), then set the new owner"
-        )
-    if read_md is not None and read_md.id != new_md.id:
-        raise CommitOwnerMismatchError("a managed commit cannot change the table id; convert to the file system first")
-    return "managed"
-
-
-def _check_duplicate(kind: str, key: str, path: str, same: dict[str, str], other: dict[str, str]) -> None:
-    """delta-spark's DELTA_DUPLICATE_ACTIONS_FOUND: one path (+DV) at most once per commit."""
-    conflict = same.get(key) if key in same else other.get(key)
-    if conflict is None:
-        same[key] = path
-        return
-    raise DeltaIllegalArgumentError(
-        f"File operation '{kind if key in same else 'add/remove'}' for path {path} was specified several times. "
-        f"It conflicts with {conflict}. It is not valid for multiple file operations with the same path to exist "
-        "in a single commit."
-    )
-
-
-def _physical_partition_columns(metadata: Metadata) -> set[str]:
-    """Keys an add's partitionValues must have: physical names under column mapping."""
-    from pydelta.protocol.schema import column_mapping_mode, physical_name
-
-    mode = column_mapping_mode(metadata.configuration)
-    if mode == "none":
-        return set(metadata.partition_columns)
-    schema = metadata.schema
-    return {physical_name(schema.field(c, case_sensitive=False)) for c in metadata.partition_columns}
-
-
-def _validate_metadata(metadata: Metadata) -> None:
-    """Schema parses, partition columns exist once, checkpoint interval is sane, identity columns valid."""
-    schema = metadata.schema  # raises InvalidTableError on a bad schema string
-    names = {f.name.lower() for f in schema.fields}
-    seen: set[str] = set()
-    for column in metadata.partition_columns:
-        if column.lower() not in names:
-            raise InvalidTableError(f"Partition column `{column}` not found in schema {schema.field_names}")
-        if column.lower() in seen:
-            raise InvalidTableError(f"Found duplicate partition column `{column}`")
-        seen.add(column.lower())
-    raw = metadata.configuration.get("delta.checkpointInterval")
-    if raw is not None:
-        try:
-            ok = int(raw) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise InvalidTableError(f"delta.checkpointInterval needs to be a positive integer, got {raw!r}")
-    from pydelta.protocol import identity
-
-    identity.validate(schema, metadata.partition_columns)
-    row_tracking.validate_configuration(metadata.configuration)
 
 
 def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":

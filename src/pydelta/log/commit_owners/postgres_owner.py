@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from pydelta.errors import CommitOwnerError, CommitOwnerUnavailableError
+from pydelta.extras import import_extra
 from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
 
 DSN_ENV = "PYDELTA_POSTGRES_DSN"
@@ -54,7 +55,7 @@ class PostgresCommitOwner(SqlCommitOwner):
         return cls(dsn, int(conf.get("connect_timeout", "5")))
 
     def _connection(self) -> Any:
-        import psycopg
+        psycopg = import_extra("psycopg", "postgres", "The postgres commit owner")
 
         if self._conn is not None and not self._conn.closed:
             return self._conn
@@ -73,7 +74,7 @@ class PostgresCommitOwner(SqlCommitOwner):
 
     @contextmanager
     def _txn(self) -> Iterator[Any]:
-        import psycopg
+        psycopg = import_extra("psycopg", "postgres", "The postgres commit owner")
 
         with self._lock:
             conn = self._connection()
