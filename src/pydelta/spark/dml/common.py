@@ -49,11 +49,10 @@ from pydelta.spark.write.conform import conform
 from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark._typing import Column, DataFrame, JavaObject, SparkSession
 
 __all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit", "files_matching_partitions"]
 
-CDF_KEY = "delta.enableChangeDataFeed"
 # A predicate that keeps every file: what delta-spark records for an unfiltered read.
 READ_ALL = Unknown("true")
 
@@ -61,7 +60,7 @@ READ_ALL = Unknown("true")
 # ---- arguments ----------------------------------------------------------------------------
 
 
-def as_column(value: Any, argname: str = "'condition'") -> Any:
+def as_column(value: Any, argname: str = "'condition'") -> Column:
     """A pyspark Column from a SQL string or a Column."""
     from pyspark.sql import Column
     from pyspark.sql import functions as F
@@ -78,7 +77,7 @@ def as_column(value: Any, argname: str = "'condition'") -> Any:
     )
 
 
-def column_mapping(value: Any, argname: str) -> dict[str, Any]:
+def column_mapping(value: Any, argname: str) -> dict[str, Column]:
     """A {column name: Column} dict from delta-spark's `set` / `values` argument."""
     from pyspark.sql import Column
 
@@ -117,8 +116,8 @@ def analysis_error(what: str, e: BaseException) -> DeltaAnalysisError:
 class Condition:
     """A user condition analyzed against a DataFrame."""
 
-    column: Any  # pyspark Column
-    expr: Any  # the analyzed Catalyst expression (py4j)
+    column: Column
+    expr: JavaObject  # the analyzed Catalyst expression
     sql: str  # how history records it: delta-spark's simpleString without expression ids
 
     @property
@@ -157,20 +156,22 @@ def _describe(condition: Any) -> str:
     return repr(condition) if isinstance(condition, str) else str(condition)
 
 
-def expression_references(expr: Any) -> list[str]:
+def expression_references(expr: JavaObject) -> list[str]:
     seq = expr.references().toSeq()
     return [str(seq.apply(i).name()) for i in range(seq.size())]
 
 
-def has_subquery(spark: SparkSession, expr: Any) -> bool:
+def has_subquery(spark: SparkSession, expr: JavaObject) -> bool:
     try:
         jvm = spark.sparkContext._jvm
+        if jvm is None:  # a stopped context
+            return False
         return bool(jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expr))
     except Exception:
         return False
 
 
-def conjuncts(expr: Any) -> list[Any]:
+def conjuncts(expr: JavaObject) -> list[JavaObject]:
     """The AND-ed parts of a Catalyst expression."""
     from pydelta.spark.predicates import _children, _name
 
@@ -199,18 +200,13 @@ def and_all(predicates: list[Predicate]) -> Predicate:
     return out
 
 
-# ---- the table's files ------------------------------------------------------------------------
+# ---- the transaction ------------------------------------------------------------------------
 
 
 def check_dml_supported(snapshot: Snapshot, operation: str, *, removes_rows: bool = True) -> None:
     """Refuse early (before writing anything) what the commit would refuse."""
     if removes_rows:
         check_not_append_only(snapshot)
-
-
-def cdf_enabled(metadata: Metadata) -> bool:
-    """Whether writers must produce change data files (delta.enableChangeDataFeed)."""
-    return P.ENABLE_CHANGE_DATA_FEED.get(metadata.configuration)
 
 
 def check_not_append_only(snapshot: Snapshot) -> None:
@@ -221,6 +217,14 @@ def check_not_append_only(snapshot: Snapshot) -> None:
         )
 
 
+def transaction_metadata(txn: OptimisticTransaction) -> Metadata:
+    """The metadata `txn` commits with; a DML transaction starts from a table's snapshot, so it has one."""
+    metadata = txn.metadata
+    if metadata is None:
+        raise DeltaError(f"internal error: no table metadata in the transaction on {txn.table_root}")
+    return metadata
+
+
 def new_transaction(spark: SparkSession, snapshot: Snapshot) -> OptimisticTransaction:
     from pydelta.spark.maintenance.auto_compact import check_session_conf
 
@@ -228,6 +232,9 @@ def new_transaction(spark: SparkSession, snapshot: Snapshot) -> OptimisticTransa
     return OptimisticTransaction(
         snapshot.table_root, snapshot, engine_info=engine_info(spark), isolation_level=isolation_level(snapshot.metadata)
     )
+
+
+# ---- the table's files ------------------------------------------------------------------------
 
 
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
@@ -273,7 +280,7 @@ def files_with_matches(
     return candidates, counts
 
 
-def scan(spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> Any:
+def scan(spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> DataFrame:
     """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`, plus the
     stable row ID / commit version (ROW_ID_COL / ROW_VERSION_COL) with `row_ids`."""
     return build_dataframe(spark, snapshot, files, with_file=with_file, row_ids=row_ids)
@@ -324,6 +331,11 @@ def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
+def session_time_zone(spark: SparkSession) -> str:
+    """The session time zone data files are written in (timestamp partition values)."""
+    return str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
+
+
 def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata, *, repartition: bool = False,
                row_ids: bool = False) -> list[dict[str, Any]]:
     """Write `df` (columns by the table's logical names) as new data files, constraints checked inline.
@@ -344,14 +356,20 @@ def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata
     with violations_as_errors():
         adds = write_data_files(
             data, root, metadata, data_change=True,
-            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), hidden=hidden,
+            session_time_zone=session_time_zone(spark), hidden=hidden,
         )
     return [{"add": a} for a in adds]
 
 
 # ---- change data files ------------------------------------------------------------------------------
 
+CDF_KEY = "delta.enableChangeDataFeed"
 CHANGE_TYPE = "_change_type"
+
+
+def cdf_enabled(metadata: Metadata) -> bool:
+    """Whether writers must produce change data files (delta.enableChangeDataFeed)."""
+    return P.ENABLE_CHANGE_DATA_FEED.get(metadata.configuration)
 
 
 def cdc_schema(schema: StructType) -> StructType:
@@ -360,7 +378,7 @@ def cdc_schema(schema: StructType) -> StructType:
     return StructType(tuple(schema.fields) + (StructField(CHANGE_TYPE, STRING, True),))
 
 
-def with_change_type(df: DataFrame, schema: StructType, change_type: Any) -> Any:
+def with_change_type(df: DataFrame, schema: StructType, change_type: str | Column) -> DataFrame:
     """`df` shaped to the table schema (generated columns computed), plus `_change_type`.
 
     `change_type` is a string or a Column evaluated on `df` (e.g. from an action column).
@@ -388,7 +406,7 @@ def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata)
     data = df.select(*[F.col(quote_identifier(f.name)) for f in full.fields])
     written = write_data_files(
         data, os.path.join(root, "_change_data"), cdc_metadata, data_change=False,
-        session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"), passthrough=(CHANGE_TYPE,),
+        session_time_zone=session_time_zone(spark), passthrough=(CHANGE_TYPE,),
     )
     return [
         {"cdc": {"path": "_change_data/" + a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
@@ -397,7 +415,7 @@ def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata)
     ]
 
 
-# ---- observed counts ----------------------------------------------------------------------------------
+# ---- counts and timing --------------------------------------------------------------------------------
 
 
 def observation() -> Any:
@@ -434,6 +452,10 @@ def observed(obs: Any, wait_s: float = 5.0) -> dict[str, Any] | None:
         return None
 
 
+def elapsed_ms(since: float) -> int:
+    return int((time.monotonic() - since) * 1000)
+
+
 # ---- the commit ------------------------------------------------------------------------------------------
 
 
@@ -451,7 +473,7 @@ class PreparedCommit:
     metrics: dict[str, Any]
     started: float = field(default_factory=time.monotonic)
     result: Any = None
-    spark: SparkSession = None  # runs the post-commit hooks (auto compaction)
+    spark: SparkSession | None = None  # runs the post-commit hooks (auto compaction)
 
     def commit(self) -> int | None:
         """Commit; returns the version, or None when delta-spark would skip an empty commit.
@@ -473,7 +495,8 @@ class PreparedCommit:
             raise
         from pydelta.spark.maintenance.auto_compact import after_data_commit
 
-        after_data_commit(self.spark, self.txn, version, self.actions)
+        if self.spark is not None:
+            after_data_commit(self.spark, self.txn, version, self.actions)
         return version
 
 
@@ -496,7 +519,7 @@ def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
             body = action.get(kind)
             if not body or not body.get("path"):
                 continue
-            path = canonical_path(body["path"], table_root)
+            path: str | None = canonical_path(body["path"], table_root)
             if kind == "add" and body["path"] in removed:
                 dv = body.get("deletionVector")
                 path = DeletionVectorDescriptor.from_dict(dv).absolute_path(table_root) if dv else None
@@ -510,6 +533,3 @@ def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
             except OSError:
                 pass
 
-
-def elapsed_ms(since: float) -> int:
-    return int((time.monotonic() - since) * 1000)

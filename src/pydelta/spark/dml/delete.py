@@ -40,6 +40,7 @@ from pydelta.spark.dml.common import (
     remove_actions,
     select_files,
     total_bytes,
+    transaction_metadata,
     with_change_type,
     write_cdc,
     write_rows,
@@ -66,6 +67,7 @@ def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = Non
     started = time.monotonic()
     check_dml_supported(snapshot, "DELETE")
     txn = new_transaction(spark, snapshot)
+    metadata = transaction_metadata(txn)
     files = snapshot.files()
     root = snapshot.table_root
 
@@ -99,7 +101,7 @@ def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = Non
             txn.read_files(removed.column("path").to_pylist())
             deleted_rows = logical_record_count(removed)
             scan_ms = elapsed_ms(started)
-        elif persistent_dvs(spark, txn.metadata, snapshot.protocol, "delete"):
+        elif persistent_dvs(spark, metadata, snapshot.protocol, "delete"):
             # Case 3 with deletion vectors: mark the matching rows deleted, rewrite nothing.
             candidates = candidate_files(snapshot, files, txn, predicate)
             new_rows = matching_rows(spark, snapshot, candidates, cond.column, alias) if candidates.num_rows else {}
@@ -115,18 +117,18 @@ def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = Non
                 removed = select_files(snapshot, candidates, counts)
                 deleted_rows = sum(counts.values())
                 rewrite_started = time.monotonic()
-                keep_ids = materializes_row_ids(txn.metadata)  # copied rows keep their row IDs
+                keep_ids = materializes_row_ids(metadata)  # copied rows keep their row IDs
                 data = build_dataframe(spark, snapshot, removed, row_ids=keep_ids)
                 if alias:
                     data = data.alias(alias)
                 hit = F.coalesce(cond.column, F.lit(False))
-                added = write_rows(spark, data.filter(~hit), root, txn.metadata, row_ids=keep_ids)
+                added = write_rows(spark, data.filter(~hit), root, metadata, row_ids=keep_ids)
                 copied_rows = add_rows([a["add"] for a in added])
-                if cdf_enabled(txn.metadata):
+                if cdf_enabled(metadata):
                     # Whole-file deletes need no change data (readers use the removes); rewrites do.
-                    changes = with_change_type(data.filter(hit), txn.metadata.schema, "delete")
+                    changes = with_change_type(data.filter(hit), metadata.schema, "delete")
                     try:
-                        cdc = write_cdc(spark, changes, root, txn.metadata)
+                        cdc = write_cdc(spark, changes, root, metadata)
                     except BaseException:
                         discard_files(root, added)
                         raise

@@ -43,6 +43,7 @@ from pydelta.spark.dml.common import (
     remove_actions,
     select_files,
     total_bytes,
+    transaction_metadata,
     with_change_type,
     write_cdc,
     write_rows,
@@ -157,8 +158,7 @@ def prepare_update(
     check_dml_supported(snapshot, "UPDATE")
     check_row_ids_preserved(snapshot, "UPDATE")
     txn = new_transaction(spark, snapshot)
-    metadata = txn.metadata
-    assert metadata is not None
+    metadata = transaction_metadata(txn)
     schema = metadata.schema
     files = snapshot.files()
     root = snapshot.table_root
@@ -239,8 +239,8 @@ def prepare_update(
         data = build_dataframe(spark, snapshot, to_rewrite, row_ids=keep_ids)
         if alias:
             data = data.alias(alias)
-        if dv_rows:
-            data = data.filter(F.coalesce(cond.column, F.lit(False)))  # only the updated rows are written
+        if dv_rows and cond is not None:  # (rows found by the condition) only the updated rows are written
+            data = data.filter(F.coalesce(cond.column, F.lit(False)))
         added = write_rows(spark, updated(data, keep_ids), root, metadata, row_ids=keep_ids)
         if cdf_enabled(metadata):
             hit_rows = data.filter(F.coalesce(cond.column, F.lit(False))) if cond is not None else data
