@@ -24,7 +24,7 @@ Every check runs before the commit, so a refused statement leaves the table unch
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
@@ -275,10 +275,10 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
     metadata = snapshot.metadata
     case_sensitive = _case_sensitive(spark)
     mode = column_mapping_mode(metadata.configuration)
-    schema: DataType = metadata.schema
+    schema: StructType = metadata.schema
     logged = []
     for column in columns:
-        parent, parent_type = _resolve(schema, column.name[:-1], case_sensitive)  # type: ignore[arg-type]
+        parent, parent_type = _resolve(schema, column.name[:-1], case_sensitive)
         field = StructField(column.name[-1], column.data_type, True,
                             {"comment": column.comment} if column.comment is not None else {})
         if not isinstance(parent_type, StructType):
@@ -290,15 +290,15 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
         if mode == "none":
             _check_name_characters(field)
         position = _resolved_position(parent_type, column.position, parent, case_sensitive)
-        schema = _replace_at(schema, parent, lambda s, f=field, p=position: _insert(s, f, p))  # type: ignore[misc]
+        schema = _replace_at(schema, parent, lambda s: _insert(s, field, position))
         entry: dict[str, object] = {"column": _field_map(parent, field)}
         if position is not None:
             entry["position"] = str(position)
         logged.append(entry)
     configuration = dict(metadata.configuration)
     if mode != "none":
-        schema, configuration = assign_column_mapping(schema, configuration)  # type: ignore[arg-type]
-    new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)  # type: ignore[union-attr]
+        schema, configuration = assign_column_mapping(schema, configuration)
+    new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)
     return commit_metadata(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
 
 
@@ -307,13 +307,13 @@ def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChang
     snapshot = load_snapshot(path)
     metadata = snapshot.metadata
     case_sensitive = _case_sensitive(spark)
-    schema: DataType = metadata.schema
+    schema: StructType = metadata.schema
     widening = type_widening.enabled(metadata.configuration)
     seen: set[tuple[str, ...]] = set()
     not_null_checks: list[list[str]] = []
     logged: list[tuple[list[str], StructField, Position | None]] = []
     for change in changes:
-        full, _ = _resolve(schema, change.name, case_sensitive)  # type: ignore[arg-type]
+        full, _ = _resolve(schema, change.name, case_sensitive)
         parent, name = full[:-1], full[-1]
         if tuple(full) in seen:
             raise DeltaAnalysisError(
@@ -321,14 +321,14 @@ def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChang
                 f"{_display(path, display)}'s column {quote_path(full)} including its nested fields multiple times "
                 "in the same command.")
         seen.add(tuple(full))
-        _, parent_type = _resolve(schema, parent, case_sensitive)  # type: ignore[arg-type]
+        _, parent_type = _resolve(schema, parent, case_sensitive)
         if not isinstance(parent_type, StructType):
             if widening and change.data_type is not None and _only_type(change):
                 schema, entry = _widen_inside_collection(schema, full, change.data_type, case_sensitive)
                 logged.append(entry)
                 continue
             _refuse_collection_change(change, full)
-        old = parent_type.field(name)  # type: ignore[union-attr]
+        old = parent_type.field(name)
         if change.default is not None:
             from pydelta.spark.ddl.column_defaults import checked_default
 
@@ -345,12 +345,12 @@ def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChang
                                          "or map; Delta does not support NOT NULL constraints nested within arrays "
                                          "or maps.")
             not_null_checks.append(full)
-        position = _resolved_position(parent_type, change.position, parent, case_sensitive)  # type: ignore[arg-type]
-        schema = _replace_at(schema, parent, lambda s, n=name, f=new, p=position: _move(s, n, f, p))  # type: ignore[misc]
+        position = _resolved_position(parent_type, change.position, parent, case_sensitive)
+        schema = _replace_at(schema, parent, lambda s: _move(s, name, new, position))
         logged.append((parent, new, position))
     if not_null_checks:
         _check_no_nulls(spark, snapshot, not_null_checks, _display(path, display))
-    new_md = replace(metadata, schema_string=schema.to_json())  # type: ignore[union-attr]
+    new_md = replace(metadata, schema_string=schema.to_json())
     return commit_metadata(spark, snapshot, new_md, change_operation(logged), read_all=bool(not_null_checks))
 
 
@@ -387,11 +387,11 @@ def _widen_inside_collection(schema: StructType, full: Sequence[str], new_type: 
     holder_parent, holder = list(full[:k]), full[k]
     _, struct = _resolve(schema, holder_parent, case_sensitive)
     widened = type_widening.widen_field(struct.field(holder), full[k + 1:], new_type)  # type: ignore[union-attr]
-    schema = _replace_at(schema, holder_parent, lambda s: _move(s, holder, widened, None))  # type: ignore[assignment]
+    schema = _replace_at(schema, holder_parent, lambda s: _move(s, holder, widened, None))
     return schema, (holder_parent, widened, None)
 
 
-def _refuse_collection_change(change: ColumnChange, full: Sequence[str]) -> None:
+def _refuse_collection_change(change: ColumnChange, full: Sequence[str]) -> NoReturn:
     """delta-spark: map keys/values and array elements take no comment, nullability or position change."""
     if change.comment is not None:
         raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_COMMENT_MAP_ARRAY] Can't add a comment to {quote_path(full)}. "

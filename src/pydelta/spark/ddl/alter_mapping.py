@@ -17,7 +17,7 @@ from typing import Sequence
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import load_snapshot
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.schema import DataType, StructField, StructType, column_mapping_mode, quote_path
+from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, quote_path
 from pydelta.protocol.properties import CONSTRAINT_PREFIX
 from pydelta.spark.ddl.schema_edits import (
     _attribute_name,
@@ -107,7 +107,7 @@ def rename_column(spark: SparkSession, path: str, column: Sequence[str], new_nam
         return StructType(tuple(StructField(new_name, f.type, f.nullable, f.metadata) if f.name == full[-1] else f
                                 for f in struct.fields))
 
-    schema: DataType = _replace_at(metadata.schema, parent, renamed)
+    schema = _replace_at(metadata.schema, parent, renamed)
     configuration = dict(metadata.configuration)
     partitions = tuple(metadata.partition_columns)
     if not parent:
@@ -129,18 +129,18 @@ def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]
         raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_DROP_COLUMN] DROP COLUMN is not supported for your Delta "
                                  f"table. {_ADVICE}")
     case_sensitive = _case_sensitive(spark)
-    schema: DataType = metadata.schema
+    schema: StructType = metadata.schema
     configuration = dict(metadata.configuration)
     dropped: list[list[str]] = []
     for column in columns:
         try:
-            full, _ = _resolve(schema, column, case_sensitive)  # type: ignore[arg-type]
+            full, _ = _resolve(schema, column, case_sensitive)
         except DeltaAnalysisError:
             if if_exists:
                 continue
             raise
         parent = full[:-1]
-        _, parent_type = _resolve(schema, parent, case_sensitive)  # type: ignore[arg-type]
+        _, parent_type = _resolve(schema, parent, case_sensitive)
         if not isinstance(parent_type, StructType):
             raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_DROP_COLUMN] Cannot drop {quote_path(full)}: array "
                                      "elements and map keys/values cannot be dropped.")
@@ -153,8 +153,9 @@ def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]
         if len(parent_type.fields) == 1:
             raise DeltaAnalysisError(f"[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] Cannot drop column from a schema "
                                      f"with a single column. Schema: {parent_type.to_json()}")
-        schema = _replace_at(schema, parent, lambda s, n=full[-1]: StructType(
-            tuple(f for f in s.fields if f.name != n)))
+        dropped_name = full[-1]
+        schema = _replace_at(schema, parent, lambda s: StructType(
+            tuple(f for f in s.fields if f.name != dropped_name)))
         dropped.append(full)
     if not dropped:
         return None

@@ -67,19 +67,17 @@ def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[Id
     for spec in specs:
         key = physical_name(metadata.schema.field(spec.name)) if mapped else spec.name
         bound = "maxValues" if spec.step > 0 else "minValues"
-        values = []
+        values: list[int] = []
         for add in adds:
             stats = json.loads(add["stats"]) if add.get("stats") else {}
             if stats.get("numRecords") == 0:
                 continue
             value = (stats.get(bound) or {}).get(key)
-            if value is None:
-                values = None
+            if value is None:  # a file without the stat: read the column back instead
+                read_back = _read_back(spark, table_root, adds, key, spec.step > 0)
+                values = [] if read_back is None else [read_back]
                 break
             values.append(int(value))
-        if values is None:
-            values = [_read_back(spark, table_root, adds, key, spec.step > 0)]
-        values = [v for v in values if v is not None]
         if values:
             out[spec.name] = max(values) if spec.step > 0 else min(values)
     return out
@@ -94,7 +92,10 @@ def _read_back(spark: SparkSession, table_root: str, adds: list[dict], column: s
 
     paths = [os.path.join(table_root, urllib.parse.unquote(a["path"])) for a in adds]
     agg = F.max(column) if largest else F.min(column)
-    value = spark.read.parquet(*paths).agg(agg).first()[0]
+    row = spark.read.parquet(*paths).agg(agg).first()
+    if row is None:
+        raise AssertionError("an aggregate without grouping returns one row")
+    value = row[0]
     return None if value is None else int(value)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
@@ -119,8 +119,12 @@ def _not_found(parts: Sequence[str], schema: StructType) -> DeltaAnalysisError:
                               f"in:\n{spark_schema(schema).treeString()}")
 
 
+@overload
+def _replace_at(dt: StructType, path: Sequence[str], fn: Callable[[StructType], StructType]) -> StructType: ...
+@overload
+def _replace_at(dt: DataType, path: Sequence[str], fn: Callable[[StructType], StructType]) -> DataType: ...
 def _replace_at(dt: DataType, path: Sequence[str], fn: Callable[[StructType], StructType]) -> DataType:
-    """`dt` with the struct at the (resolved) `path` replaced by fn(struct)."""
+    """`dt` with the struct at the (resolved) `path` replaced by fn(struct); a struct stays a struct."""
     if not path:
         return fn(dt)  # type: ignore[arg-type]
     head, rest = path[0], path[1:]

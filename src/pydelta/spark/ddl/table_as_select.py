@@ -64,6 +64,6 @@ def table_as_select(
             new_table=NewTableSpec(properties=props, description=comment, replace=replacing, cluster_by=cluster_by),
         )
     except BaseException:
-        if registered:
+        if registered and name is not None:  # registered only under a name
             catalog.unregister_table(spark, name)
         raise

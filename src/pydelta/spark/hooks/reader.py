@@ -82,15 +82,17 @@ def install() -> None:
 
     if getattr(DataFrameReader, "_pydelta_hooked", False):
         return
-    DataFrameReader.format = _record_format(DataFrameReader.format)
-    DataFrameReader.option = _record_option(DataFrameReader.option)
-    DataFrameReader.options = _record_options(DataFrameReader.options)
-    DataFrameReader.load = boundary(_reader_load(DataFrameReader.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
-    DataFrameReader.table = boundary(_reader_table(DataFrameReader.table))
+    # Deliberate patches of PySpark's methods (hence the method-assign ignores).
+    DataFrameReader.format = _record_format(DataFrameReader.format)  # type: ignore[method-assign]
+    DataFrameReader.option = _record_option(DataFrameReader.option)  # type: ignore[method-assign]
+    DataFrameReader.options = _record_options(DataFrameReader.options)  # type: ignore[method-assign]
+    DataFrameReader.load = boundary(  # type: ignore[method-assign]
+        _reader_load(DataFrameReader.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
+    DataFrameReader.table = boundary(_reader_table(DataFrameReader.table))  # type: ignore[method-assign]
     from pyspark.sql.session import SparkSession
 
-    SparkSession.table = boundary(_session_table(SparkSession.table))
-    DataFrameReader._pydelta_hooked = True
+    SparkSession.table = boundary(_session_table(SparkSession.table))  # type: ignore[method-assign]
+    setattr(DataFrameReader, "_pydelta_hooked", True)  # the marker checked above
 
     from pydelta.spark.read import plan_pruning
     from pydelta.spark.hooks import writer as write_hooks

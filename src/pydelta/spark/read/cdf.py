@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pydelta.log.changes import (
@@ -97,6 +98,13 @@ def _action(f: ChangeFile) -> dict[str, Any]:
             "deletionVector": f.deletion_vector, "stats": f.stats}
 
 
+def _selected_rows(f: ChangeFile) -> np.ndarray:
+    """The row indexes a file of a selected-rows round keeps (`_rounds` puts only such files in one)."""
+    if f.only_rows is None:
+        raise AssertionError(f"change file {f.path} has no selected rows but was grouped with files that do")
+    return f.only_rows
+
+
 def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
     from pyspark.sql import functions as F
 
@@ -115,10 +123,11 @@ def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]
     )
     df = df.join(F.broadcast(_arrow_df(spark, file_map)), FILE_COL, "inner")
     if files[0].only_rows is not None:
+        only_rows = [_selected_rows(f) for f in files]
         selected = pa.table(
             {
-                FILE_COL: pa.concat_arrays([pa.array([u] * len(f.only_rows), pa.string()) for u, f in zip(uris, files)]),
-                ROW_COL: pa.concat_arrays([pa.array(f.only_rows, pa.int64()) for f in files]),
+                FILE_COL: pa.concat_arrays([pa.array([u] * len(rows), pa.string()) for u, rows in zip(uris, only_rows)]),
+                ROW_COL: pa.concat_arrays([pa.array(rows, pa.int64()) for rows in only_rows]),
             }
         )
         df = df.join(F.broadcast(_arrow_df(spark, selected)), [FILE_COL, ROW_COL], "inner")

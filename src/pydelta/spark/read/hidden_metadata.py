@@ -13,7 +13,7 @@ lists the struct as hidden output. Unused, the struct is pruned away like any co
 from __future__ import annotations
 
 from typing import Any
-from pydelta.spark._typing import DataFrame
+from pydelta.spark._typing import DataFrame, JavaObject
 
 METADATA_COLUMN = "_metadata"
 _METADATA_COL_ATTR_KEY = "__metadata_col"  # Spark's MetadataAttribute marker
@@ -41,7 +41,7 @@ def hide_last_column(df: DataFrame) -> Any:
     """
     from pyspark.sql import DataFrame
 
-    jvm = df.sparkSession._jvm
+    jvm: JavaObject = df.sparkSession._jvm
     plan = df._jdf.queryExecution().analyzed()
     output = plan.output()
     attrs = [output.apply(i) for i in range(output.size())]

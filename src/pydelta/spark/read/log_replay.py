@@ -28,7 +28,8 @@ from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats
 from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
-from pydelta.log.storage import FileInfo, Storage
+from pydelta.log.file_info import FileInfo
+from pydelta.log.storage import Storage
 from pydelta.spark._typing import DataFrame, SparkSession
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
@@ -74,7 +75,7 @@ def replay_segment_on_spark(spark: SparkSession, storage: Storage, table_root: s
     try:
         small_commits = _small_commits(actions, table_root)
         # About 64 MiB of log per shuffle partition, so huge logs sort in small pieces.
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200")), _log_bytes(segment, sidecars) >> 26)
+        partitions = max(int(str(spark.conf.get("spark.sql.shuffle.partitions", "200"))), _log_bytes(segment, sidecars) >> 26)
         file_actions = actions.where("add IS NOT NULL OR remove IS NOT NULL").select(
             "version", "add", "remove", _file_key(table_root).alias("key")).repartition(partitions, "key")
         newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
@@ -203,7 +204,7 @@ def install(spark: SparkSession) -> None:
     from pydelta.log import snapshot as snapshot_module
 
     def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
-        limit = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)))
+        limit = int(str(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES))))
         sidecars = _sidecars(storage, segment)
         if _log_bytes(segment, sidecars) < limit:
             return None

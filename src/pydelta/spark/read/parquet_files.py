@@ -29,4 +29,7 @@ def read_parquet_files(spark: SparkSession, read_schema: Any, paths: list[str], 
             ) from None
         raise
     finally:
-        jvm_conf.set(key, previous)
+        if previous is None:  # was unset: unset it again
+            jvm_conf.unset(key)
+        else:
+            jvm_conf.set(key, previous)

@@ -134,7 +134,8 @@ def _with_scans_replaced(spark: SparkSession, analyzed: Any, replacements: dict[
     from pyspark.sql.classic.dataframe import DataFrame
 
     plan, _ = _replace(analyzed, replacements)
-    jds = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    jvm: JavaObject = spark._jvm
+    jds = jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
     return DataFrame(jds, spark)
 
 
@@ -203,7 +204,7 @@ def _physical_to_logical(schema: StructType, parent: tuple[tuple[str, ...], tupl
 
 def _scan_over(spark: SparkSession, leaf: Any, scan: _Scan, files: pa.Table) -> Any:
     """A LogicalRelation like `leaf` (same output attributes) over `files` only."""
-    jvm = spark._jvm
+    jvm: JavaObject = spark._jvm
     if files.num_rows == 0:
         return jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
             leaf.output(), jplan.scala_list(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
@@ -242,7 +243,7 @@ def install() -> None:
         return
     for name in ("filter", "join"):
         setattr(DataFrame, name, _pruning(getattr(DataFrame, name)))
-    DataFrame._pydelta_plan_pruning = True
+    setattr(DataFrame, "_pydelta_plan_pruning", True)  # the marker checked above
 
 
 def _pruning(method: Any) -> Any:

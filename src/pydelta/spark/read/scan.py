@@ -8,7 +8,7 @@ partition values from the log and drops rows deleted by deletion vectors.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,6 +30,9 @@ from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark._typing import DataFrame, SparkSession
+
+if TYPE_CHECKING:
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
@@ -150,8 +153,8 @@ def build_dataframe(
             part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
             columns.append(part.cast(spark_type).alias(field.name, metadata=exposed))
         else:
-            extra = field in extra_fields
-            phys = physical_name(field) if mode != "none" and not extra else field.name
+            is_extra = field in extra_fields
+            phys = physical_name(field) if mode != "none" and not is_extra else field.name
             col = F.col(quote_identifier(phys))
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)
@@ -377,7 +380,7 @@ def _join_on_file(df: DataFrame, small: Any, how: str, with_row: bool = False) -
 def _dataframe_class() -> type:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-    class DeltaScanDataFrame(ClassicDataFrame):  # type: ignore[misc, valid-type]
+    class DeltaScanDataFrame(ClassicDataFrame):
         """The DataFrame of a Delta read. `filter`/`where` on it also skip files.
 
         Filters are translated to pydelta predicates and evaluated over the
@@ -409,7 +412,7 @@ def _dataframe_class() -> type:
     return DeltaScanDataFrame
 
 
-def to_arrow(df: DataFrame) -> pa.Table:
+def to_arrow(df: ClassicDataFrame) -> pa.Table:
     """`df.toArrow()`, also for tables with null variants (e.g. `array<variant>` with null elements).
 
     PySpark's toArrow casts the collected batches to its Arrow schema even where the types

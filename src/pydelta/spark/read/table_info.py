@@ -31,7 +31,7 @@ def _ts(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc) if ms is not None else None
 
 
-def _str_map(d: Any) -> dict[str, str] | None:
+def _str_map(d: Any) -> dict[str, str | None] | None:
     if d is None:
         return None
     return {str(k): (v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in d.items()}

@@ -136,7 +136,7 @@ def _stream_error(error: DeltaError) -> BaseException:
     if isinstance(converted, StreamingQueryException):
         return converted
     try:
-        cls = type(base.__name__, (base, StreamingQueryException), {"__module__": base.__module__})
+        cls: type[BaseException] = type(base.__name__, (base, StreamingQueryException), {"__module__": base.__module__})
     except TypeError:
         return converted
     new = cls.__new__(cls)
@@ -321,6 +321,7 @@ def install() -> None:
         setattr(DataStreamWriter, name, _record(name))
     _ORIGINAL["start"], _ORIGINAL["toTable"] = DataStreamWriter.start, DataStreamWriter.toTable
     # Non-Delta sinks reach the originals with no keyword settings: those already went through the hooks.
-    DataStreamWriter.start = boundary(_start(_ORIGINAL["start"]))
-    DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"]))
-    DataStreamWriter._pydelta_hooked = True
+    # Deliberate patches of PySpark's methods (hence the method-assign ignores).
+    DataStreamWriter.start = boundary(_start(_ORIGINAL["start"]))  # type: ignore[method-assign]
+    DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"]))  # type: ignore[method-assign]
+    setattr(DataStreamWriter, "_pydelta_hooked", True)  # the marker checked above

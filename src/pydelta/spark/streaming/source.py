@@ -340,7 +340,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.tracking = self._tracking_log()
         if self.tracking is not None:
             self.schema = self._tracked_schema()
-        elif _same(without_field_metadata(self.snapshot.schema), without_field_metadata(planned)):
+        elif _same(_without_field_metadata(self.snapshot.schema), _without_field_metadata(planned)):
             self.schema = self.snapshot.schema
         elif column_mapping_mode(self.metadata.configuration) != "none":
             # The columns changed since the query was planned: their physical names are unknown.
@@ -666,6 +666,12 @@ class _SchemaEvolution(Exception):
         super().__init__(version)
         self.version = version
         self.metadata = metadata
+
+
+def _without_field_metadata(schema: StructType) -> StructType:
+    out = without_field_metadata(schema)
+    assert isinstance(out, StructType)  # a struct stays a struct
+    return out
 
 
 def _same(a: StructType, b: StructType) -> bool:

@@ -21,8 +21,8 @@ def install() -> None:
     if getattr(DataStreamReader, "_pydelta_table_hooked", False):
         return
     _ORIGINAL["table"] = DataStreamReader.table
-    DataStreamReader.table = boundary(_table)
-    DataStreamReader._pydelta_table_hooked = True
+    DataStreamReader.table = boundary(_table)  # type: ignore[method-assign]  # a deliberate patch
+    setattr(DataStreamReader, "_pydelta_table_hooked", True)  # the marker checked above
 
 
 def _table(self: Any, tableName: str) -> Any:  # noqa: N803 - PySpark's parameter name

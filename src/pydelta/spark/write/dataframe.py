@@ -94,7 +94,7 @@ class NewTableSpec:
 
 
 def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteOptions,
-                   spark: SparkSession = None, spec: NewTableSpec | None = None) -> Metadata:
+                   spark: SparkSession | None = None, spec: NewTableSpec | None = None) -> Metadata:
     """The metadata after this write (the existing one when nothing changes)."""
     if snapshot is None or (spec is not None and spec.replace):
         # Only a creation applies the session's table defaults (never overwriteSchema), as delta-spark.
@@ -337,9 +337,9 @@ def write_dataframe(
         txn.set_app_transaction(opts.txn_app_id, int(opts.txn_version))  # type: ignore[arg-type]
 
     incoming = parse_schema(df.schema.json())
-    metadata = _plan_metadata(snapshot, incoming, opts, spark, new_table)
-    if snapshot is None or metadata != snapshot.metadata:
-        txn.update_metadata(metadata)
+    planned = _plan_metadata(snapshot, incoming, opts, spark, new_table)
+    if snapshot is None or planned != snapshot.metadata:
+        txn.update_metadata(planned)
     metadata = txn.metadata  # protocol properties stripped, ICT settings, ...
     assert metadata is not None
     if new_table is not None:
@@ -386,7 +386,7 @@ def write_dataframe(
         adds = write_data_files(
             to_write, root, metadata, data_change=opts.data_change,
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
-            session_time_zone=spark.conf.get("spark.sql.session.timeZone", "UTC"),
+            session_time_zone=str(spark.conf.get("spark.sql.session.timeZone", "UTC")),
         )
 
     marks = identity_values.high_water_marks(spark, metadata, generate, adds, root)

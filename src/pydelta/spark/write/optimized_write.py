@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 from pydelta.protocol import properties
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark._typing import DataFrame, JavaObject, SparkSession
 
 OPTION = "optimizeWrite"
 SESSION_CONF = "spark.databricks.delta.optimizeWrite.enabled"
@@ -27,7 +27,8 @@ def _bin_size(spark: SparkSession) -> int:
     value = spark.conf.get(BIN_SIZE_CONF, None)
     if value is None:
         return DEFAULT_BIN_SIZE
-    return int(spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(str(value)))
+    jvm: JavaObject = spark._jvm
+    return int(jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(str(value)))
 
 
 def optimized(df: DataFrame, partition_columns: list[str]) -> Any:
@@ -48,7 +49,7 @@ def optimized(df: DataFrame, partition_columns: list[str]) -> Any:
     node = hinted._jdf.queryExecution().analyzed()
     if node.getClass().getSimpleName() != "RebalancePartitions":  # not expected; the plain hint still bins
         return hinted
-    jvm = df.sparkSession._jvm
+    jvm: JavaObject = df.sparkSession._jvm
     size = _jvm_long_option(jvm, _bin_size(df.sparkSession))
     keep_num_partitions = getattr(node, "copy$default$3")()  # the third field, whatever its name in this Spark
     sized = node.copy(node.partitionExpressions(), node.child(), keep_num_partitions, size)

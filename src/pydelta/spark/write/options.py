@@ -89,7 +89,7 @@ def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[
         )
 
 
-def session_conf(spark: SparkSession = None) -> dict[str, str]:
+def session_conf(spark: SparkSession | None = None) -> dict[str, str]:
     """All SQL confs of `spark`; without one, of the active (else the first) SparkSession."""
     if spark is None:
         from pyspark.sql import SparkSession
