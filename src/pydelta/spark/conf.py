@@ -45,3 +45,8 @@ def conf_bytes(spark: SparkSession, key: str, default: int) -> int:
         from pydelta.errors import DeltaIllegalArgumentError
 
         raise DeltaIllegalArgumentError(f"{key} must be a size in bytes, got {raw!r}") from None
+
+
+def session_time_zone(spark: SparkSession) -> str:
+    """The session time zone (timestamp partition values are written in it); UTC when unset."""
+    return conf_value(spark, "spark.sql.session.timeZone") or "UTC"

@@ -56,7 +56,7 @@ from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking, row_tracking_backfill
-from pydelta.spark.maintenance._conf import conf_bool
+from pydelta.spark.conf import conf_bool
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
     ColumnChange,

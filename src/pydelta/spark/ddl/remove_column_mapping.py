@@ -22,6 +22,7 @@ from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
+from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import DataFrame, SparkSession
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
@@ -76,7 +77,7 @@ def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tup
     if keep_ids:
         df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
     adds = write_data_files(df, snapshot.table_root, metadata, data_change=False, hidden=hidden,
-                            session_time_zone=str(spark.conf.get("spark.sql.session.timeZone", "UTC")))
+                            session_time_zone=session_time_zone(spark))
     now = int(time.time() * 1000)
     removes = [remove_action(a, data_change=False, timestamp_ms=now) for a in file_rows_to_adds(files)]
     return adds, removes

@@ -14,7 +14,7 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, quote_path, walk_fields
-from pydelta.spark.maintenance._conf import conf_bool
+from pydelta.spark.conf import conf_bool
 from pydelta.txn.commit_info import Operation
 from pydelta.spark._typing import SparkSession
 

@@ -49,6 +49,7 @@ from pydelta.spark.write.conform import conform
 from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
+from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import Column, DataFrame, JavaObject, SparkSession
 
 __all__ = ["FILE_COL", "ROW_COL", "DmlTypeError", "PreparedCommit", "files_matching_partitions"]
@@ -329,11 +330,6 @@ def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
 
 
 # ---- writing ---------------------------------------------------------------------------------------
-
-
-def session_time_zone(spark: SparkSession) -> str:
-    """The session time zone data files are written in (timestamp partition values)."""
-    return str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
 
 
 def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata, *, repartition: bool = False,

@@ -34,7 +34,7 @@ from pydelta.protocol.partition_values import (
 )
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.conf import conf_bool, session_time_zone
 from pydelta.spark.transactions import try_load
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.jvm import jvm
@@ -241,7 +241,7 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
             "[DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING] CONVERT TO DELTA cannot convert to a table with column "
             f"mapping mode {column_mapping_mode(configuration)}; remove delta.columnMapping.mode from the table properties"
         )
-    timezone = spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC"
+    timezone = session_time_zone(spark)
     ignore_cast = conf_bool(spark, IGNORE_CAST_FAILURE_CONF, False)
 
     paths = list_data_files(root)

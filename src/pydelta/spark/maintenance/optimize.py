@@ -38,7 +38,7 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering, zcubes
-from pydelta.spark.conf import conf_bool, conf_bytes, conf_value
+from pydelta.spark.conf import conf_bool, conf_bytes, conf_value, session_time_zone
 from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
@@ -394,7 +394,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
             df = df.repartition(1) if use_repartition else df.coalesce(1)
         adds = write_data_files(
             df, snapshot.table_root, metadata, data_change=False,
-            session_time_zone=conf_value(spark, "spark.sql.session.timeZone", "UTC"), hidden=hidden,
+            session_time_zone=session_time_zone(spark), hidden=hidden,
         )
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.txn.commit_info import Operation
+from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import SparkSession
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
@@ -43,7 +44,7 @@ def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
 def _session_zone(spark: SparkSession) -> Any:
     from zoneinfo import ZoneInfo
 
-    name = spark.conf.get("spark.sql.session.timeZone", None) or "UTC"
+    name = session_time_zone(spark)
     try:
         return ZoneInfo(name)
     except Exception:

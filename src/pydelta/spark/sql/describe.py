@@ -25,7 +25,7 @@ from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.conf import conf_bool, session_time_zone
 from pydelta.spark.jvm import jvm
 from pydelta.spark._typing import JavaObject, SparkSession
 
@@ -314,7 +314,7 @@ def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     typed = partition_values_to_arrow(
         snapshot.files().column("partition_values"), fields,
         {f.name: physical_name(f) if mapped else f.name for f in fields.fields},
-        timezone=spark.conf.get("spark.sql.session.timeZone", "UTC"))
+        timezone=session_time_zone(spark))
     distinct = pa.Table.from_struct_array(typed).group_by(columns, use_threads=False).aggregate([])
     rows = pc.take(distinct, pc.sort_indices(distinct, [(c, "ascending") for c in columns])).to_pylist()
     out = spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], spark_schema(fields))

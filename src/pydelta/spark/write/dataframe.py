@@ -45,6 +45,7 @@ from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.spark.read.partitions import partition_rows_dataframe
 from pydelta.spark.transactions import engine_info, isolation_level, try_load
 from pydelta.spark.write.conform import conform
+from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import DataFrame, SparkSession
 
 
@@ -386,7 +387,7 @@ def write_dataframe(
         adds = write_data_files(
             to_write, root, metadata, data_change=opts.data_change,
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
-            session_time_zone=str(spark.conf.get("spark.sql.session.timeZone", "UTC")),
+            session_time_zone=session_time_zone(spark),
         )
 
     marks = identity_values.high_water_marks(spark, metadata, generate, adds, root)

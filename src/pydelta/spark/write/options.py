@@ -106,7 +106,7 @@ def checked_table_properties(spark: SparkSession, properties: Mapping[str, str])
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
     from pydelta.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_properties
-    from pydelta.spark.maintenance._conf import conf_bool
+    from pydelta.spark.conf import conf_bool
 
     return validate_properties(properties, conf_bool(spark, ALLOW_ARBITRARY_PROPERTIES_CONF, False))
 
