@@ -6,52 +6,141 @@ The log core (`pydelta.load_snapshot`) needs no JVM; the Spark entry points
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import DeltaError
 from pydelta.version import __version__
+
+if TYPE_CHECKING:
+    from pydelta.log.snapshot import Snapshot
+    from pydelta.log.storage import Storage
+    from pydelta.spark._typing import DataFrame, SparkSession
 
 __all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "enable", "load_snapshot", "write"]
 
 
 def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,
-                  storage_options: dict[str, str] | None = None, storage: Any = None):
-    """Load the table state at `path` (latest, or at `version` / `timestamp`) without Spark.
+                  storage_options: dict[str, str] | None = None, storage: Storage | None = None) -> Snapshot:
+    """Read a Delta table's state from its log, without Spark (and without a JVM).
 
-    `path` may be an object-store URI (`s3://bucket/table`, `gs://`, `abfss://`...);
-    `storage_options` then carries its credentials/endpoint (else the environment's).
-    `storage`: an explicit `pydelta.log.storage.Storage` to read through.
+    The snapshot holds the table's version, protocol, metadata (schema, partitioning,
+    properties) and its active files; reading the data itself is up to the caller.
+
+    Args:
+        path: The table's location: a local path, a `file:` URI, or an object-store URI
+            (`s3://bucket/table`, `gs://...`, `abfss://...`).
+        version: Load this version instead of the latest.
+        timestamp: Load the version that was current at this time (a `datetime`, an ISO-8601
+            string, or epoch milliseconds) instead of the latest; not with `version`.
+        storage_options: Credentials and endpoint of an object store, as obstore names them
+            (`aws_access_key_id`, `aws_endpoint`, ...); the environment's when omitted.
+        storage: A `pydelta.log.storage.Storage` to read through instead of the one the
+            path's scheme selects.
+
+    Returns:
+        The table's state (`pydelta.log.snapshot.Snapshot`).
+
+    Raises:
+        DeltaTableNotFoundError: `path` holds no Delta table.
+        VersionNotFoundError: `version` or `timestamp` is outside the table's history.
+
+    Example:
+        ```python
+        import pydelta
+
+        snap = pydelta.load_snapshot("/data/events")
+        print(snap.version, snap.schema, snap.files().num_rows)
+        first = pydelta.load_snapshot("/data/events", version=0)
+        ```
     """
     from pydelta.log.snapshot import load_snapshot as _load
 
     return _load(path, version=version, timestamp=timestamp, storage_options=storage_options, storage=storage)
 
 
-def enable(spark: Any) -> Any:
-    """Make an existing SparkSession Delta-capable (idempotent)."""
+def enable(spark: SparkSession) -> SparkSession:
+    """Make an existing SparkSession read and write Delta tables through pydelta.
+
+    After it, `format("delta")` reads and writes, Delta SQL and `DeltaTable` work on the
+    session. Calling it again does nothing more. `DeltaTable` enables its session itself.
+
+    Args:
+        spark: A classic (not Spark Connect) SparkSession.
+
+    Returns:
+        The same session.
+
+    Example:
+        ```python
+        import pydelta
+        from pyspark.sql import SparkSession
+
+        spark = pydelta.enable(SparkSession.builder.getOrCreate())
+        spark.range(3).write.format("delta").save("/tmp/numbers")
+        ```
+    """
     from pydelta.spark.session import enable as _enable
 
     return _enable(spark)
 
 
-def configure_spark(builder: Any) -> Any:
-    """Add pydelta to a SparkSession builder."""
+def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Add pydelta's settings to a SparkSession builder, before the session exists.
+
+    It also checks that Java is there for Spark. Call `enable` on the built session too
+    (or use `DeltaTable`, which does) so that its Delta hooks are in place.
+
+    Args:
+        builder: `SparkSession.builder`, possibly already configured.
+
+    Returns:
+        The builder, with pydelta's settings added.
+
+    Example:
+        ```python
+        import pydelta
+        from pyspark.sql import SparkSession
+
+        spark = pydelta.enable(pydelta.configure_spark(SparkSession.builder.appName("etl")).getOrCreate())
+        ```
+    """
     from pydelta.spark.session import configure_spark as _configure
 
     return _configure(builder)
 
 
 def write(
-    df: Any,
+    df: DataFrame,
     path: str,
     mode: str = "errorifexists",
     partition_by: list[str] | None = None,
     **options: Any,
 ) -> int | None:
-    """Write a Spark DataFrame to the Delta table at `path`, like `df.write.format("delta")`.
+    """Write a DataFrame to the Delta table at a path, as `df.write.format("delta")` does.
 
-    Returns the committed version, or None when nothing was committed (mode
-    "ignore" on an existing table, or an already applied txnAppId/txnVersion).
+    The table is created when it does not exist. Unlike the DataFrameWriter, this
+    returns the version the write committed.
+
+    Args:
+        df: The rows to write; pydelta is enabled on their session.
+        path: The table's location.
+        mode: `"errorifexists"` (fail if a table is there), `"append"`, `"overwrite"` or
+            `"ignore"` (do nothing if a table is there).
+        partition_by: Partition columns of a table the write creates.
+        **options: Delta writer options, as `.option(...)` takes them (`mergeSchema`,
+            `overwriteSchema`, `replaceWhere`, `txnAppId`/`txnVersion`, `delta.*` table
+            properties for a new table...).
+
+    Returns:
+        The committed version, or None when nothing was committed (`"ignore"` on an
+        existing table, or a `txnAppId`/`txnVersion` pair already applied).
+
+    Example:
+        ```python
+        import pydelta
+
+        version = pydelta.write(df, "/data/events", mode="append", mergeSchema="true")
+        ```
     """
     from pydelta.spark.session import enable as _enable
     from pydelta.spark.write.dataframe import write_dataframe

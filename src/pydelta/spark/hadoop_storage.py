@@ -7,27 +7,53 @@ the JVM's `FileSystem` with the session's Hadoop configuration. A commit is writ
 temporary file and then renamed with `FileContext.rename(..., NONE)`, which fails when
 the target exists: on HDFS that rename is atomic (delta-spark's HDFSLogStore does the
 same), so two writers of one version cannot both win and readers never see half a commit.
+
+It also serves delta-spark's per-table Hadoop options, `DeltaTable.forPath(spark, path,
+hadoopConf={...})` (`fs.*` / `dfs.*` keys): `HadoopFileSystemStorage(spark, options)` lays
+them over the session's configuration for one table's log, `qualify_path` resolves a
+scheme-less path against an `fs.defaultFS` among them, `check_table_options` refuses the keys
+pydelta's own log clients (local files, object stores) could not apply, and
+`session_hadoop_options` sets them in the session while one of the table's operations runs,
+so that Spark's reads and writes of the table's data files see them as well.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import threading
 import uuid
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Concatenate, Iterator, Mapping, ParamSpec, Protocol, TypeVar
+from urllib.parse import urlparse
 
+from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.storage import HADOOP_ONLY_SCHEMES, FileAlreadyExistsError, FileInfo, register_scheme
-from pydelta.spark._typing import SparkSession
+from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.jvm import gateway, java_session, jvm
 
 # Hadoop file systems whose paths pydelta sends to the session's FileSystem.
 HADOOP_SCHEMES = tuple(sorted(HADOOP_ONLY_SCHEMES))
 
 
-class HadoopFileSystemStorage:
-    """`Storage` over `org.apache.hadoop.fs.FileSystem` of one Spark session."""
+def hadoop_conf(spark: SparkSession, options: Mapping[str, str] | None = None) -> JavaObject:
+    """A new Hadoop `Configuration` of the session (its SQL confs included), `options` set over it."""
+    conf = java_session(spark).sessionState().newHadoopConf()
+    for key, value in (options or {}).items():
+        conf.set(key, value)
+    return conf
 
-    def __init__(self, spark: SparkSession) -> None:
-        self._jvm = spark._jvm
-        self._gateway = spark.sparkContext._gateway
-        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+
+class HadoopFileSystemStorage:
+    """`Storage` over `org.apache.hadoop.fs.FileSystem` of one Spark session.
+
+    `options`: Hadoop settings laid over the session's configuration for this storage only
+    (the `hadoopConf` of a DeltaTable).
+    """
+
+    def __init__(self, spark: SparkSession, options: Mapping[str, str] | None = None) -> None:
+        self._jvm = jvm(spark)
+        self._gateway = gateway(spark)
+        self._conf = hadoop_conf(spark, options)
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -153,6 +179,163 @@ def install(spark: SparkSession, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> N
         register_scheme(scheme, factory)
 
 
+# ---- a DeltaTable's own Hadoop options (forPath's hadoopConf) ---------------------------------
+
+_DEFAULT_FS_KEYS = ("fs.defaultFS", "fs.default.name")
+
+# The Hadoop settings of the file system behind a scheme pydelta's log reaches without Hadoop:
+# the local file system (Python file I/O) and the object stores (obstore). Beyond the generic
+# fs.<scheme>.* and fs.AbstractFileSystem.<scheme>.*, each connector's own key family.
+_CONNECTOR_KEY_FAMILIES: dict[str, tuple[str, ...]] = {
+    "s3": ("fs.s3a.", "fs.s3.", "fs.s3n."),
+    "s3a": ("fs.s3a.", "fs.s3.", "fs.s3n."),
+    "gs": ("fs.gs.", "fs.gcs."),
+    "gcs": ("fs.gs.", "fs.gcs."),
+    "abfs": ("fs.azure.", "fs.abfs.", "fs.abfss."),
+    "abfss": ("fs.azure.", "fs.abfs.", "fs.abfss."),
+    "az": ("fs.azure.", "fs.abfs.", "fs.abfss."),
+    "azure": ("fs.azure.", "fs.abfs.", "fs.abfss."),
+    "adl": ("fs.adl.", "fs.azure."),
+}
+
+
+def _scheme(path: str) -> str:
+    """The URI scheme of a table path, "file" for a local path (a drive letter is no scheme)."""
+    scheme = urlparse(path).scheme.lower()
+    return scheme if len(scheme) > 1 else "file"
+
+
+def qualify_path(spark: SparkSession, path: str, options: Mapping[str, str]) -> str:
+    """`path` resolved as delta-spark resolves it when `options` set `fs.defaultFS`.
+
+    A path without a scheme then belongs to that default file system (Hadoop's
+    `FileSystem.makeQualified`), e.g. `/data/t` with `fs.defaultFS=hdfs://nn:8020` is
+    `hdfs://nn:8020/data/t`. A path that resolves to the local file system, and any path when
+    `options` do not name a default file system, is returned as given.
+    """
+    if not any(key in options for key in _DEFAULT_FS_KEYS) or len(urlparse(path).scheme) > 1:
+        return path
+    jpath = jvm(spark).org.apache.hadoop.fs.Path(path)
+    qualified = str(jpath.getFileSystem(hadoop_conf(spark, options)).makeQualified(jpath).toString())
+    return path if _scheme(qualified) == "file" else qualified
+
+
+def check_table_options(path: str, options: Mapping[str, str]) -> None:
+    """Refuse the Hadoop options of a table at `path` that pydelta could not apply to all of its files.
+
+    The log of a table at a Hadoop-only URI (`hdfs://`, `viewfs://`...) goes through the session's
+    Hadoop FileSystem, so every option applies there. The log of a local table is read and
+    committed with Python file I/O, and that of an object-store table (`s3a://`, `gs://`,
+    `abfss://`...) with pydelta's object-store client: options for that file system would
+    reach Spark's reads and writes of the data files but not the log, so they raise
+    DeltaNotImplementedError naming them. Options for other file systems do not concern the
+    table's own storage and pass.
+    """
+    scheme = _scheme(path)
+    if scheme in HADOOP_ONLY_SCHEMES:
+        return
+    families = (f"fs.{scheme}.", f"fs.AbstractFileSystem.{scheme}.") + _CONNECTOR_KEY_FAMILIES.get(scheme, ())
+    refused = sorted(key for key in options if key.startswith(families))
+    if not refused:
+        return
+    keys = ", ".join(refused)
+    if scheme == "file":
+        raise DeltaNotImplementedError(
+            f"DeltaTable.forPath: hadoopConf options for the local file system ({keys}) are not supported: "
+            f"pydelta reads and commits the log of a local table ({path}) with Python file I/O, not with "
+            "Hadoop's local FileSystem, so they would apply to the data files only. Leave them out, or set "
+            "them on the session (spark.hadoop.*) if Spark's data access needs them.")
+    raise DeltaNotImplementedError(
+        f"DeltaTable.forPath: hadoopConf options for '{scheme}://' ({keys}) are not supported: pydelta reads "
+        f"and commits the log of {path} with its own object-store client, not with Hadoop's connector, so "
+        "they would apply to the data files only. Give the log its credentials and endpoint through the "
+        "environment (AWS_*, GOOGLE_*, AZURE_* variables) and Spark its settings on the session "
+        "(spark.hadoop.fs.* when building it).")
+
+
+# One table's options in a session at a time: `session_hadoop_options` saves and restores the
+# session's own values, which two overlapping scopes (two threads) would otherwise interleave.
+_SESSION_OPTIONS_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def session_hadoop_options(spark: SparkSession, options: Mapping[str, str]) -> Iterator[None]:
+    """Set `options` in the session's conf for the duration of the block, then restore its own values.
+
+    Spark copies the session's SQL conf into every Hadoop configuration it makes
+    (`SessionState.newHadoopConf`): the file listings, scans and writes Spark plans and runs in
+    the block see the options, and so does every `HadoopFileSystemStorage` made in it. Blocks
+    are serialized process-wide (re-entrant in one thread); other work running in the same
+    session at that moment sees the options too.
+    """
+    if not options:
+        yield
+        return
+    with _SESSION_OPTIONS_LOCK:
+        conf = spark.conf
+        saved = {key: conf.get(key, None) for key in options}
+        try:
+            for key, value in options.items():
+                conf.set(key, value)
+            yield
+        finally:
+            for key, previous in saved.items():
+                if previous is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, previous)
+
+
+class HadoopScopedTable(Protocol):
+    """A DeltaTable as the helpers below see it: it can put its Hadoop options in its session."""
+
+    def _hadoop_scope(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+_Table = TypeVar("_Table", bound=HadoopScopedTable)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def in_hadoop_scope(method: Callable[Concatenate[_Table, _P], _R]) -> Callable[Concatenate[_Table, _P], _R]:
+    """Decorator: the DeltaTable method runs with the table's Hadoop options in its session."""
+
+    @functools.wraps(method)
+    def scoped(self: _Table, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._hadoop_scope():
+            return method(self, *args, **kwargs)
+
+    return scoped
+
+
+class HadoopScopedBuilder:
+    """The merge or optimize builder of a DeltaTable opened with `hadoopConf`.
+
+    Every method call (the clauses, and the `execute...` that runs the operation) happens with
+    the table's Hadoop options in the session; a builder a call returns is wrapped the same way.
+    """
+
+    def __init__(self, builder: Any, table: HadoopScopedTable) -> None:
+        self._builder = builder
+        self._table = table
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._builder, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def scoped(*args: Any, **kwargs: Any) -> Any:
+            with self._table._hadoop_scope():
+                out = attr(*args, **kwargs)
+            return HadoopScopedBuilder(out, self._table) if isinstance(out, type(self._builder)) else out
+
+        return scoped
+
+    def __repr__(self) -> str:
+        return f"{self._builder!r} (with the table's hadoopConf)"
+
+
 class HadoopDataFiles:
     """The data-file side of a write to a table only the cluster can reach (hdfs://, viewfs://...).
 
@@ -163,7 +346,7 @@ class HadoopDataFiles:
 
     def __init__(self, spark: SparkSession) -> None:
         self.storage = HadoopFileSystemStorage(spark)
-        self._jvm = spark._jvm
+        self._jvm = jvm(spark)
 
     def list_staged(self, staging: str) -> list[FileInfo]:
         """The Parquet files under `staging`, recursively (hidden and `_` names skipped), sorted."""
@@ -249,14 +432,14 @@ def require_connector(spark: SparkSession, uri: str) -> None:
     if scheme not in CONNECTORS:
         return
     default_class, artifact = CONNECTORS[scheme]
-    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    conf = hadoop_conf(spark)
     fs_class = conf.get(f"fs.{scheme}.impl") or default_class
     try:
         conf.getClassByName(fs_class)
         return
     except Exception:  # noqa: BLE001 - py4j's ClassNotFoundException
         pass
-    hadoop = str(spark._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+    hadoop = str(jvm(spark).org.apache.hadoop.util.VersionInfo.getVersion())
     coordinates = artifact.format(hadoop=hadoop)
     raise MissingConnectorError(
         f"Spark cannot reach {uri}: the Hadoop FileSystem for '{scheme}://' ({fs_class}) is not on the "

@@ -1,58 +1,34 @@
 """The delta-spark Python API (DeltaTable, DeltaTableBuilder) over pydelta's Spark wings, for a
 session pydelta is already enabled on: the SQL statements use it as it is; `pydelta.tables`
-adds enabling the session (its DeltaTable and DeltaTableBuilder are the public classes)."""
+adds enabling the session (its DeltaTable and DeltaTableBuilder are the public classes).
+
+`DeltaTableApi` is the class side of DeltaTable (opening, creating, converting and cloning
+tables) over `table_operations.DeltaTableOperations` (what a table at a path can do);
+`TableBuilderApi` is `execute()` over `table_definition.TableDefinition` (the builder's setters).
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from pydelta.errors import (
     DeltaAnalysisError,
     DeltaError,
     DeltaIllegalArgumentError,
-    DeltaNotImplementedError,
     DeltaTableNotFoundError,
     TableAlreadyExistsError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.hadoop_storage import in_hadoop_scope
 from pydelta.spark.spark_errors import boundary_class, cannot_replace_missing_table, not_a_delta_table
+from pydelta.spark.table_definition import IdentityGenerator, TableDefinition
+from pydelta.spark.table_operations import DeltaTableOperations
 from pydelta.spark._typing import SparkSession
 
-
-def _check_condition(condition: Any, argname: str = "'condition'") -> None:
-    """delta-spark's _condition_to_jcolumn type check."""
-    from pyspark.sql import Column
-
-    if condition is not None and not isinstance(condition, (Column, str)):
-        raise TypeError(
-            f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), "
-            f"found to be of type {type(condition)}"
-        )
-
-
-def _check_mapping(mapping: Any, argname: str) -> None:
-    """delta-spark's _dict_to_jmap checks."""
-    from pyspark.sql import Column
-
-    if mapping is None:
-        raise ValueError(f"{argname} cannot be None")
-    if not isinstance(mapping, dict):
-        raise TypeError(f"{argname} must be a dict, found to be {type(mapping)}")
-    for col, expr in mapping.items():
-        if not isinstance(col, str):
-            raise TypeError(
-                f"Keys of dict in {argname} must contain only strings with column names, "
-                f"found '{col}' of type '{type(col)}"
-            )
-        if not isinstance(expr, (Column, str)):
-            raise TypeError(
-                f"Values of dict in {argname} must contain only Spark SQL Columns or strings "
-                f"(expressions in SQL syntax) as values, found '{expr}' of type '{type(expr)}'"
-            )
+__all__ = ["DeltaTableApi", "IdentityGenerator", "TableBuilderApi"]
 
 
 def _check_clone_args(target: Any, is_shallow: Any, replace: Any, properties: Any) -> None:
@@ -72,34 +48,62 @@ def _check_clone_args(target: Any, is_shallow: Any, replace: Any, properties: An
                     f"All property values including {value} needs to be a string but got '{type(value)}'.")
 
 
-def _raise_type_error(msg: str, objs: Any) -> None:
-    """delta-spark's DeltaTableBuilder._raise_type_error."""
-    for obj in objs:
-        msg += f" Found {obj} with type {type(obj)}"
-    raise TypeError(msg)
-
-
 @boundary_class
-class DeltaTableApi:
-    """A Delta table at a path, with the methods of delta-spark's `DeltaTable`."""
+class DeltaTableApi(DeltaTableOperations):
+    """A Delta table at a path, with the methods of delta-spark's `DeltaTable`.
 
-    _builder_class: type = None  # type: ignore[assignment] - TableBuilderApi, set below
+    `pydelta.tables.DeltaTable` is the public class: it enables pydelta on the session first.
+    """
 
-    def __init__(self, spark: SparkSession, path: str, alias: str | None = None) -> None:
-        self._spark = spark
-        self._path = path
-        self._alias = alias
-        self._snapshot: Snapshot | None = None
+    _builder_class: type[TableBuilderApi]  # set below the builder's definition
 
     # ---- construction --------------------------------------------------------------
     @classmethod
-    def forPath(cls, sparkSession: SparkSession, path: str, hadoopConf: dict[str, str] | None = None) -> "DeltaTableApi":
+    def forPath(cls, sparkSession: SparkSession, path: str, hadoopConf: dict[str, str] | None = None) -> Self:
+        """Open the Delta table stored at a path.
+
+        The table must exist: a path holding no Delta table raises delta-spark's
+        "not a Delta table" error.
+
+        `hadoopConf` holds Hadoop file system options for this table only, as in
+        delta-spark: the table's log is read and committed with them when it goes through
+        Spark's Hadoop FileSystem (`hdfs://`, `viewfs://` and the other Hadoop-only schemes),
+        an `fs.defaultFS` among them resolves a path given without a scheme, and every
+        operation of the returned object (and the scans of `toDF()`) runs with them set on
+        the session, so Spark's reads and writes of the data files see them. Options for a
+        file system whose log pydelta reaches without Hadoop (`fs.file.*` for a local table,
+        `fs.s3a.*` for an `s3a://` table...) raise `DeltaNotImplementedError`, since they
+        could not apply to the log.
+
+        Args:
+            sparkSession: The session to run the table's operations in.
+            path: Where the table is: a local path, a `file:` URI or a storage URI
+                (`s3a://bucket/t`, `hdfs://nn/t`, ...).
+            hadoopConf: Hadoop options for this table's file system access; keys must
+                start with `fs.` or `dfs.`.
+
+        Returns:
+            The table, bound to `sparkSession`.
+
+        Raises:
+            DeltaIllegalArgumentError: A `hadoopConf` key starts with neither `fs.` nor `dfs.`.
+            DeltaNotImplementedError: A `hadoopConf` key configures a file system pydelta's log
+                does not reach through Hadoop.
+
+        Example:
+            ```python
+            events = DeltaTable.forPath(spark, "/data/events")
+            mounted = DeltaTable.forPath(spark, "viewfs://cluster/events",
+                                         hadoopConf={"fs.viewfs.mounttable.cluster.link./events":
+                                                     "hdfs://nn1/warehouse/events"})
+            ```
+        """
         bad = {k: v for k, v in (hadoopConf or {}).items() if not k.startswith(("fs.", "dfs."))}
         if bad:
             raise DeltaIllegalArgumentError(
                 "[DELTA_TABLE_FOR_PATH_UNSUPPORTED_HADOOP_CONF] Currently DeltaTable.forPath only supports hadoop "
                 "configuration keys starting with [fs.,dfs.] but got " + ",".join(f"{k} -> {v}" for k, v in bad.items()))
-        table = cls(sparkSession, path)
+        table = cls(sparkSession, path, None, hadoopConf)
         try:
             table.snapshot()  # fails now, as delta-spark does, when there is no table
         except DeltaTableNotFoundError:
@@ -107,7 +111,25 @@ class DeltaTableApi:
         return table
 
     @classmethod
-    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> "DeltaTableApi":
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> Self:
+        """Open the Delta table registered in the session's catalog under a name.
+
+        Args:
+            sparkSession: The session whose catalog resolves the name.
+            tableOrViewName: A table name, optionally qualified by its database (`db.events`).
+
+        Returns:
+            The table at the name's location.
+
+        Raises:
+            DeltaTableNotFoundError: The name resolves to nothing, to a view, or to a table
+                that is not a Delta table.
+
+        Example:
+            ```python
+            events = DeltaTable.forName(spark, "analytics.events")
+            ```
+        """
         from pydelta.spark.catalog import delta_table_location
 
         location = delta_table_location(sparkSession, tableOrViewName)
@@ -119,6 +141,24 @@ class DeltaTableApi:
 
     @classmethod
     def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
+        """Tell whether a directory is the root of a Delta table.
+
+        A directory with a `_delta_log` that pydelta cannot fully read (an unsupported
+        protocol, say) still counts as a Delta table.
+
+        Args:
+            sparkSession: The session (kept for delta-spark's signature).
+            identifier: The directory to check.
+
+        Returns:
+            True when `identifier` holds a Delta table.
+
+        Example:
+            ```python
+            if not DeltaTable.isDeltaTable(spark, "/data/events"):
+                df.write.format("delta").save("/data/events")
+            ```
+        """
         log_dir = os.path.join(identifier, "_delta_log")
         if not os.path.isdir(log_dir):
             return False
@@ -131,168 +171,183 @@ class DeltaTableApi:
             return True  # it is a Delta table, even if pydelta cannot read it
 
     @classmethod
-    def create(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
+    def create(cls, sparkSession: SparkSession | None = None) -> TableBuilderApi:
+        """Start defining a new table; `execute()` fails if the table already exists (SQL `CREATE TABLE`).
+
+        Args:
+            sparkSession: The session to create the table in; the active session when omitted.
+
+        Returns:
+            A builder: give it a name and/or location and columns, then call `execute()`.
+
+        Example:
+            ```python
+            (DeltaTable.create(spark)
+                .tableName("events")
+                .addColumn("id", "BIGINT", nullable=False)
+                .addColumn("day", "DATE")
+                .partitionedBy("day")
+                .execute())
+            ```
+        """
         return cls._builder_class(_session(sparkSession), "create")
 
     @classmethod
-    def createIfNotExists(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> TableBuilderApi:
+        """Start defining a table that is created only when absent (SQL `CREATE TABLE IF NOT EXISTS`).
+
+        When the table exists, `execute()` leaves it as it is and returns it.
+
+        Args:
+            sparkSession: The session to create the table in; the active session when omitted.
+
+        Returns:
+            A builder: give it a name and/or location and columns, then call `execute()`.
+
+        Example:
+            ```python
+            events = (DeltaTable.createIfNotExists(spark)
+                      .location("/data/events")
+                      .addColumn("id", "BIGINT")
+                      .execute())
+            ```
+        """
         return cls._builder_class(_session(sparkSession), "createIfNotExists")
 
     @classmethod
-    def replace(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
+    def replace(cls, sparkSession: SparkSession | None = None) -> TableBuilderApi:
+        """Start redefining an existing table (SQL `REPLACE TABLE`); `execute()` fails if there is none.
+
+        The replacement is a new commit of the same table: its schema, partitioning and
+        properties are the builder's, its previous data files are removed, and its history
+        (time travel to earlier versions) remains.
+
+        Args:
+            sparkSession: The session to use; the active session when omitted.
+
+        Returns:
+            A builder: name the table and give its new columns, then call `execute()`.
+
+        Example:
+            ```python
+            DeltaTable.replace(spark).tableName("events").addColumn("id", "BIGINT").execute()
+            ```
+        """
         return cls._builder_class(_session(sparkSession), "replace")
 
     @classmethod
-    def createOrReplace(cls, sparkSession: SparkSession = None) -> "TableBuilderApi":
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> TableBuilderApi:
+        """Start defining a table that is created, or replaced when it exists (SQL `CREATE OR REPLACE TABLE`).
+
+        Args:
+            sparkSession: The session to use; the active session when omitted.
+
+        Returns:
+            A builder: name or locate the table and give its columns, then call `execute()`.
+
+        Example:
+            ```python
+            (DeltaTable.createOrReplace(spark)
+                .tableName("daily_totals")
+                .addColumn("day", "DATE")
+                .addColumn("total", "DOUBLE")
+                .execute())
+            ```
+        """
         return cls._builder_class(_session(sparkSession), "createOrReplace")
 
-    # ---- state -----------------------------------------------------------------------
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def snapshot(self) -> Snapshot:
-        """The latest snapshot, updated incrementally on each call."""
-        if self._snapshot is None:
-            self._snapshot = load_snapshot(self._path)
-        else:
-            self._snapshot = self._snapshot.update()
-        return self._snapshot
-
-    def toDF(self) -> Any:
-        from pydelta.spark.read.scan import read_snapshot
-
-        df = read_snapshot(self._spark, self.snapshot())
-        return df.alias(self._alias) if self._alias else df
-
-    def alias(self, aliasName: str) -> "DeltaTableApi":
-        table = type(self)(self._spark, self._path, aliasName)
-        table._snapshot = self._snapshot
-        return table
-
-    def history(self, limit: int | None = None) -> Any:
-        from pydelta.spark.read.table_info import history_dataframe
-
-        return history_dataframe(self._spark, self.snapshot(), limit)
-
-    def detail(self) -> Any:
-        from pydelta.spark.read.table_info import detail_dataframe
-
-        return detail_dataframe(self._spark, self.snapshot())
-
-    # ---- DML (pydelta.spark.dml) ---------------------------------------------------------
-    def delete(self, condition: Any = None) -> Any:
-        from pydelta.spark.dml.delete import delete
-
-        _check_condition(condition)
-        return delete(self, condition)
-
-    def update(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
-        from pydelta.spark.dml.update import update
-
-        _check_mapping(set, "'set'")
-        _check_condition(condition)
-        return update(self, condition, set)
-
-    def updateExpr(self, condition: Any = None, set: Any = None) -> Any:  # noqa: A002
-        return self.update(condition, set)
-
-    def merge(self, source: Any, condition: Any) -> Any:
-        from pyspark.sql import DataFrame
-
-        from pydelta.spark.dml.merge import DeltaMergeBuilder
-
-        if source is None:
-            raise ValueError("'source' in merge cannot be None")
-        if not isinstance(source, DataFrame):
-            raise TypeError("Type of 'source' in merge must be DataFrame.")
-        if condition is None:
-            raise ValueError("'condition' in merge cannot be None")
-        _check_condition(condition)
-        return DeltaMergeBuilder(self, source, condition)
-
-    # ---- maintenance (pydelta.spark.maintenance) ------------------------------------------
-    def vacuum(self, retentionHours: float | None = None) -> Any:
-        from pydelta.spark.maintenance.vacuum import vacuum
-
-        return vacuum(self, retentionHours)
-
-    def optimize(self) -> Any:
-        from pydelta.spark.maintenance.optimize import DeltaOptimizeBuilder
-
-        return DeltaOptimizeBuilder(self)
-
-    def restoreToVersion(self, version: int) -> Any:
-        from pydelta.spark.maintenance.restore import restore
-
-        if not isinstance(version, int):
-            raise ValueError(f"version needs to be an int but got '{type(version)}'.")
-        return restore(self, version=version)
-
-    def restoreToTimestamp(self, timestamp: str) -> Any:
-        from pydelta.spark.maintenance.restore import restore
-
-        if not isinstance(timestamp, str):
-            raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
-        return restore(self, timestamp=timestamp)
-
-    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        from pydelta.spark.maintenance.protocol_ops import upgrade_table_protocol
-
-        if not isinstance(readerVersion, int):
-            raise ValueError(f"The readerVersion needs to be an integer but got '{type(readerVersion)}'.")
-        if not isinstance(writerVersion, int):
-            raise ValueError(f"The writerVersion needs to be an integer but got '{type(writerVersion)}'.")
-        upgrade_table_protocol(self, readerVersion, writerVersion)
-
-    def addFeatureSupport(self, featureName: str) -> None:
-        from pydelta.spark.maintenance.protocol_ops import add_feature_support
-
-        if not isinstance(featureName, str):
-            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
-        add_feature_support(self, featureName)
-
-    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
-        """Drop a table feature from the protocol (pydelta.txn.drop_feature has the rules)."""
-        from pydelta.spark.maintenance.drop_feature import drop_feature_support
-
-        if not isinstance(featureName, str):
-            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
-        if truncateHistory is not None and not isinstance(truncateHistory, bool):
-            raise ValueError(f"truncateHistory needs to be a boolean but got '{type(truncateHistory)}'.")
-        drop_feature_support(self, featureName, bool(truncateHistory))
-
-    def generate(self, mode: str) -> None:
-        from pydelta.spark.maintenance.manifest import generate
-
-        generate(self, mode)
-
     # ---- clones (pydelta.txn.clone) -----------------------------------------------------
+    @in_hadoop_scope
     def clone(self, target: str, isShallow: bool = False, replace: bool = False,
-              properties: dict[str, str] | None = None) -> "DeltaTableApi":
-        """Clone the latest version to `target` (a path or a catalog name)."""
+              properties: dict[str, str] | None = None) -> DeltaTableApi:
+        """Copy the table's latest version to a new table.
+
+        A deep clone copies the data files; a shallow clone refers to the source's files
+        where they are.
+
+        Args:
+            target: The new table: a path, or a name in the session's catalog.
+            isShallow: Make a shallow clone instead of a deep one.
+            replace: Replace a table already at `target` instead of failing.
+            properties: Table properties to set on the clone, over the source's.
+
+        Returns:
+            The cloned table.
+
+        Raises:
+            ValueError: An argument has the wrong type.
+
+        Example:
+            ```python
+            backup = events.clone("/backups/events", isShallow=False, replace=True)
+            ```
+        """
         _check_clone_args(target, isShallow, replace, properties)
         return self._clone(self.snapshot(), target, isShallow, replace, properties)
 
+    @in_hadoop_scope
     def cloneAtVersion(self, version: int, target: str, isShallow: bool = False, replace: bool = False,
-                       properties: dict[str, str] | None = None) -> "DeltaTableApi":
+                       properties: dict[str, str] | None = None) -> DeltaTableApi:
+        """Copy one version of the table to a new table.
+
+        Args:
+            version: The version to clone.
+            target: The new table: a path, or a name in the session's catalog.
+            isShallow: Make a shallow clone instead of a deep one.
+            replace: Replace a table already at `target` instead of failing.
+            properties: Table properties to set on the clone, over the source's.
+
+        Returns:
+            The cloned table.
+
+        Raises:
+            ValueError: An argument has the wrong type.
+
+        Example:
+            ```python
+            events.cloneAtVersion(3, "events_v3", isShallow=True)
+            ```
+        """
         if not isinstance(version, int) or isinstance(version, bool):
             raise ValueError(f"version needs to be an int but got '{type(version)}'.")
         _check_clone_args(target, isShallow, replace, properties)
-        return self._clone(load_snapshot(self._path, version=version), target, isShallow, replace, properties)
+        source = load_snapshot(self._path, version=version, storage=self._log_storage())
+        return self._clone(source, target, isShallow, replace, properties)
 
+    @in_hadoop_scope
     def cloneAtTimestamp(self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
-                         properties: dict[str, str] | None = None) -> "DeltaTableApi":
+                         properties: dict[str, str] | None = None) -> DeltaTableApi:
+        """Copy the version of the table current at a point in time to a new table.
+
+        Args:
+            timestamp: A date or timestamp string, read in the session's time zone.
+            target: The new table: a path, or a name in the session's catalog.
+            isShallow: Make a shallow clone instead of a deep one.
+            replace: Replace a table already at `target` instead of failing.
+            properties: Table properties to set on the clone, over the source's.
+
+        Returns:
+            The cloned table.
+
+        Raises:
+            ValueError: An argument has the wrong type.
+
+        Example:
+            ```python
+            events.cloneAtTimestamp("2024-06-01", "/tmp/events_june", isShallow=True)
+            ```
+        """
         if not isinstance(timestamp, str):
             raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
         _check_clone_args(target, isShallow, replace, properties)
         from pydelta.spark.maintenance.restore import _parse_timestamp
 
         ms = int(_parse_timestamp(self._spark, timestamp).timestamp() * 1000)
-        return self._clone(load_snapshot(self._path, timestamp=ms), target, isShallow, replace, properties)
+        source = load_snapshot(self._path, timestamp=ms, storage=self._log_storage())
+        return self._clone(source, target, isShallow, replace, properties)
 
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
-               properties: dict[str, str] | None) -> "DeltaTableApi":
+               properties: dict[str, str] | None) -> DeltaTableApi:
         from pydelta.spark.catalog import default_location, delta_table_location, register_table
         from pydelta.spark.transactions import engine_info
         from pydelta.txn.clone import clone_table
@@ -307,7 +362,26 @@ class DeltaTableApi:
         return type(self)(self._spark, location)
 
     @classmethod
-    def convertToDelta(cls, sparkSession: SparkSession, identifier: str, partitionSchema: Any = None) -> "DeltaTableApi":
+    def convertToDelta(cls, sparkSession: SparkSession, identifier: str, partitionSchema: Any = None) -> Self:
+        """Turn a directory of Parquet files into a Delta table, in place.
+
+        The files stay where they are; a Delta log listing them is written next to them.
+        Stop other writers of the directory while it runs.
+
+        Args:
+            sparkSession: The session to run the conversion in.
+            identifier: ``parquet.`/path/to/dir` ``, or the name of a Parquet table in the catalog.
+            partitionSchema: The partition columns of a `col=value/` directory layout, as a
+                DDL string (`"day DATE, region STRING"`) or a StructType.
+
+        Returns:
+            The converted table.
+
+        Example:
+            ```python
+            logs = DeltaTable.convertToDelta(spark, "parquet.`/data/logs`", "day DATE")
+            ```
+        """
         from pydelta.spark.maintenance.convert import convert_to_delta
 
         converted = convert_to_delta(sparkSession, identifier, partitionSchema)
@@ -316,153 +390,29 @@ class DeltaTableApi:
         return cls.forPath(sparkSession, converted.path)
 
 
-def _session(spark: SparkSession) -> Any:
+def _session(spark: SparkSession | None) -> SparkSession:
     if spark is not None:
         return spark
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession as PySparkSession
 
-    active = SparkSession.getActiveSession()
+    active = PySparkSession.getActiveSession()
     if active is None:
         raise DeltaIllegalArgumentError("no active SparkSession: pass one to the builder")
     return active
 
 
-@dataclass
-class IdentityGenerator:
-    """delta-spark's identity column specification (start, step) for DeltaTableBuilder.addColumn."""
-
-    start: int = 1
-    step: int = 1
-
-
 @boundary_class
-class TableBuilderApi:
-    """delta-spark's DeltaTableBuilder: create / replace a table from a schema."""
+class TableBuilderApi(TableDefinition):
+    """delta-spark's DeltaTableBuilder: define a table, then create or replace it with `execute()`.
 
-    _table_class: type = DeltaTableApi
+    `pydelta.tables.DeltaTableBuilder` is the public class; get one from
+    `DeltaTable.create`, `createIfNotExists`, `replace` or `createOrReplace`. Every method
+    but `execute` returns the builder itself, so calls chain.
+    """
 
-    def __init__(self, spark: SparkSession, kind: str) -> None:
-        self._spark = spark
-        self._kind = kind
-        self._name: str | None = None
-        self._location: str | None = None
-        self._comment: str | None = None
-        self._columns: list[Any] = []
-        self._partitioned_by: list[str] = []
-        self._cluster_by: list[str] | None = None
-        self._properties: dict[str, str] = {}
+    _table_class: type[DeltaTableApi] = DeltaTableApi
 
-    def tableName(self, identifier: str) -> "TableBuilderApi":
-        if type(identifier) is not str:
-            _raise_type_error("Identifier must be str.", [identifier])
-        self._name = identifier
-        return self
-
-    def location(self, location: str) -> "TableBuilderApi":
-        if type(location) is not str:
-            _raise_type_error("Location must be str.", [location])
-        self._location = location
-        return self
-
-    def comment(self, comment: str) -> "TableBuilderApi":
-        if type(comment) is not str:
-            _raise_type_error("Table comment must be str.", [comment])
-        self._comment = comment
-        return self
-
-    def addColumn(
-        self,
-        colName: str,
-        dataType: Any,
-        nullable: bool = True,
-        generatedAlwaysAs: "str | IdentityGenerator | None" = None,
-        generatedByDefaultAs: "IdentityGenerator | None" = None,
-        comment: str | None = None,
-    ) -> "TableBuilderApi":
-        from pyspark.sql.types import DataType, StructField, _parse_datatype_string
-
-        if type(colName) is not str:
-            _raise_type_error("Column name must be str.", [colName])
-        if type(dataType) is not str and not isinstance(dataType, DataType):
-            _raise_type_error("Column data type must be str or DataType.", [dataType])
-        if type(nullable) is not bool:
-            _raise_type_error("Column nullable must be bool.", [nullable])
-        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise ValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.",
-                             [generatedByDefaultAs, generatedAlwaysAs])
-        identity = None
-        if generatedAlwaysAs is not None:
-            if isinstance(generatedAlwaysAs, IdentityGenerator):
-                identity = generatedAlwaysAs
-            elif type(generatedAlwaysAs) is not str:
-                _raise_type_error("Generated always as expression must be str or IdentityGenerator.", [generatedAlwaysAs])
-        elif generatedByDefaultAs is not None:
-            if not isinstance(generatedByDefaultAs, IdentityGenerator):
-                _raise_type_error("Generated by default expression must be IdentityGenerator.", [generatedByDefaultAs])
-            identity = generatedByDefaultAs
-        if identity is not None and identity.step == 0:
-            raise ValueError("Column identity generation requires step to be non-zero.")
-        if comment is not None and type(comment) is not str:
-            _raise_type_error("Column comment must be str.", [comment])
-        if isinstance(dataType, str):
-            dataType = _parse_datatype_string(dataType)
-        if not isinstance(dataType, DataType):
-            raise DeltaIllegalArgumentError(f"addColumn: dataType must be a DataType or a DDL string, got {dataType!r}")
-        if identity is not None and dataType.typeName() != "long":  # DeltaColumnBuilder.build
-            json_name = dataType.jsonValue()
-            type_name = json_name if isinstance(json_name, str) else dataType.typeName()
-            raise DeltaNotImplementedError(f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType {type_name} "
-                                           "is not supported for IDENTITY columns.")
-        metadata: dict[str, Any] = {}
-        if identity is not None:
-            from pydelta.protocol.identity import column_metadata
-
-            metadata.update(column_metadata(identity.start, identity.step, generatedByDefaultAs is not None))
-        elif generatedAlwaysAs is not None:
-            metadata["delta.generationExpression"] = generatedAlwaysAs
-        if comment is not None:
-            metadata["comment"] = comment
-        self._columns.append(StructField(colName, dataType, nullable, metadata))
-        return self
-
-    def addColumns(self, cols: Any) -> "TableBuilderApi":
-        from pyspark.sql.types import StructField, StructType
-
-        if isinstance(cols, list):
-            for col in cols:
-                if type(col) is not StructField:
-                    _raise_type_error("Column in existing schema must be StructField.", [col])
-            cols = StructType(cols)
-        if type(cols) is not StructType:
-            _raise_type_error("Schema must be StructType or a list of StructField.", [cols])
-        self._columns.extend(cols.fields)
-        return self
-
-    def partitionedBy(self, *cols: str) -> "TableBuilderApi":
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        for c in cols:
-            if type(c) is not str:
-                _raise_type_error("Partitioning column must be str.", [c])
-        self._partitioned_by = list(cols)
-        return self
-
-    def clusterBy(self, *cols: str) -> "TableBuilderApi":
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        for c in cols:
-            if type(c) is not str:
-                _raise_type_error("Clustering column must be str.", [c])
-        self._cluster_by = list(cols)
-        return self
-
-    def property(self, key: str, value: str) -> "TableBuilderApi":
-        if type(key) is not str or type(value) is not str:
-            _raise_type_error("Key and value of property must be string.", [key, value])
-        self._properties[key] = value
-        return self
-
-    def _name_existing(self, snapshot: Snapshot) -> DeltaTableApi:
+    def _name_existing(self, snapshot: Snapshot, name: str) -> DeltaTableApi:
         """CREATE TABLE name ... LOCATION of an existing Delta table: no commit; the definition given
         must match the table's (delta-spark's verifyTableMetadata), then the name is recorded."""
         from pyspark.sql.types import StructType as SparkStructType
@@ -476,15 +426,44 @@ class TableBuilderApi:
         specified = parse_schema(SparkStructType(self._columns).json())
         verify_definition(self._spark, snapshot, schema=specified, partition_by=self._partitioned_by,
                           cluster_by=self._cluster_by, properties=checked_table_properties(self._spark, self._properties))
-        register_table(self._spark, self._name, snapshot.table_root, spark_schema(snapshot.schema),  # type: ignore[arg-type]
+        register_table(self._spark, name, snapshot.table_root, spark_schema(snapshot.schema),
                        self._comment if self._comment is not None else snapshot.metadata.description)
         return self._table_class.forPath(self._spark, snapshot.table_root)
 
+    def _table_path(self) -> str:
+        """Where the table goes: the location given, else the name's catalog (or managed) location."""
+        from pydelta.spark.catalog import table_location
+
+        if self._location:
+            return self._location
+        if self._name is None:
+            raise _missing_name_or_location()
+        return table_location(self._spark, self._name)
+
     def execute(self) -> DeltaTableApi:
+        """Create or replace the table as defined, as one commit.
+
+        Returns:
+            The table.
+
+        Raises:
+            DeltaAnalysisError: Neither a name nor a location, or no column, was given.
+            TableAlreadyExistsError: `create()` of a table that exists.
+
+        Example:
+            ```python
+            events = (DeltaTable.createIfNotExists(spark)
+                      .tableName("events")
+                      .addColumn("id", "BIGINT")
+                      .addColumn("payload", "STRING")
+                      .property("delta.appendOnly", "true")
+                      .execute())
+            ```
+        """
         from pyspark.sql.types import StructType as SparkStructType
 
         from pydelta.protocol.schema import parse_schema
-        from pydelta.spark.catalog import lookup, register_table, table_location, unregister_table
+        from pydelta.spark.catalog import lookup, register_table, unregister_table
         from pydelta.spark.write.data_files import file_rows_to_adds, remove_action
         from pydelta.spark.transactions import engine_info, try_load
         from pydelta.spark.write.dataframe import define_clustering, new_table_metadata
@@ -493,11 +472,10 @@ class TableBuilderApi:
         from pydelta.txn.transaction import OptimisticTransaction
 
         if self._location is None and self._name is None:
-            raise DeltaAnalysisError("[DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION] "
-                                     "Table name or location has to be specified.")
+            raise _missing_name_or_location()
         if not self._columns:
             raise DeltaAnalysisError("the table needs at least one column (addColumn / addColumns)")
-        path = self._location or table_location(self._spark, self._name)  # type: ignore[arg-type]
+        path = self._table_path()
         if self._name is not None and self._location is not None:
             entry = lookup(self._spark, self._name)
             if entry is not None and entry.location and os.path.normpath(entry.location) != os.path.normpath(os.path.abspath(path)):
@@ -507,7 +485,7 @@ class TableBuilderApi:
         snapshot = try_load(path)
         if snapshot is not None and self._kind in ("create", "createIfNotExists"):
             if self._name is not None and self._location is not None and lookup(self._spark, self._name) is None:
-                return self._name_existing(snapshot)
+                return self._name_existing(snapshot, self._name)
             if self._kind == "createIfNotExists":
                 return self._table_class.forPath(self._spark, path)
             if self._name is not None:
@@ -538,16 +516,22 @@ class TableBuilderApi:
         operation = Operation.table_definition(name, is_managed=not self._location, description=self._comment,
                                                partition_by=metadata.partition_columns, properties=self._properties,
                                                cluster_by=cluster_by)
-        registered = False
+        registered_name = None
         if self._name is not None:  # the name resolves from now on: Spark's catalog records it
-            registered = register_table(self._spark, self._name, path, SparkStructType(self._columns), self._comment)
+            if register_table(self._spark, self._name, path, SparkStructType(self._columns), self._comment):
+                registered_name = self._name
         try:
             txn.commit(actions, operation)
         except BaseException:
-            if registered:
-                unregister_table(self._spark, self._name)
+            if registered_name is not None:
+                unregister_table(self._spark, registered_name)
             raise
         return self._table_class.forPath(self._spark, path)
+
+
+def _missing_name_or_location() -> DeltaAnalysisError:
+    return DeltaAnalysisError("[DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION] "
+                              "Table name or location has to be specified.")
 
 
 DeltaTableApi._builder_class = TableBuilderApi
