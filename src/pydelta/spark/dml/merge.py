@@ -105,34 +105,135 @@ class DeltaMergeBuilder:
         return None if condition is None else as_column(condition, "'condition'")
 
     def whenMatchedUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+        """Update the target rows a source row matches (and `condition` holds for).
+
+        Args:
+            condition: optional extra condition (SQL string or Column) on the matched pair.
+            set: target column name -> new value (SQL string or Column, may use source columns).
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id") \\
+            ...     .whenMatchedUpdate(set={"value": "s.value"}).execute()
+        """
         values = column_mapping(set, "'set' in whenMatchedUpdate")
         return self._with(MergeClause("matched", "update", self._cond(condition), values))
 
     def whenMatchedUpdateAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+        """Update every column of a matched target row with the source row's same-named column.
+
+        Args:
+            condition: optional extra condition (SQL string or Column) on the matched pair.
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+        """
         return self._with(MergeClause("matched", "update", self._cond(condition), None, star=True))
 
     def whenMatchedDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+        """Delete the target rows a source row matches (and `condition` holds for).
+
+        Args:
+            condition: optional extra condition (SQL string or Column) on the matched pair.
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete("s.deleted").execute()
+        """
         return self._with(MergeClause("matched", "delete", self._cond(condition)))
 
     def whenNotMatchedInsert(self, condition: Any = None, values: Any = None) -> "DeltaMergeBuilder":
+        """Insert a row for each source row that matches no target row.
+
+        Args:
+            condition: optional condition (SQL string or Column) on the source row.
+            values: target column name -> value (SQL string or Column over source columns);
+                columns left out get their default value or null.
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id") \\
+            ...     .whenNotMatchedInsert(values={"id": "s.id", "value": "s.value"}).execute()
+        """
         vals = column_mapping(values, "'values' in whenNotMatchedInsert")
         return self._with(MergeClause("notMatched", "insert", self._cond(condition), vals))
 
     def whenNotMatchedInsertAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+        """Insert each unmatched source row as it is (its columns by name).
+
+        Args:
+            condition: optional condition (SQL string or Column) on the source row.
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+        """
         return self._with(MergeClause("notMatched", "insert", self._cond(condition), None, star=True))
 
     def whenNotMatchedBySourceUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+        """Update the target rows that no source row matches.
+
+        Args:
+            condition: optional condition (SQL string or Column) on the target row.
+            set: target column name -> new value (SQL string or Column over target columns).
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id") \\
+            ...     .whenNotMatchedBySourceUpdate(set={"active": "false"}).execute()
+        """
         values = column_mapping(set, "'set' in whenNotMatchedBySourceUpdate")
         return self._with(MergeClause("notMatchedBySource", "update", self._cond(condition), values))
 
     def whenNotMatchedBySourceDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+        """Delete the target rows that no source row matches (and `condition` holds for).
+
+        Args:
+            condition: optional condition (SQL string or Column) on the target row.
+
+        Returns:
+            A new builder with the clause added.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedBySourceDelete().execute()
+        """
         return self._with(MergeClause("notMatchedBySource", "delete", self._cond(condition)))
 
     def withSchemaEvolution(self) -> "DeltaMergeBuilder":
+        """Let this merge add the source's new columns (and nested fields) to the table's schema.
+
+        Returns:
+            A new builder that evolves the schema, as `spark.databricks.delta.schema.autoMerge.enabled` would.
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id") \\
+            ...     .whenNotMatchedInsertAll().withSchemaEvolution().execute()
+        """
         return self._with(schema_evolution=True)
 
     def execute(self) -> DataFrame:
-        """Run the merge; returns delta-spark's one-row DataFrame of affected row counts."""
+        """Run the merge as one commit, its clauses applied in the order they were added.
+
+        Returns:
+            A one-row DataFrame: num_affected_rows, num_updated_rows, num_deleted_rows,
+            num_inserted_rows (as delta-spark returns).
+
+        Example:
+            >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete().execute().show()
+        """
         spark = self._table._spark
         prepared = prepare_merge(
             spark, self._table.snapshot(), self._source, self._condition, list(self._clauses),

@@ -66,20 +66,58 @@ class DeltaOptimizeBuilder:
         self._filters: list[str] = []
 
     def where(self, partitionFilter: str) -> "DeltaOptimizeBuilder":
+        """Optimize only the partitions this predicate selects (partition columns only).
+
+        Args:
+            partitionFilter: a SQL predicate on partition columns; calls add up (AND).
+
+        Returns:
+            This builder.
+
+        Example:
+            >>> t.optimize().where("date = '2024-01-01'").executeCompaction()
+        """
         if not isinstance(partitionFilter, str) or not partitionFilter.strip():
             raise DeltaIllegalArgumentError("where() needs a partition filter SQL expression string")
         self._filters.append(partitionFilter)
         return self
 
-    def executeCompaction(self) -> Any:
+    def executeCompaction(self) -> DataFrame:
+        """Bin-pack small files (and files with many deleted rows) into files of about maxFileSize.
+
+        Returns:
+            A one-row DataFrame: the table path and delta-spark's OptimizeMetrics struct.
+
+        Example:
+            >>> t.optimize().executeCompaction().select("metrics.numFilesAdded").show()
+        """
         return optimize(self._table, self._filters, ())
 
-    def executePurge(self) -> Any:
-        """pydelta's method for `REORG TABLE ... APPLY (PURGE)`: rewrite the files with deletion
-        vectors (of the partitions `where` selects) so no deleted row is left on disk."""
+    def executePurge(self) -> DataFrame:
+        """`REORG TABLE ... APPLY (PURGE)`: rewrite every file with a deletion vector.
+
+        Only the partitions `where` selects; afterwards no deleted row is left in a data file.
+
+        Returns:
+            A one-row DataFrame: the table path and the OptimizeMetrics struct.
+
+        Example:
+            >>> t.optimize().executePurge()
+        """
         return optimize(self._table, self._filters, (), purge=True)
 
-    def executeZOrderBy(self, *cols: Any) -> Any:
+    def executeZOrderBy(self, *cols: Any) -> DataFrame:
+        """Rewrite each selected partition's files Z-ordered on these data columns.
+
+        Args:
+            cols: column names (strings, or lists of them); nested fields as `a.b`.
+
+        Returns:
+            A one-row DataFrame: the table path and the OptimizeMetrics struct (with zOrderStats).
+
+        Example:
+            >>> t.optimize().where("date = '2024-01-01'").executeZOrderBy("user_id", "ts")
+        """
         names: list[str] = []
         for c in cols:
             if isinstance(c, (list, tuple)):
