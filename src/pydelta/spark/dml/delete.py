@@ -19,32 +19,31 @@ import time
 from typing import Any
 
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.dml.common import (
-    candidate_files,
-    files_with_matches,
-    READ_ALL,
-    PreparedCommit,
-    add_rows,
-    analyze,
-    cdf_enabled,
+from pydelta.spark.dml.commit import (
     check_dml_supported,
-    check_row_ids_preserved,
-    materializes_row_ids,
-    count_dvs,
     discard_files,
     elapsed_ms,
-    files_matching_partitions,
-    is_partition_only,
-    logical_record_count,
     new_transaction,
+    PreparedCommit,
+    transaction_metadata,
+)
+from pydelta.spark.dml.conditions import analyze, is_partition_only, READ_ALL
+from pydelta.spark.dml.files import (
+    add_rows,
+    candidate_files,
+    cdf_enabled,
+    count_dvs,
+    files_with_matches,
+    logical_record_count,
     remove_actions,
     select_files,
     total_bytes,
-    transaction_metadata,
     with_change_type,
     write_cdc,
     write_rows,
 )
+from pydelta.spark.write.dataframe import files_matching_partitions
+from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read.scan import build_dataframe
 from pydelta.txn.commit_info import Operation

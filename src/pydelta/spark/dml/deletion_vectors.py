@@ -26,7 +26,7 @@ from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.stats import TIGHT_BOUNDS
 from pydelta.spark.read import plan_pruning
-from pydelta.spark.dml.common import file_uris, remove_actions, scan
+from pydelta.spark.dml.files import file_uris, remove_actions, scan
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
 from pydelta.protocol import properties
 from pydelta.spark._typing import DataFrame, SparkSession

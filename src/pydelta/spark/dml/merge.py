@@ -45,7 +45,9 @@ from typing import Any
 
 from pydelta.errors import MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.dml.common import DmlTypeError, PreparedCommit, as_column, column_mapping, discard_files
+from pydelta.errors import DmlTypeError
+from pydelta.spark.dml.commit import discard_files, PreparedCommit
+from pydelta.spark.dml.conditions import as_column, column_mapping
 from pydelta.spark.dml.merge_classify import TouchedFiles, find_touched_files, materialize_source
 from pydelta.spark.dml.merge_clauses import MergeClause
 from pydelta.spark.dml.merge_output import (

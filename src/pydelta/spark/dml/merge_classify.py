@@ -20,18 +20,10 @@ import pyarrow as pa
 
 from pydelta.errors import MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.protocol.schema import quote_identifier
-from pydelta.spark.dml.common import (
-    FILE_COL,
-    ROW_COL,
-    Condition,
-    conjuncts,
-    elapsed_ms,
-    file_uris,
-    logical_record_count,
-    observation,
-    observed,
-    scan,
-)
+from pydelta.spark.dml.commit import elapsed_ms, observation, observed
+from pydelta.spark.dml.conditions import Condition, conjuncts
+from pydelta.spark.dml.files import file_uris, logical_record_count, scan
+from pydelta.spark.read.scan import FILE_COL, ROW_COL
 from pydelta.spark.dml.deletion_vectors import persistent_dvs
 from pydelta.spark.dml.merge_clauses import ACTION, COPY, DROP, ResolvedClause
 from pydelta.spark.dml.merge_plan import MergePlan

@@ -14,7 +14,7 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.identity import identity_columns
 from pydelta.protocol.schema import StructType
-from pydelta.spark.dml.common import Condition
+from pydelta.spark.dml.conditions import Condition
 from pydelta.spark.dml.update import split_name
 from pydelta.spark._typing import Column, DataFrame
 

@@ -18,22 +18,18 @@ import pyarrow as pa
 
 from pydelta.protocol.identity import IdentitySpec
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark.dml.common import (
-    FILE_COL,
-    ROW_COL,
+from pydelta.spark.dml.commit import elapsed_ms, observation, observed, transaction_metadata
+from pydelta.spark.dml.files import (
     cdf_enabled,
     count_dvs,
-    elapsed_ms,
-    observation,
-    observed,
     remove_actions,
     scan,
     total_bytes,
-    transaction_metadata,
     with_change_type,
     write_cdc,
     write_rows,
 )
+from pydelta.spark.read.scan import FILE_COL, ROW_COL
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, persistent_dvs, rows_by_file
 from pydelta.spark.dml.merge_classify import (
     TouchedFiles,

@@ -20,20 +20,9 @@ from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import IdentitySpec, identity_columns
 from pydelta.protocol.predicates import Or, Predicate
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark.dml.common import (
-    READ_ALL,
-    Condition,
-    analysis_error,
-    analyze,
-    and_all,
-    as_column,
-    check_dml_supported,
-    check_row_ids_preserved,
-    conjuncts,
-    materializes_row_ids,
-    new_transaction,
-    transaction_metadata,
-)
+from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
+from pydelta.spark.dml.conditions import analysis_error, analyze, and_all, as_column, Condition, conjuncts, READ_ALL
+from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 from pydelta.spark.dml.merge_clauses import (
     MergeClause,
     ResolvedClause,

@@ -1,0 +1,163 @@
+"""DML arguments and conditions: user values as Columns, conditions analyzed against a
+DataFrame, split into conjuncts and translated into the log's predicates for file skipping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DmlTypeError,
+)
+from pydelta.protocol.predicates import And, Predicate, Unknown
+from pydelta.spark.predicates import filter_condition, predicate_text, translate
+from pydelta.spark._typing import Column, DataFrame, JavaObject, SparkSession
+
+
+# A predicate that keeps every file: what delta-spark records for an unfiltered read.
+READ_ALL = Unknown("true")
+
+
+# ---- arguments ----------------------------------------------------------------------------
+
+
+def as_column(value: Any, argname: str = "'condition'") -> Column:
+    """A pyspark Column from a SQL string or a Column."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        try:
+            return F.expr(value)
+        except Exception as e:  # ParseException
+            raise DeltaAnalysisError(f"cannot parse {argname} {value!r}: {_first_line(e)}") from None
+    raise DmlTypeError(
+        f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), found to be of type {type(value)}"
+    )
+
+
+def column_mapping(value: Any, argname: str) -> dict[str, Column]:
+    """A {column name: Column} dict from delta-spark's `set` / `values` argument."""
+    from pyspark.sql import Column
+
+    if value is None:
+        raise ValueError(f"{argname} cannot be None")  # delta-spark's _dict_to_jmap
+    if not isinstance(value, dict):
+        raise DmlTypeError(f"{argname} must be a dict, found to be {type(value)}")
+    out = {}
+    for key, expr in value.items():
+        if not isinstance(key, str):
+            raise DmlTypeError(
+                f"Keys of dict in {argname} must contain only strings with column names, found '{key}' of type '{type(key)}"
+            )
+        if not isinstance(expr, (str, Column)):
+            raise DmlTypeError(
+                f"Values of dict in {argname} must contain only Spark SQL Columns or strings (expressions in SQL "
+                f"syntax) as values, found '{expr}' of type '{type(expr)}'"
+            )
+        out[key] = as_column(expr, argname)
+    return out
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def analysis_error(what: str, e: BaseException) -> DeltaAnalysisError:
+    return DeltaAnalysisError(f"{what}: {_first_line(e)}")
+
+
+# ---- analyzed conditions --------------------------------------------------------------------
+
+
+@dataclass
+class Condition:
+    """A user condition analyzed against a DataFrame."""
+
+    column: Column
+    expr: JavaObject  # the analyzed Catalyst expression
+    sql: str  # how history records it: delta-spark's simpleString without expression ids
+
+    @property
+    def references(self) -> list[str]:
+        return expression_references(self.expr)
+
+    @property
+    def deterministic(self) -> bool:
+        try:
+            return bool(self.expr.deterministic())
+        except Exception:
+            return False
+
+    def predicate(self) -> Predicate:
+        return translate(self.expr)
+
+
+def analyze(df: DataFrame, condition: Any, what: str = "the condition") -> Condition:
+    col = as_column(condition)
+    try:
+        expr = filter_condition(df._jdf, col._jc)
+    except Exception as e:
+        raise analysis_error(f"cannot resolve {what} {_describe(condition)}", e) from None
+    if expr is None:
+        raise DeltaAnalysisError(f"cannot resolve {what} {_describe(condition)}")
+    try:
+        dtype = expr.dataType().simpleString()
+    except Exception:
+        dtype = "boolean"
+    if dtype != "boolean":
+        raise DeltaAnalysisError(f"{what} {_describe(condition)} must be a boolean expression, not {dtype}")
+    return Condition(col, expr, predicate_text(df.sparkSession, expr))
+
+
+def _describe(condition: Any) -> str:
+    return repr(condition) if isinstance(condition, str) else str(condition)
+
+
+def expression_references(expr: JavaObject) -> list[str]:
+    seq = expr.references().toSeq()
+    return [str(seq.apply(i).name()) for i in range(seq.size())]
+
+
+def has_subquery(spark: SparkSession, expr: JavaObject) -> bool:
+    try:
+        jvm = spark.sparkContext._jvm
+        if jvm is None:  # a stopped context
+            return False
+        return bool(jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expr))
+    except Exception:
+        return False
+
+
+def conjuncts(expr: JavaObject) -> list[JavaObject]:
+    """The AND-ed parts of a Catalyst expression."""
+    from pydelta.spark.predicates import _children, _name
+
+    if _name(expr) == "And":
+        out = []
+        for child in _children(expr):
+            out.extend(conjuncts(child))
+        return out
+    return [expr]
+
+
+def is_partition_only(spark: SparkSession, cond: Condition, partition_columns: Iterable[str]) -> bool:
+    """delta-spark's isPredicateMetadataOnly: only partition columns, no subquery (and deterministic)."""
+    lowered = {c.lower() for c in partition_columns}
+    if not cond.deterministic or has_subquery(spark, cond.expr):
+        return False
+    return all(r.lower() in lowered for r in cond.references)
+
+
+def and_all(predicates: list[Predicate]) -> Predicate:
+    if not predicates:
+        return READ_ALL
+    out = predicates[0]
+    for p in predicates[1:]:
+        out = And(out, p)
+    return out
