@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The cross-version subset: pydelta's main paths on each older PySpark (issue 25: the range 4.0-4.3).
+# `make test` runs the whole suite on the newest PySpark (the venv's); this runs the subset
+# below once per version given (e.g. `bash tests/pyspark_versions.sh 4.0 4.1 4.2`), each in
+# its own venv under ~/.cache/pydelta (outside the repository, reused between runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache="${PYDELTA_CACHE:-$HOME/.cache/pydelta}"
+
+# Reads with skipping, writes, the seed-004 SQL tutorial, DML, CDF, streaming, managed commits.
+SUBSET=(
+  tests/spark/test_read_skipping.py
+  tests/spark/test_write.py
+  tests/spark/test_sql_tutorial.py
+  tests/spark/test_dml_delete.py
+  tests/spark/test_dml_update.py
+  tests/spark/test_dml_merge.py
+  tests/spark/test_change_feed.py
+  tests/spark/test_stream_source.py
+  tests/spark/test_stream_sink.py
+  tests/spark/test_managed_commit_sql.py
+)
+
+for version in "$@"; do
+  venv="$cache/pyspark-$version"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+  fi
+  "$venv/bin/python" -m pip install -q "pyspark==$version.*" -e ".[test]"
+  echo "== pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'): the cross-version subset"
+  PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${SUBSET[@]}"
+done
