@@ -15,6 +15,16 @@ from pydelta.spark.spark_errors import boundary_class
 from pydelta.spark._typing import SparkSession
 
 
+def _column_names(cols: tuple[Any, ...], what: str) -> list[str]:
+    """Column names given one by one or as one list; delta-spark's TypeError for anything else."""
+    if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+        cols = tuple(cols[0])
+    for c in cols:
+        if type(c) is not str:
+            _raise_type_error(f"{what} column must be str.", [c])
+    return list(cols)
+
+
 def _raise_type_error(msg: str, objs: Any) -> None:
     """delta-spark's DeltaTableBuilder._raise_type_error."""
     for obj in objs:
@@ -263,12 +273,7 @@ class TableDefinition:
             builder.partitionedBy("region", "day")
             ```
         """
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        for c in cols:
-            if type(c) is not str:
-                _raise_type_error("Partitioning column must be str.", [c])
-        self._partitioned_by = list(cols)
+        self._partitioned_by = _column_names(cols, "Partitioning")
         return self
 
     def clusterBy(self, *cols: str) -> Self:
@@ -288,12 +293,7 @@ class TableDefinition:
             builder.clusterBy("user_id", "day")
             ```
         """
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        for c in cols:
-            if type(c) is not str:
-                _raise_type_error("Clustering column must be str.", [c])
-        self._cluster_by = list(cols)
+        self._cluster_by = _column_names(cols, "Clustering")
         return self
 
     def property(self, key: str, value: str) -> Self:

@@ -32,13 +32,23 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxFiles,
-    SupportsTriggerAvailableNow,
-)
+
+try:  # admission control for Python streaming sources arrived in PySpark 4.2
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        SupportsTriggerAvailableNow,
+    )
+except ModuleNotFoundError:
+    import pyspark
+
+    from pydelta.errors import DeltaNotImplementedError
+
+    raise DeltaNotImplementedError(
+        f"Delta streaming reads need PySpark 4.2 or newer (admission control for Python streaming sources: "
+        f"maxFilesPerTrigger, Trigger.AvailableNow); this is PySpark {pyspark.__version__}") from None
 
 from pydelta.errors import (
     DeltaAnalysisError,
