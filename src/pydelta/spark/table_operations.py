@@ -89,7 +89,7 @@ def _with_read_options(df: DataFrame, options: dict[str, str]) -> DataFrame:
             for key, value in options.items():
                 merged = merged.updated(key, value)
             # not for data skipping: it would rebuild the scan without the options
-            plan_pruning._SCANS.pop(jplan.identity(spark, relation.location()), None)
+            plan_pruning.forget(spark, relation.location())
             relation = relation.copy(relation.location(), relation.partitionSchema(), relation.dataSchema(),
                                      relation.bucketSpec(), relation.fileFormat(), merged, relation.sparkSession())
             return logical_relation(relation, node.output(), node.catalogTable(), node.isStreaming(),

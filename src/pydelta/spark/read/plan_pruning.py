@@ -73,6 +73,11 @@ def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: An
         _SCANS.popitem(last=False)
 
 
+def forget(spark: SparkSession, location: JavaObject) -> None:
+    """Stop pruning the scan over `location` (its rebuilt scan would lose options set on it)."""
+    _SCANS.pop(jplan.identity(spark, location), None)
+
+
 def prune(df: DataFrame) -> Any:
     """`df` with every registered Delta scan under a pushed-down filter reading only the files that may match."""
     if not _SCANS:

@@ -52,18 +52,17 @@ STATEMENTS: tuple[DeltaStatement, ...] = (
                    g.parse_sync_identity, run.run_sync_identity),
     DeltaStatement("[CREATE [OR REPLACE] | REPLACE] TABLE t SHALLOW CLONE source ...", ("CREATE", "REPLACE"),
                    g.Clone, g.parse_clone, run.run_clone_statement),
-    # not a statement of its own: what a parser returns for a recognised form pydelta does not run
-    DeltaStatement("(recognised, not implemented)", (), g.Unsupported, lambda ts: None, run.run_unsupported),
 )
 
-_RUNNERS = {statement.node: statement.run for statement in STATEMENTS}
+# what a parser returns for a recognised form pydelta does not run (REORG ... APPLY (UPGRADE UNIFORM))
+_RUNNERS = {statement.node: statement.run for statement in STATEMENTS} | {g.Unsupported: run.run_unsupported}
 
 
 def parse_utility(text: str) -> object | None:
     """The Delta statement in `text`, or None when it is none of them (Spark's parser takes it)."""
     head = text.lstrip()[:40].upper()
     for statement in STATEMENTS:
-        if statement.opening and head.startswith(statement.opening):
+        if head.startswith(statement.opening):
             parsed = statement.parse(TokenStream(text))
             if parsed is not None:
                 return parsed
