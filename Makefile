@@ -43,8 +43,8 @@ test-slow: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow
 
 # The cross-version subset on the older PySparks pydelta supports (own venvs, ~/.cache/pydelta);
-# .ci/run runs it. 4.0 and 4.1 are not supported yet (NOTES, issue 25): `make test-versions PYSPARK_VERSIONS=4.1`.
-PYSPARK_VERSIONS ?= 4.2
+# .ci/run runs it; one version: `make test-versions PYSPARK_VERSIONS=4.1`.
+PYSPARK_VERSIONS ?= 4.0 4.1 4.2
 test-versions: setup
 	bash tests/pyspark_versions.sh $(PYSPARK_VERSIONS)
 

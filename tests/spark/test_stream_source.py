@@ -18,13 +18,22 @@ from typing import Any
 
 import pytest
 
+from pydelta.errors import DeltaNotImplementedError
 from pydelta.spark import datasource
+from pydelta.spark.streaming.source import HAS_ADMISSION_CONTROL
 
 
 def _stream(spark, path: str, checkpoint: str, options: dict[str, str] | None = None, *,
-            trigger: dict[str, Any] | None = None):
-    """Run a query to completion (AvailableNow by default): ([(batch id, sorted rows)], query)."""
+            trigger: dict[str, Any] | None = None, paced_until: int | None = None):
+    """Run a query to completion (AvailableNow by default): ([(batch id, sorted rows)], query).
+
+    `paced_until`: the query's rate limit must shape its batches. PySpark 4.2+ honours it under
+    AvailableNow; before 4.2 Spark runs AvailableNow in one batch for Python sources, so there
+    the query runs on a processing-time trigger until that many distinct rows arrived.
+    """
     batches: list[tuple[int, list[tuple]]] = []
+    if paced_until is not None and not HAS_ADMISSION_CONTROL:
+        trigger = {"processingTime": "0 seconds"}
 
     def collect(df, batch_id):
         batches.append((batch_id, sorted(tuple(r) for r in df.collect())))
@@ -35,7 +44,13 @@ def _stream(spark, path: str, checkpoint: str, options: dict[str, str] | None = 
     query = (reader.load(path).writeStream.foreachBatch(collect)
              .option("checkpointLocation", checkpoint).trigger(**(trigger or {"availableNow": True})).start())
     try:
-        if trigger and "processingTime" in trigger:  # stop after the first batch: a checkpoint mid-stream
+        if paced_until is not None and not HAS_ADMISSION_CONTROL:
+            deadline = time.monotonic() + 300
+            while (len({r for _, rows in batches for r in rows}) < paced_until and time.monotonic() < deadline
+                   and query.exception() is None):
+                time.sleep(0.1)
+            time.sleep(1)  # no further batch may follow
+        elif trigger and "processingTime" in trigger:  # stop after the first batch: a checkpoint mid-stream
             deadline = time.monotonic() + 120
             while not batches and time.monotonic() < deadline and query.exception() is None:
                 time.sleep(0.1)
@@ -89,7 +104,7 @@ def test_max_files_per_trigger_batches_and_restart_mid_stream(spark, tmp_path):
     early, _ = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"}, trigger={"processingTime": "1 hour"})
     assert [len(rows) for _, rows in early] == [20]
     _append(spark, path, 50, 60, files=2)
-    rest, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"})
+    rest, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"}, paced_until=40)
     by_id: dict[int, list[tuple]] = {}
     for batch_id, rows in early + rest:
         assert by_id.setdefault(batch_id, rows) == rows  # a replayed batch has exactly the same rows
@@ -103,7 +118,7 @@ def test_max_files_per_trigger_batches_and_restart_mid_stream(spark, tmp_path):
 def test_max_files_counts_batches(spark, tmp_path):
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     _append(spark, path, 0, 60, files=6, mode="overwrite")
-    batches, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "4"})
+    batches, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "4"}, paced_until=60)
     assert [len(rows) for _, rows in batches] == [40, 20]
     assert [p["batchId"] for p in query.recentProgress if p["numInputRows"]] == [0, 1]
 
@@ -111,10 +126,10 @@ def test_max_files_counts_batches(spark, tmp_path):
 def test_max_bytes_per_trigger(spark, tmp_path):
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     _append(spark, path, 0, 30, files=3, mode="overwrite")
-    batches, _ = _stream(spark, path, ck, {"maxBytesPerTrigger": "1b"})  # one file per batch, never less
+    batches, _ = _stream(spark, path, ck, {"maxBytesPerTrigger": "1b"}, paced_until=30)  # one file a batch
     assert [len(rows) for _, rows in batches] == [10, 10, 10]
     ck2 = str(tmp_path / "ck2")
-    batches, _ = _stream(spark, path, ck2, {"maxBytesPerTrigger": "1g"})
+    batches, _ = _stream(spark, path, ck2, {"maxBytesPerTrigger": "1g"}, paced_until=30)
     assert [len(rows) for _, rows in batches] == [30]
 
 
@@ -122,7 +137,9 @@ def test_trigger_once_reads_everything_in_one_batch(spark, tmp_path):
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     _append(spark, path, 0, 30, files=3, mode="overwrite")
     batches, _ = _stream(spark, path, ck, {"maxFilesPerTrigger": "1"}, trigger={"once": True})
-    assert [len(rows) for _, rows in batches] == [30]
+    # Before PySpark 4.2 a Python source cannot tell Trigger.Once from a paced trigger: its own
+    # maxFilesPerTrigger shapes the one batch (source_paced.py; the rest follows in the next run).
+    assert [len(rows) for _, rows in batches] == ([30] if HAS_ADMISSION_CONTROL else [10])
 
 
 def test_starting_version_number_and_latest(spark, tmp_path):
@@ -322,10 +339,17 @@ def test_stream_from_a_catalog_table_by_name(spark, tmp_path):
     spark.range(0, 4).write.format("delta").saveAsTable("stream_src_tbl")
     try:
         batches: list[tuple] = []
+        trigger = {"availableNow": True} if HAS_ADMISSION_CONTROL else {"processingTime": "0 seconds"}
         query = (spark.readStream.option("maxFilesPerTrigger", "1").table("stream_src_tbl").writeStream
                  .foreachBatch(lambda df, _: batches.extend(tuple(r) for r in df.collect()))
-                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-        query.awaitTermination(300)
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(**trigger).start())
+        if HAS_ADMISSION_CONTROL:
+            query.awaitTermination(300)
+        else:
+            deadline = time.monotonic() + 300
+            while len(batches) < 4 and time.monotonic() < deadline and query.exception() is None:
+                time.sleep(0.1)
+            query.stop()
         assert sorted(r[0] for r in batches) == [0, 1, 2, 3]
         assert len(query.recentProgress) >= 2  # maxFilesPerTrigger reached the source
         spark.range(0, 2).write.format("parquet").saveAsTable("stream_src_parquet")  # not Delta: Spark's own path
@@ -344,6 +368,7 @@ def _reader(spark, path: str, **options: str):
     return source.streamReader(source.schema())
 
 
+@pytest.mark.skipif(not HAS_ADMISSION_CONTROL, reason="read limits reach Python sources from PySpark 4.2")
 def test_offsets_are_delta_spark_shaped_and_partitions_deterministic(spark, tmp_path):
     from pyspark.sql.streaming.datasource import ReadMaxFiles
 
@@ -369,6 +394,37 @@ def test_offsets_are_delta_spark_shaped_and_partitions_deterministic(spark, tmp_
         assert first == second and first
     rows = [batch.num_rows for p in again.partitions(mid, end) for batch in again.read(p)]
     assert sum(rows) == 20  # the snapshot (at v1) has 4 files; the first 2 went before `mid`
+
+
+def test_paced_reader_for_pyspark_before_4_2_paces_itself(spark, tmp_path):
+    """PySpark 4.0/4.1 ask `latestOffset()` with no start and no limit: the reader paces from the
+    start it has seen (the initial offset, each planned batch's end, Spark's replayed latest offset)."""
+    from pydelta.spark.streaming.source_paced import PacedStreamReader
+
+    path = str(tmp_path / "t")
+    _append(spark, path, 0, 30, files=3, mode="overwrite")  # v0: 3 files
+    _append(spark, path, 30, 40)  # v1
+    schema = datasource.DeltaCatalogSource({"path": path}).schema()
+    reader = PacedStreamReader({"path": path, "maxFilesPerTrigger": "2"}, schema)
+    first = reader.latestOffset()  # a fresh query asks for the first end before its start
+    start = reader.initialOffset()
+    assert (start["reservoirVersion"], start["index"], start["isStartingVersion"]) == (1, -1, True)
+    assert (first["reservoirVersion"], first["index"], first["isStartingVersion"]) == (1, 1, True)
+    assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
+    end = reader.latestOffset()
+    assert (end["reservoirVersion"], end["index"], end["isStartingVersion"]) == (2, -1, False)
+    reader.partitions(first, end)
+    assert reader.latestOffset() == end  # nothing new
+    # A restarted query: Spark replays the latest offset as an empty range before asking.
+    again = PacedStreamReader({"path": path, "maxFilesPerTrigger": "2"}, schema)
+    assert again.partitions(first, first) == []
+    assert again.latestOffset() == end
+    # Without a rate limit of its own, the first batch takes everything (AvailableNow's one batch).
+    unpaced = PacedStreamReader({"path": path}, schema)
+    assert unpaced.latestOffset() == end
+    refused = PacedStreamReader({"path": path, "schemaTrackingLocation": str(tmp_path / "s")}, schema)
+    with pytest.raises(DeltaNotImplementedError, match="schemaTrackingLocation needs PySpark 4.2"):
+        refused.initialOffset()
 
 
 # ---- tables written by delta-spark and delta-rs (deletion vectors, column mapping, cdc) -----
@@ -432,6 +488,9 @@ def test_schema_tracking_streams_across_rename_and_drop(spark, tmp_path):
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
               "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b')")
+    if not HAS_ADMISSION_CONTROL:  # the refusal before PySpark 4.2, through a real query
+        assert "schemaTrackingLocation needs PySpark 4.2" in _failure(spark, path, ck, tracking)
+        return
     first, _ = _stream(spark, path, ck, tracking)
     assert _rows(first) == [(1, "a"), (2, "b")]
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (3, 'c')")

@@ -58,9 +58,9 @@ class DeltaCatalogSource(DataSource):
 
     def streamReader(self, schema: Any) -> Any:
         """`spark.readStream.format("delta")`: delta-spark's streaming source (see streaming/source.py)."""
-        from pydelta.spark.streaming.source import DeltaStreamReader
+        from pydelta.spark.streaming.source import stream_reader
 
-        return DeltaStreamReader(self.options, schema)
+        return stream_reader(self.options, schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
         raise DeltaNotImplementedError(

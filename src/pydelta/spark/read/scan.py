@@ -421,13 +421,11 @@ def to_arrow(df: ClassicDataFrame) -> pa.Table:
     in input cannot be viewed as non-nullable" (apache/arrow GH-37072). Here only columns
     whose type differs are cast.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pydelta.spark.pyspark_compat import collect_arrow_batches, spark_to_arrow_schema
 
     large = str(df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
-    schema = to_arrow_schema(
-        df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
-    )
-    batches = df._collect_as_arrow(split_batches=False, empty_list_if_zero_records=False, prefers_large_var_types=large)
+    schema = spark_to_arrow_schema(df.schema, duplicated_field_names_error=True, large_types=large)
+    batches = collect_arrow_batches(df, large)
     table = pa.Table.from_batches(batches)
     columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema)]
     return pa.Table.from_arrays(columns, schema=schema)

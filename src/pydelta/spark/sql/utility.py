@@ -72,6 +72,22 @@ def run_drop_feature(spark: SparkSession, stmt: g.DropFeature) -> DataFrame:
     return jplan.empty_result(spark)
 
 
+def run_add_check_constraint(spark: SparkSession, stmt: g.AddCheckConstraint) -> DataFrame:
+    from pydelta.spark.ddl.alter import add_constraint
+
+    target = _target(spark, stmt.table)
+    add_constraint(spark, target.path, stmt.name, stmt.condition, display=target.display())
+    return jplan.empty_result(spark)
+
+
+def run_drop_constraint(spark: SparkSession, stmt: g.DropConstraint) -> DataFrame:
+    from pydelta.spark.ddl.alter import drop_constraint
+
+    target = _target(spark, stmt.table)
+    drop_constraint(spark, target.path, stmt.name, stmt.if_exists, display=target.display())
+    return jplan.empty_result(spark)
+
+
 def run_sync_identity(spark: SparkSession, stmt: g.SyncIdentity) -> DataFrame:
     from pydelta.spark.ddl.identity import sync_identity
 

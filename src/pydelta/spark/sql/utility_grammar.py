@@ -109,6 +109,25 @@ class SyncIdentity:
 
 
 @dataclass(frozen=True)
+class AddCheckConstraint:
+    """ALTER TABLE t ADD CONSTRAINT name CHECK (condition): parsed here because Spark 4.0's parser
+    does not know it (4.1+ does; pydelta parses it on every version alike)."""
+
+    table: TableRef
+    name: str
+    condition: str
+
+
+@dataclass(frozen=True)
+class DropConstraint:
+    """ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name (as AddCheckConstraint)."""
+
+    table: TableRef
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class Clone:
     """[CREATE [OR REPLACE] | REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE s
     [VERSION|TIMESTAMP AS OF x] [TBLPROPERTIES (...)] [LOCATION 'path'] (delta-spark's #clone)."""
@@ -295,6 +314,36 @@ def parse_drop_feature(ts: TokenStream) -> DropFeature | None:
     truncate = ts.accept("TRUNCATE", "HISTORY")
     _end(ts)
     return DropFeature(table, feature, truncate)
+
+
+def parse_add_check_constraint(ts: TokenStream) -> AddCheckConstraint | None:
+    """ALTER TABLE table ADD CONSTRAINT name CHECK (condition); other constraints are Spark's."""
+    if not ts.accept("ALTER", "TABLE"):
+        return None
+    table = _table(ts)
+    if not ts.accept("ADD", "CONSTRAINT"):
+        return None
+    name = ts.identifier()
+    if not ts.accept("CHECK") or not ts.accept_punct("("):
+        return None
+    condition = ts.text_until()
+    if not condition.endswith(")"):
+        return None  # constraint characteristics after the condition: Spark's parser reports them
+    return AddCheckConstraint(table, name, condition[:-1].strip())
+
+
+def parse_drop_constraint(ts: TokenStream) -> DropConstraint | None:
+    """ALTER TABLE table DROP CONSTRAINT [IF EXISTS] name."""
+    if not ts.accept("ALTER", "TABLE"):
+        return None
+    table = _table(ts)
+    if not ts.accept("DROP", "CONSTRAINT"):
+        return None
+    if_exists = ts.accept("IF", "EXISTS")
+    name = ts.identifier()
+    if not ts.at_end():
+        return None  # CASCADE / RESTRICT: Spark's parser takes it
+    return DropConstraint(table, name, if_exists)
 
 
 def parse_cluster_by(ts: TokenStream) -> ClusterBy | None:

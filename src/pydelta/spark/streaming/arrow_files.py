@@ -2,7 +2,7 @@
 
 The Python streaming source API hands each partition to `read()` in a Python worker and
 expects Arrow record batches in exactly the schema Spark planned (names, types and
-nullability as `to_arrow_schema(schema, timezone="UTC")` gives them). So this module does
+nullability as `spark_to_arrow_schema(schema)` gives them). So this module does
 by hand what pydelta's batch read lets Spark's Parquet scan do: map physical column names
 (column mapping) back to logical ones at every depth, fill partition values from the log,
 add columns missing from older files as nulls, drop rows the file's deletion vector
@@ -69,10 +69,11 @@ class ReadSpec:
 
 def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.RecordBatch]:
     """The rows of `files`, one or more record batches per Parquet row group."""
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType as SparkStructType
 
-    target = to_arrow_schema(SparkStructType.fromJson(json.loads(spec.output_schema_json)), timezone="UTC")
+    from pydelta.spark.pyspark_compat import spark_to_arrow_schema
+
+    target = spark_to_arrow_schema(SparkStructType.fromJson(json.loads(spec.output_schema_json)))
     schema = parse_schema(spec.schema_json)
     for f in files:
         yield from _read_file(spec, schema, target, f)

@@ -41,14 +41,10 @@ try:  # admission control for Python streaming sources arrived in PySpark 4.2
         ReadMaxFiles,
         SupportsTriggerAvailableNow,
     )
-except ModuleNotFoundError:
-    import pyspark
 
-    from pydelta.errors import DeltaNotImplementedError
-
-    raise DeltaNotImplementedError(
-        f"Delta streaming reads need PySpark 4.2 or newer (admission control for Python streaming sources: "
-        f"maxFilesPerTrigger, Trigger.AvailableNow); this is PySpark {pyspark.__version__}") from None
+    HAS_ADMISSION_CONTROL = True
+except ModuleNotFoundError:  # PySpark 4.0 / 4.1: see PacedStreamReader
+    HAS_ADMISSION_CONTROL = False
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -216,7 +212,15 @@ class _Admission:
         self.started = False
 
     @classmethod
-    def of(cls, limit: ReadLimit | None, opts: StreamOptions) -> "_Admission | None":
+    def from_options(cls, opts: StreamOptions) -> "_Admission":
+        """The stream's own maxFilesPerTrigger / maxBytesPerTrigger (default 1000 files unless only bytes are set)."""
+        inf = float("inf")
+        default_files = MAX_FILES_DEFAULT if opts.max_bytes is None else inf
+        return cls(opts.max_files if opts.max_files is not None else default_files,
+                   opts.max_bytes if opts.max_bytes is not None else inf)
+
+    @classmethod
+    def of(cls, limit: "ReadLimit | None", opts: StreamOptions) -> "_Admission | None":
         inf = float("inf")
         if limit is None or isinstance(limit, ReadAllAvailable):
             return None
@@ -313,8 +317,12 @@ def _tree(schema: StructType, extra: tuple = ()) -> str:
 # ---- the reader -----------------------------------------------------------------------------
 
 
-class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Offsets, batches and rows of one streaming query over one Delta table."""
+class DeltaStreamReader(DataSourceStreamReader):
+    """Offsets, batches and rows of one streaming query over one Delta table.
+
+    How the end of the next batch is found depends on the PySpark: `stream_reader` picks
+    AdmissionControlledReader (4.2+) or PacedStreamReader (4.0, 4.1).
+    """
 
     def __init__(self, options: Mapping[str, Any], schema: Any) -> None:
         # An error raised here reaches the user wrapped in a PySpark runner bug (an
@@ -377,30 +385,6 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return SourceOffset(self.table_id, self._latest().version, BASE_INDEX, True).to_dict()
         return SourceOffset(self.table_id, version, BASE_INDEX, False).to_dict()
 
-    def getDefaultReadLimit(self) -> ReadLimit:
-        self._ready()
-        if self.opts.max_bytes is not None and self.opts.max_files is None:
-            return ReadMaxBytes(self.opts.max_bytes)
-        return ReadMaxFiles(self.opts.max_files or MAX_FILES_DEFAULT)  # maxBytes, if also set, applies too
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        self._ready()
-        self._available_now = True
-
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        self._ready()
-        begin = parse_offset(start, self.table_id)
-        if self._available_now and self._bound is None:
-            # Trigger.AvailableNow: everything there is right now, and never more in this run
-            # (through a tracked schema change: the batch after it stops the run for a restart).
-            self._schema_boundary = None
-            last = self._last(self._items(begin, None, None))
-            self._bound = self._next_offset(last, begin).key if last else begin.key
-            if self._schema_boundary is not None:
-                self._bound = (self._schema_boundary, END_INDEX)
-        last = self._last(self._items(begin, self._bound, _Admission.of(limit, self.opts)))
-        return self._next_offset(last, begin).to_dict() if last else start
-
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         self._ready()
         begin, stop = parse_offset(start, self.table_id), parse_offset(end, self.table_id)
@@ -424,6 +408,21 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the source keeps no per-batch state."""
+
+    def _batch_end(self, start: dict, admission: _Admission | None) -> dict:
+        """The end of the batch after `start`: as far as `admission` lets it go (and, in a
+        Trigger.AvailableNow run, no further than what was there when the run began)."""
+        begin = parse_offset(start, self.table_id)
+        if self._available_now and self._bound is None:
+            # Trigger.AvailableNow: everything there is right now, and never more in this run
+            # (through a tracked schema change: the batch after it stops the run for a restart).
+            self._schema_boundary = None
+            last = self._last(self._items(begin, None, None))
+            self._bound = self._next_offset(last, begin).key if last else begin.key
+            if self._schema_boundary is not None:
+                self._bound = (self._schema_boundary, END_INDEX)
+        last = self._last(self._items(begin, self._bound, admission))
+        return self._next_offset(last, begin).to_dict() if last else start
 
     # -- the indexed files after an offset
     @staticmethod
@@ -667,6 +666,35 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return version_from_start_timestamp([(c.version, c.timestamp) for c in stamps],
                                                 to_millis(self.opts.starting_timestamp), self.table_root)
         return None
+
+
+if HAS_ADMISSION_CONTROL:
+
+    class AdmissionControlledReader(DeltaStreamReader, SupportsTriggerAvailableNow):
+        """PySpark 4.2+: Spark hands each batch its start and read limit (delta-spark's admission control)."""
+
+        def getDefaultReadLimit(self) -> ReadLimit:
+            self._ready()
+            if self.opts.max_bytes is not None and self.opts.max_files is None:
+                return ReadMaxBytes(self.opts.max_bytes)
+            return ReadMaxFiles(self.opts.max_files or MAX_FILES_DEFAULT)  # maxBytes, if also set, applies too
+
+        def prepareForTriggerAvailableNow(self) -> None:
+            self._ready()
+            self._available_now = True
+
+        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+            self._ready()
+            return self._batch_end(start, _Admission.of(limit, self.opts))
+
+
+def stream_reader(options: Mapping[str, Any], schema: Any) -> DeltaStreamReader:
+    """The stream reader this PySpark can drive."""
+    if HAS_ADMISSION_CONTROL:
+        return AdmissionControlledReader(options, schema)
+    from pydelta.spark.streaming.source_paced import PacedStreamReader
+
+    return PacedStreamReader(options, schema)
 
 
 class _SchemaEvolution(Exception):
