@@ -36,8 +36,11 @@ typecheck: setup
 docs: setup
 	$(PY) -m mkdocs build --strict --site-dir site
 
+# Two pytest workers (pytest-xdist), each with its own local Spark; a test file stays on one
+# worker (its module fixtures are built once). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 test: setup lint typecheck docs
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" --durations=10
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --durations=10
 
 test-slow: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow

@@ -20,6 +20,12 @@ SUBSET=(
   tests/spark/test_stream_sink.py
   tests/spark/test_managed_commit_sql.py
 )
+# Streaming tests whose logic does not depend on the PySpark (option checks, error paths,
+# tables from other writers) run on the newest only, to keep CI inside its time budget.
+SKIP_HERE="test_delete_update_fail_the_stream_unless_told or test_property_change_passes_and_exclude_regex_filters \
+or test_golden_tables_stream_like_a_batch_read or test_unknown_options_are_refused or test_deltalake_written_table \
+or test_partitioned_column_mapping_table or test_golden_change_feed_stream_matches_deltalake \
+or test_optimize_commits_are_skipped or test_schema_change_fails_with_version or test_change_feed_needs_cdf_enabled"
 
 for version in "$@"; do
   venv="$cache/pyspark-$version"
@@ -40,5 +46,6 @@ PY
   "$venv/bin/python" -m pip install -q "pyspark==$version.*" "${deps[@]}"
   "$venv/bin/python" -m pip install -q --no-deps -e .
   echo "== pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'): the cross-version subset"
-  PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${SUBSET[@]}"
+  PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    -n "${PYTEST_WORKERS:-2}" -k "not ($SKIP_HERE)" "${SUBSET[@]}"
 done

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _canon  # noqa: E402
 
 
-def _jars(jars_dir: str) -> list[str]:
+def delta_spark_jars(jars_dir: str) -> list[str]:
     """The cached jars, less those Spark already ships (same artifact, e.g. hadoop,
     jackson, parquet, scala-library): Spark's own copies win, as with --packages."""
     import pyspark
@@ -48,7 +48,7 @@ def session(jars_dir: str):
     return (
         SparkSession.builder.master("local[2]")
         .appName("delta-spark-witness")
-        .config("spark.jars", ",".join(_jars(jars_dir)))
+        .config("spark.jars", ",".join(delta_spark_jars(jars_dir)))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.driver.memory", os.environ.get("PYDELTA_WITNESS_MEMORY", "768m"))

@@ -58,9 +58,13 @@ class DeltaCatalogSource(DataSource):
 
     def streamReader(self, schema: Any) -> Any:
         """`spark.readStream.format("delta")`: delta-spark's streaming source (see streaming/source.py)."""
-        from pydelta.spark.streaming.source import stream_reader
+        from pydelta.spark.streaming import source
 
-        return stream_reader(self.options, schema)
+        if source.HAS_ADMISSION_CONTROL:
+            return source.AdmissionControlledReader(self.options, schema)
+        from pydelta.spark.streaming.source_paced import PacedStreamReader  # PySpark 4.0 / 4.1
+
+        return PacedStreamReader(self.options, schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
         raise DeltaNotImplementedError(

@@ -320,8 +320,8 @@ def _tree(schema: StructType, extra: tuple = ()) -> str:
 class DeltaStreamReader(DataSourceStreamReader):
     """Offsets, batches and rows of one streaming query over one Delta table.
 
-    How the end of the next batch is found depends on the PySpark: `stream_reader` picks
-    AdmissionControlledReader (4.2+) or PacedStreamReader (4.0, 4.1).
+    How the end of the next batch is found depends on the PySpark: the data source
+    (spark/datasource.py) picks AdmissionControlledReader (4.2+) or PacedStreamReader (4.0, 4.1).
     """
 
     def __init__(self, options: Mapping[str, Any], schema: Any) -> None:
@@ -686,15 +686,6 @@ if HAS_ADMISSION_CONTROL:
         def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
             self._ready()
             return self._batch_end(start, _Admission.of(limit, self.opts))
-
-
-def stream_reader(options: Mapping[str, Any], schema: Any) -> DeltaStreamReader:
-    """The stream reader this PySpark can drive."""
-    if HAS_ADMISSION_CONTROL:
-        return AdmissionControlledReader(options, schema)
-    from pydelta.spark.streaming.source_paced import PacedStreamReader
-
-    return PacedStreamReader(options, schema)
 
 
 class _SchemaEvolution(Exception):
