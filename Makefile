@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo lint typecheck docs test test-slow test-all test-fast test-versions test-witness witness bench java clean
+.PHONY: setup demo lint typecheck docs test test-slow test-all test-fast test-versions test-witness witness bench bench-vs-delta-spark java clean
 
 setup: $(STAMP)
 
@@ -67,6 +67,11 @@ test-fast: setup
 
 bench: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m benchmarks.run_all
+
+# pydelta against delta-spark on delta-spark's pyspark (benchmarks/README.md); needs the
+# witness (Maven) and the pyspark-4.2 venv that `make test-versions` makes.
+bench-vs-delta-spark: setup witness
+	$(PY) -m benchmarks.vs_delta_spark.run
 
 clean:
 	rm -rf $(VENV) site build dist src/*.egg-info .pytest_cache spark-warehouse

@@ -77,6 +77,8 @@ def main() -> None:
     ap.add_argument("--pydelta-python", default=os.path.expanduser("~/.cache/pydelta/pyspark-4.2/bin/python"))
     ap.add_argument("workloads", nargs="*", default=NAMES)
     args = ap.parse_args()
+    if not os.path.exists(args.pydelta_python):
+        sys.exit(f"{args.pydelta_python} is missing: `make test-versions PYSPARK_VERSIONS=4.2` makes that venv")
     jars, witness_python = _witness()
     scratch = tempfile.mkdtemp(prefix="pydelta-vs-delta-spark-")
     engines = [Engine("pydelta", args.pydelta_python, scratch, None, args.rows),

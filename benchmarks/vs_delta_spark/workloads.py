@@ -178,4 +178,6 @@ class Workloads:
         return sorted(times)[len(times) // 2]
 
 
-NAMES = [name for name, member in vars(Workloads).items() if not name.startswith("_") and callable(member)]
+NAMES = ["write", "write_partitioned", "full_scan", "selective_scan", "join_selective", "merge_upsert",
+         "merge_upsert_dv", "merge_few_files", "merge_few_files_dv", "update_1pct", "update_1pct_dv",
+         "delete_01pct", "delete_01pct_dv", "scan_with_dvs", "optimize_small_files", "metadata_commit"]
