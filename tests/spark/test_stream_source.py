@@ -347,7 +347,8 @@ def test_stream_from_a_catalog_table_by_name(spark, tmp_path):
             query.awaitTermination(300)
         else:
             deadline = time.monotonic() + 300
-            while len(batches) < 4 and time.monotonic() < deadline and query.exception() is None:
+            while ((len(batches) < 4 or len(query.recentProgress) < 2) and time.monotonic() < deadline
+                   and query.exception() is None):  # rows arrive before their batch's progress
                 time.sleep(0.1)
             query.stop()
         assert sorted(r[0] for r in batches) == [0, 1, 2, 3]
