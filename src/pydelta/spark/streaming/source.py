@@ -221,14 +221,16 @@ class _Admission:
 
     @classmethod
     def of(cls, limit: "ReadLimit | None", opts: StreamOptions) -> "_Admission | None":
-        inf = float("inf")
+        """Spark's read limit for this batch, in place of the stream's own limit of the same kind."""
         if limit is None or isinstance(limit, ReadAllAvailable):
             return None
-        default_files = MAX_FILES_DEFAULT if opts.max_bytes is None else inf
+        admission = cls.from_options(opts)
         if isinstance(limit, ReadMaxFiles):
-            return cls(limit.max_files, opts.max_bytes if opts.max_bytes is not None else inf)
+            admission.files = limit.max_files
+            return admission
         if isinstance(limit, ReadMaxBytes):
-            return cls(opts.max_files if opts.max_files is not None else default_files, limit.max_bytes)
+            admission.bytes = limit.max_bytes
+            return admission
         raise DeltaIllegalArgumentError(f"[DELTA_UNKNOWN_READ_LIMIT] Unknown ReadLimit: {limit!r}")
 
     def admit(self, unit: Sequence["_Item"], whole_commit: bool) -> bool:
