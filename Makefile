@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo lint typecheck docs test test-slow test-all test-fast test-versions test-witness witness bench bench-vs-delta-spark java clean
+.PHONY: setup demo lint typecheck docs test test-connect test-slow test-all test-fast test-versions test-witness witness s3a test-s3a bench bench-vs-delta-spark bench-connect java clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,12 @@ docs: setup
 PYTEST_WORKERS ?= 2
 test: setup lint typecheck docs
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --durations=10
+	$(MAKE) --no-print-directory test-connect
+
+# pydelta over Spark Connect (tests/connect): a real Connect server from pyspark's distribution;
+# a pytest process of its own, since a Connect session switches PySpark's functions to Connect.
+test-connect: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" tests/connect
 
 test-slow: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow
@@ -59,6 +65,14 @@ test-all: setup
 witness:
 	bash tests/witness/setup.sh
 
+# Spark's s3a:// connector for tests/s3a (hadoop-aws + its AWS SDK bundle, by Maven into ~/.cache/pydelta/jars);
+# `make test` runs the s3a tests too (fetched on first use, or skipped loudly without mvn).
+s3a:
+	bash tests/s3a/setup.sh
+
+test-s3a: setup witness s3a
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q tests/s3a
+
 test-witness: setup witness
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q tests/witness
 
@@ -72,6 +86,10 @@ bench: setup
 # witness (Maven) and the pyspark-4.2 venv that `make test-versions` makes.
 bench-vs-delta-spark: setup witness
 	$(PY) -m benchmarks.vs_delta_spark.run
+
+# pydelta over Spark Connect against a classic session, same Spark, same work (issue 27).
+bench-connect: setup
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m benchmarks.connect_overhead
 
 clean:
 	rm -rf $(VENV) site build dist src/*.egg-info .pytest_cache spark-warehouse

@@ -53,3 +53,18 @@ def copy_table(tmp_path):
         return dst
 
     return _copy
+
+
+CONNECT_DIR = ROOT / "tests" / "connect"
+
+
+def pytest_collection_modifyitems(config, items):
+    """tests/connect needs a pytest process of its own (a Connect session switches PySpark's
+    functions to Connect mode for the whole process): when other tests are collected too,
+    leave the Connect tests out, and say so. `make test` runs them separately."""
+    connect = [i for i in items if CONNECT_DIR in Path(str(i.fspath)).parents]
+    if connect and len(connect) < len(items):
+        config.hook.pytest_deselected(items=connect)
+        items[:] = [i for i in items if i not in connect]
+        print(f"\n{len(connect)} Spark Connect tests left out of this run: "
+              "run them on their own (pytest tests/connect, part of `make test`)", file=sys.stderr)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from pydelta.log.storage import Storage
     from pydelta.spark._typing import DataFrame, SparkSession
 
-__all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "enable", "load_snapshot", "write"]
+__all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "enable", "load_snapshot", "remote_session",
+           "write"]
 
 
 def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,
@@ -65,7 +66,10 @@ def enable(spark: SparkSession) -> SparkSession:
     session. Calling it again does nothing more. `DeltaTable` enables its session itself.
 
     Args:
-        spark: A classic (not Spark Connect) SparkSession.
+        spark: A classic SparkSession, or a Spark Connect one (`SparkSession.builder.remote(...)`):
+            over Connect the server needs no jar and no setting, only pydelta in its Python
+            environment; this client reads and commits the log, so it must reach the table's
+            storage too.
 
     Returns:
         The same session.
@@ -82,6 +86,34 @@ def enable(spark: SparkSession) -> SparkSession:
     from pydelta.spark.session import enable as _enable
 
     return _enable(spark)
+
+
+def remote_session(url: str | None = None, app_name: str = "pydelta") -> SparkSession:
+    """A Spark Connect session to `url` with pydelta enabled.
+
+    The server needs no Delta jar and no configuration: only pydelta installed in its Python
+    environment (its Python workers run pydelta's streaming source). This client reads and
+    commits the Delta log itself, so it must reach the tables' storage (a path shared with
+    the server, or an object store).
+
+    Args:
+        url: The server, `sc://host:port`; default `$SPARK_REMOTE`.
+        app_name: The application name the server shows.
+
+    Returns:
+        The Connect session, Delta-capable.
+
+    Example:
+        ```python
+        import pydelta
+
+        spark = pydelta.remote_session("sc://spark-server:15002")
+        spark.range(3).write.format("delta").save("/shared/numbers")
+        ```
+    """
+    from pydelta.spark.session import remote_session as _remote
+
+    return _remote(url, app_name)
 
 
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:

@@ -68,3 +68,14 @@ def test_missing_credentials_names_the_uri_and_the_cause(s3):  # noqa: F811
         pydelta.load_snapshot(uri, storage_options=options)
     assert uri in str(info.value)
     assert isinstance(info.value, OSError)
+
+
+def test_a_given_client_option_keeps_the_environments(s3, monkeypatch):  # noqa: F811
+    # obstore drops the HTTP client settings it read from AWS_* variables when given any:
+    # a timeout in storage_options must not lose AWS_ALLOW_HTTP (the endpoint is http://).
+    for key, value in {"AWS_ENDPOINT": s3["aws_endpoint"], "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                       "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}.items():
+        monkeypatch.setenv(key, value)
+    root = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    _create(root, s3)
+    assert pydelta.load_snapshot(root, storage_options={"timeout": "20s"}).version == 0

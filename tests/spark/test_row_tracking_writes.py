@@ -89,6 +89,10 @@ def test_metadata_row_id_and_row_commit_version_on_reads(spark, tmp_path):
     expected = _stable_ids(spark, path)
     df = spark.read.format("delta").load(path)
     assert df.columns == ["id", "v"] and "_metadata" not in df.select("*").columns  # hidden
+    # delta-spark's fields after Spark's own, in its order, none nullable
+    tracked = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.select("_metadata.*").schema][-4:]
+    assert tracked == [("row_id", "bigint", False), ("base_row_id", "bigint", False),
+                       ("default_row_commit_version", "bigint", False), ("row_commit_version", "bigint", False)]
     rows = df.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
     assert {r[0]: (r[1], r[2]) for r in rows} == expected and len(rows) == 49
     # base_row_id / default_row_commit_version are the file's; file_path still names the real file.

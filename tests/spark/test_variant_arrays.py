@@ -159,3 +159,30 @@ def test_deltalake_reads_the_same_variant_bytes(spark, variant_table):
             continue
         assert [None if e is None else bytes(e.value) for e in row.arr] == \
             [None if e is None else e["value"] for e in theirs[i]["arr"]]
+
+
+def test_sql_writes_variant_tables_unshredded(spark, tmp_path):
+    """pydelta writes variant tables (variantType, as delta-spark does on CREATE), and writes the
+    variants unshredded, as PROTOCOL.md requires without variantShredding, though Spark 4.1+
+    would shred these objects by default."""
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "written")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id INT, v VARIANT, s STRUCT<x: VARIANT>) USING delta")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), parse_json('{{\"k\": ' || id || ', \"s\": \"t\"}}'), "
+              "named_struct('x', parse_json('[1, 2]')) FROM range(40)")
+    spark.sql(f"UPDATE {t} SET v = parse_json('{{\"k\": -1}}') WHERE id = 3")
+    spark.sql(f"MERGE INTO {t} t USING (SELECT 100 AS id) s ON t.id = s.id "
+              "WHEN NOT MATCHED THEN INSERT (id, v, s) VALUES (s.id, parse_json('{\"k\": 100}'), NULL)")
+    snapshot = pydelta.load_snapshot(path)
+    assert "variantType" in snapshot.protocol.reader_features and "variantType" in snapshot.protocol.writer_features
+    assert snapshot.protocol.min_reader_version == 3 and snapshot.protocol.min_writer_version == 7
+    for f in snapshot.files().to_pylist():
+        schema = pq.read_schema(snapshot.absolute_path(f["path"]))
+        assert "typed_value" not in str(schema), schema
+        assert [schema.field("v").type[i].name for i in range(2)] == ["value", "metadata"]
+        stats = json.loads(f["stats"])
+        assert set(stats["minValues"]) == {"id"}  # no min/max for variants
+    got = spark.sql(f"SELECT id, v:k::int, to_json(s.x) FROM {t} WHERE id IN (2, 3, 100) ORDER BY id").collect()
+    assert [tuple(r) for r in got] == [(2, 2, "[1,2]"), (3, -1, "[1,2]"), (100, 100, None)]

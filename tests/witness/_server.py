@@ -7,7 +7,7 @@ per line on the original stdout; everything else (Spark's logs, prints) goes to 
                                                  # print json.dumps(result) last
 
 Requests: {"op": ..., ...}; replies: {"ok": true, ...} or {"ok": false, "error": ...,
-"error_class": ...}. Ops: ping, rows, schema, history, detail, sql, changes, exec.
+"error_class": ...}. Ops: ping, rows, schema, history, detail, sql, changes, stream, exec.
 """
 
 from __future__ import annotations
@@ -45,8 +45,14 @@ def _artifact(name: str) -> str:
 def session(jars_dir: str):
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    # Jars beyond delta-spark's on the driver's class path (os.pathsep-separated), e.g. hadoop-aws
+    # and its AWS SDK bundle for the s3a tests (tests/s3a); local mode has no other JVM.
+    extra = os.environ.get("PYDELTA_WITNESS_EXTRA_CLASSPATH")
+    if extra:
+        builder = builder.config("spark.driver.extraClassPath", extra)
     return (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("delta-spark-witness")
         .config("spark.jars", ",".join(delta_spark_jars(jars_dir)))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
@@ -83,6 +89,10 @@ def _plain(v):
     return json.loads(json.dumps(_canon.value(v)))
 
 
+# What exec'd code keeps between requests (e.g. threads it started and joins later).
+STATE: dict = {}
+
+
 def handle(spark, req):
     op = req["op"]
     if op == "ping":
@@ -112,11 +122,37 @@ def handle(spark, req):
     if op == "sql":
         df = spark.sql(req["sql"])
         return _collect(df) if req.get("collect", True) else {}
-    if op == "exec":  # run Python with `spark`, `req`; the code sets `result`
-        env = {"spark": spark, "req": req, "canon": _canon, "result": None}
+    if op == "stream":  # a readStream of the table to completion (AvailableNow), batch by batch
+        return _stream(spark, req)
+    if op == "exec":  # run Python with `spark`, `req`, `state`; the code sets `result`
+        env = {"spark": spark, "req": req, "canon": _canon, "state": STATE, "result": None}
         exec(req["code"], env)
         return {"result": json.loads(json.dumps(env["result"], default=str))}
     raise ValueError(f"unknown op {op!r}")
+
+
+def _stream(spark, req):
+    """Run `spark.readStream.format("delta")` with req's options over req's path into a
+    foreachBatch sink, Trigger.AvailableNow, checkpoint at req's checkpoint; return every
+    batch's rows (without _commit_timestamp) in order."""
+    batches = []
+
+    def collect(df, batch_id):
+        df = df.drop("_commit_timestamp")
+        batches.append({"batch": batch_id, "schema": _canon.schema(df.schema), "rows": _canon.rows(df.collect())})
+
+    reader = spark.readStream.format("delta")
+    for k, v in (req.get("options") or {}).items():
+        reader = reader.option(k, str(v))
+    query = (reader.load(req["path"]).writeStream.foreachBatch(collect)
+             .option("checkpointLocation", req["checkpoint"]).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(float(req.get("timeout", 300)))
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+    finally:
+        query.stop()
+    return {"batches": batches}
 
 
 def _error(e):

@@ -6,7 +6,8 @@ It runs in its own process, from its own venv (pyspark 4.2) with delta-spark's j
     with DeltaSparkWitness.start() as ds:       # one long-lived JVM (the pytest fixture)
         ds.rows(path, version=1)  -> {"schema": [[name, type, nullable]...], "rows": [...]}
         ds.history(path), ds.detail(path), ds.sql("DELETE FROM delta.`...` WHERE ..."),
-        ds.changes(path, start=0), ds.schema(path), ds.exec("result = spark.version")
+        ds.changes(path, start=0), ds.schema(path), ds.exec("result = spark.version"),
+        ds.stream(path, checkpoint, readChangeFeed="true")
 
     run_delta_spark(script_path, *args) -> the JSON the script leaves in `result`
                                            (a fresh JVM each call: slow, but simple)
@@ -125,10 +126,18 @@ class DeltaSparkWitness:
     def changes(self, path: str, start: int = 0, end: int | None = None) -> dict:
         return self._call({"op": "changes", "path": str(path), "start": start, "end": end})
 
+    def stream(self, path: str, checkpoint: str, **options) -> list[dict]:
+        """delta-spark's streaming source over the table (Trigger.AvailableNow, checkpoint
+        at `checkpoint`): [{"batch": id, "schema": ..., "rows": ...}] for each micro-batch."""
+        return self._call({"op": "stream", "path": str(path), "checkpoint": str(checkpoint),
+                           "options": options})["batches"]
+
     def sql(self, statement: str, collect: bool = True) -> dict:
         return self._call({"op": "sql", "sql": statement, "collect": collect})
 
     def exec(self, code: str, **kw):
+        """Run `code` in the witness with `spark`, `req` (kw), and `state` (a dict kept across
+        calls); returns what the code leaves in `result`."""
         return self._call({"op": "exec", "code": code, **kw})["result"]
 
     def close(self):

@@ -7,76 +7,24 @@ reads what delta-spark left. Where the two disagree the tests assert delta-spark
 from __future__ import annotations
 
 import datetime as dt
-import json
-from pathlib import Path
 
 import pytest
 
-import pydelta
 from pydelta import DeltaTable
+from tests.witness import _compare
 from tests.witness.delta_spark import WitnessError, canon
 
 pytestmark = [pytest.mark.spark, pytest.mark.witness]
 
 
-# -- helpers ---------------------------------------------------------------------------
-def _read(spark, path, version=None):
-    r = spark.read.format("delta")
-    if version is not None:
-        r = r.option("versionAsOf", version)
-    return canon(r.load(path))
-
-
-def _version(path) -> int:
-    return pydelta.load_snapshot(str(path)).version
-
-
-def _commits(path) -> dict[int, list[dict]]:
-    log = Path(path) / "_delta_log"
-    return {int(p.stem): [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(log.glob("*.json"))}
-
-
-def _commit_info(path, version) -> dict:
-    return next(a["commitInfo"] for a in _commits(path)[version] if "commitInfo" in a)
-
-
-def same_at_every_version(spark, ds, path) -> int:
-    """delta-spark and pydelta read the same rows and schema at every version of the
-    table, and DESCRIBE HISTORY lists the same versions and operations. Returns the
-    latest version."""
-    path = str(path)
-    latest = _version(path)
-    for v in range(latest + 1):
-        theirs = ds.rows(path, version=v)
-        ours = _read(spark, path, v)
-        assert ours["schema"] == theirs["schema"], f"schema at version {v}"
-        assert ours["rows"] == theirs["rows"], f"rows at version {v}"
-    history = ds.history(path)
-    assert [h["version"] for h in history] == list(range(latest + 1))
-    ours = sorted((r["version"], r["operation"])
-                  for r in DeltaTable.forPath(spark, path).history().select("version", "operation").collect())
-    assert [(h["version"], h["operation"]) for h in history] == ours
-    return latest
-
-
-def delta_spark_writes_then_pydelta_reads(spark, ds, path, *statements) -> int:
-    """delta-spark runs the statements; pydelta reads the rows and schema delta-spark
-    reads afterwards, at every new version. Returns the latest version."""
-    path = str(path)
-    before = _version(path)
-    for s in statements:
-        ds.sql(s.format(t=f"delta.`{path}`"), collect=False)
-    latest = _version(path)
-    assert latest == before + len(statements)
-    for v in range(before + 1, latest + 1):
-        assert _read(spark, path, v) == ds.rows(path, version=v), f"version {v} written by delta-spark"
-    assert "Delta-Lake/" in (_commit_info(path, latest).get("engineInfo") or "")
-    return latest
-
-
-def _features(ds, path) -> set[str]:
-    return set(ds.protocol(str(path))["tableFeatures"] or [])
+# -- helpers (shared with the other witness tests, see _compare.py) ------------------------
+_read = _compare.read
+_version = _compare.version
+_commits = _compare.commits
+_commit_info = _compare.commit_info
+_features = _compare.features
+same_at_every_version = _compare.same_at_every_version
+delta_spark_writes_then_pydelta_reads = _compare.delta_spark_writes_then_pydelta_reads
 
 
 # -- tests -------------------------------------------------------------------------------

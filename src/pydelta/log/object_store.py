@@ -10,7 +10,9 @@ Listing is by prefix from a start key (S3 `start-after`). Paths are full URIs
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import os
 import re
 import threading
 from typing import Any, Iterator, Mapping
@@ -42,6 +44,8 @@ _DELTA_RS_ONLY = frozenset({
     "aws_s3_get_internal_retries", "aws_force_credential_load", "dynamo_endpoint_url",
 })
 _SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "abfss": "abfs"}
+# The prefix of a store's environment variables (object_store's `from_env`), client settings too.
+_ENV_PREFIXES = {"s3": "AWS_", "gs": "GOOGLE_", "az": "AZURE_", "abfs": "AZURE_", "adl": "AZURE_", "azure": "AZURE_"}
 _stores: dict[tuple[str, tuple[tuple[str, str], ...]], "ObjectStoreStorage"] = {}
 _lock = threading.Lock()
 
@@ -96,6 +100,25 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], di
     return config, client
 
 
+def _with_environment_client_options(scheme: str, client: dict[str, str]) -> dict[str, str]:
+    """`client` completed from the environment (AWS_ALLOW_HTTP, AWS_PROXY_URL...).
+
+    obstore replaces the HTTP client settings it read from the environment with any it is
+    given, so one given setting (a timeout derived from a Spark session's fs.s3a.*) would
+    silently drop e.g. AWS_ALLOW_HTTP=true. Given ones win over the environment's, as for
+    the store's own settings.
+    """
+    prefix = _ENV_PREFIXES.get(scheme)
+    if not client or prefix is None:
+        return client
+    merged = dict(client)
+    for name in _CLIENT_OPTIONS - merged.keys():
+        value = os.environ.get(prefix + name.upper())
+        if value is not None:
+            merged[name] = _option_value(name, value)
+    return merged
+
+
 @contextlib.contextmanager
 def _storage_errors(action: str, uri: str) -> Iterator[None]:
     """obstore's failures as pydelta errors naming the URI; a missing object stays FileNotFoundError."""
@@ -140,6 +163,7 @@ class ObjectStoreStorage:
         parsed = urlparse(self.base)
         scheme = _SCHEME_ALIASES.get(parsed.scheme.lower(), parsed.scheme.lower())
         config, client = split_options(options)
+        client = _with_environment_client_options(scheme, client)
         try:
             # obstore types its options as per-store TypedDicts; these are the caller's string
             # options, which obstore itself validates (a bad key raises here).
@@ -252,3 +276,46 @@ class ObjectStoreStorage:
 
         with _storage_errors("reading", path):
             return self._info(obstore.head(self._store, self._key(path)))
+
+    def open_input(self, path: str) -> io.RawIOBase:
+        """`path` as a seekable binary file that fetches only the ranges read.
+
+        For readers that seek (a Parquet file's footer, then its row groups) in processes that
+        read data files themselves (a streaming source's Python workers), instead of the
+        whole object. FileNotFoundError when it does not exist.
+        """
+        import obstore
+
+        with _storage_errors("reading", path):
+            return _RangeFile(obstore.open_reader(self._store, self._key(path)))
+
+
+class _RangeFile(io.RawIOBase):
+    """obstore's reader as a Python raw file (pyarrow wants `closed`, `readinto` and friends)."""
+
+    def __init__(self, reader: Any) -> None:
+        super().__init__()
+        self._reader = reader
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = memoryview(self._reader.read(len(view)))
+        view[:len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return int(self._reader.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._reader.tell())
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()

@@ -53,6 +53,47 @@ def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | Non
     _SCHEME_FACTORIES[scheme.lower()] = factory
 
 
+# Where an object-store path's settings come from when its caller gives none: the Spark
+# layer derives them from the session's Hadoop configuration (fs.s3a.* for s3a://), so the
+# log reaches the bucket Spark's data path reaches, with the same endpoint and credentials.
+# The log core only ever sees plain obstore options. scheme -> provider(path) -> options or None.
+OptionsProvider = Callable[[str], Mapping[str, str] | None]
+_OPTION_PROVIDERS: dict[str, OptionsProvider] = {}
+# Options fixed for one bucket ("s3a://bucket") in this process: a Python worker that has no
+# Spark session (a streaming source's) gets the options its driver derived for the table.
+_BUCKET_OPTIONS: dict[str, dict[str, str]] = {}
+
+
+def register_storage_options(scheme: str, provider: OptionsProvider | None) -> None:
+    """`storage_for(path)` of a `scheme://` path without options uses `provider(path)`'s (None: stop)."""
+    if provider is None:
+        _OPTION_PROVIDERS.pop(scheme.lower(), None)
+    else:
+        _OPTION_PROVIDERS[scheme.lower()] = provider
+
+
+def use_bucket_options(path: str, options: Mapping[str, str]) -> None:
+    """Reach the bucket of `path` (any path in it) with `options` whenever a caller gives none.
+
+    For processes without a Spark session: the options travel from the driver, which derived
+    them (`default_storage_options`), and win over a registered provider.
+    """
+    parsed = urlparse(path)
+    _BUCKET_OPTIONS[f"{parsed.scheme.lower()}://{parsed.netloc}"] = {str(k): str(v) for k, v in options.items()}
+
+
+def default_storage_options(path: str) -> Mapping[str, str] | None:
+    """The options `storage_for(path)` uses when its caller gives none: a bucket's own, else the
+    registered provider's for the path's scheme, else None (obstore's environment variables)."""
+    parsed = urlparse(path)
+    scheme = parsed.scheme.lower()
+    fixed = _BUCKET_OPTIONS.get(f"{scheme}://{parsed.netloc}")
+    if fixed is not None:
+        return fixed
+    provider = _OPTION_PROVIDERS.get(scheme)
+    return provider(path) if provider is not None else None
+
+
 def is_remote_uri(path: str) -> bool:
     """A URI of a remote store (`s3://bucket/key`, `hdfs://nn/path`, ...), not a local path or `file:` URI."""
     scheme = urlparse(path).scheme.lower()
@@ -141,8 +182,9 @@ def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
     """The storage serving `path`: the local file system, or an object store by URI scheme.
 
     `options` are the object store's settings (credentials, endpoint, region, ...) as
-    obstore names them (`aws_endpoint`, `aws_access_key_id`, ...); without them the usual
-    environment variables (AWS_*, GOOGLE_*, AZURE_*) are used.
+    obstore names them (`aws_endpoint`, `aws_access_key_id`, ...). Without them, those of
+    `default_storage_options(path)` (e.g. derived from an enabled Spark session's fs.s3a.*
+    Hadoop settings), over the usual environment variables (AWS_*, GOOGLE_*, AZURE_*).
     """
     scheme = urlparse(path).scheme.lower()
     if scheme in _SCHEME_FACTORIES:
@@ -150,7 +192,7 @@ def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:
     if scheme in OBJECT_STORE_SCHEMES:
         from pydelta.log.object_store import object_store_storage
 
-        return object_store_storage(path, options)
+        return object_store_storage(path, default_storage_options(path) if options is None else options)
     if scheme in HADOOP_ONLY_SCHEMES:
         from pydelta.errors import DeltaNotImplementedError
 

@@ -80,8 +80,9 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("typeWidening-preview", fail=False, reads=True, writes=True),
         _rw("v2Checkpoint", auto=True, fail=False, reads=True, writes=True),
         _rw("vacuumProtocolCheck", fail=False, reads=True, writes=True),
-        _rw("variantType", auto=True, reads=True),
-        _rw("variantType-preview", auto=True, reads=True),
+        # Written unshredded (spark/write/data_files.py): pydelta does not write variantShredding.
+        _rw("variantType", auto=True, reads=True, writes=True),
+        _rw("variantType-preview", auto=True, reads=True, writes=True),
         _rw("variantShredding", auto=True, requires=("variantType",)),
         _rw("variantShredding-preview", auto=True),
         # Catalog-managed tables (the successor of managed commits): readable up to their

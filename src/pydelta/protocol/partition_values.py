@@ -539,7 +539,8 @@ def file_uri(local_path: str) -> str:
     """The URI Spark reports (`_metadata.file_path`) for an absolute local path (a `file:` URI)
     or for a decoded remote URI (`hdfs://nn/t/a b.parquet` -> `hdfs://nn/t/a%20b.parquet`)."""
     scheme, sep, rest = local_path.partition("://")
-    if sep and scheme.isalpha() and len(scheme) > 1:
+    # RFC 3986 scheme characters: s3a://, abfss://, o3fs:// have digits (one letter is a drive).
+    if sep and len(scheme) > 1 and scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme):
         authority, slash, path = rest.partition("/")
         return f"{scheme}://{authority}" + (to_uri_path("/" + path) if slash else "")
     return "file:" + to_uri_path(local_path)

@@ -51,6 +51,18 @@ def _identifier(spark: SparkSession, name: str) -> Any:
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}") from None
 
 
+def _quoted(spark: SparkSession, name: str) -> str:
+    """`name` as a quoted identifier (`db`.`t`), checked by Spark's parser on a classic session."""
+    from pydelta.spark.connect import is_connect
+
+    if not is_connect(spark):
+        return str(_identifier(spark, name).quotedString())
+    parts = [p.strip("`") for p in name.split(".")]
+    if not 1 <= len(parts) <= 3 or not all(parts):
+        raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
 def is_temp_view(spark: SparkSession, name: str) -> bool:
     return bool(_jcatalog(spark).isTempView(_identifier(spark, name)))
 
@@ -70,8 +82,39 @@ def alter_table_metadata(spark: SparkSession, metadata: Any) -> None:
     _jcatalog(spark).alterTable(metadata)
 
 
+def _lookup_over_connect(spark: SparkSession, name: str) -> CatalogEntry | None:
+    """`lookup` on a Spark Connect session, which has no catalog objects on the client: the
+    server's SHOW TABLE EXTENDED (a listing, so a missing table is no error and no table is
+    resolved through its provider)."""
+    parts = [p.strip("`") for p in name.split(".")]
+    if parts and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if not 1 <= len(parts) <= 2 or not all(parts) or any(c in parts[-1] for c in "*|'\\"):
+        raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
+    where = f" IN `{parts[0]}`" if len(parts) == 2 else ""
+    try:
+        rows = raw_sql(spark, f"SHOW TABLE EXTENDED{where} LIKE '{parts[-1]}'").collect()
+    except Exception as e:  # noqa: BLE001 - Spark's AnalysisException for a missing database
+        if "NOT_FOUND" in str(e) or "NoSuch" in str(e):
+            return None
+        raise
+    rows = [r for r in rows if not r.isTemporary and r.tableName.lower() == parts[-1].lower()]
+    if not rows:
+        return None
+    info = dict(line.split(": ", 1) for line in str(rows[0].information).splitlines() if ": " in line)
+    location = info.get("Location")
+    return CatalogEntry(f"{rows[0].namespace}.{rows[0].tableName}", info.get("Provider"),
+                        to_local_path(location) if location else None, info.get("Type", "").upper() == "MANAGED")
+
+
 def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
     """The catalog entry of `name`, or None when the catalog has no such table."""
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):
+        if not isinstance(name, str) or not name.strip():
+            raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
+        return _lookup_over_connect(spark, name)
     ident = _identifier(spark, name)
     catalog = _jcatalog(spark)
     try:
@@ -88,6 +131,16 @@ def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
 
 def default_location(spark: SparkSession, name: str) -> str:
     """Where Spark puts a managed table of this name (warehouse/name, warehouse/db.db/name)."""
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):  # no catalog objects on a Connect client: Spark's layout from the server's warehouse
+        parts = [p.strip("`") for p in name.split(".")]
+        if parts and parts[0].lower() == "spark_catalog":
+            parts = parts[1:]
+        warehouse = to_local_path(conf_value(spark, "spark.sql.warehouse.dir", "spark-warehouse"))
+        if len(parts) == 2 and parts[0].lower() != "default":
+            return os.path.join(warehouse, f"{parts[0].lower()}.db", parts[1].lower())
+        return os.path.join(warehouse, parts[-1].lower())
     ident = _identifier(spark, name)
     try:
         return to_local_path(_jcatalog(spark).defaultTablePath(ident).toString())
@@ -156,7 +209,7 @@ def register_table(spark: SparkSession, name: str, location: str, schema: Any, c
             raise TableAlreadyExistsError(f"table {name} already exists and is not a Delta table")
         return False
     datasource.register(spark)
-    ident = _identifier(spark, name).quotedString()
+    ident = _quoted(spark, name)
     location = to_local_path(location)
     managed = os.path.normpath(location) == os.path.normpath(default_location(spark, name)) and not os.path.exists(location)
     sql = f"CREATE TABLE {ident} ({schema.toDDL()}) USING delta"
@@ -170,4 +223,4 @@ def register_table(spark: SparkSession, name: str, location: str, schema: Any, c
 
 def unregister_table(spark: SparkSession, name: str) -> None:
     """Drop the catalog entry made by register_table (a managed table's empty directory goes too)."""
-    raw_sql(spark, f"DROP TABLE IF EXISTS {_identifier(spark, name).quotedString()}")
+    raw_sql(spark, f"DROP TABLE IF EXISTS {_quoted(spark, name)}")

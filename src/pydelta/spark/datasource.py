@@ -35,7 +35,9 @@ class DeltaCatalogSource(DataSource):
             from pydelta.log.snapshot import load_snapshot
             from pydelta.protocol.internal_metadata import remove_internal_metadata
             from pydelta.spark.read.scan import spark_schema
+            from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 
+            apply_storage_options(self.options, path)  # a stream's: this process has no Spark session
             snapshot = load_snapshot(path)
             schema = spark_schema(remove_internal_metadata(snapshot.schema))
             if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
@@ -83,7 +85,9 @@ _REGISTERED: set[int] = set()
 
 def register(spark: SparkSession) -> None:
     """Register the "delta" source on `spark` (once per session: also serves readStream)."""
-    key = id(spark._jsparkSession)
+    from pydelta.spark.connect import is_connect
+
+    key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key in _REGISTERED:
         return
     spark.dataSource.register(DeltaCatalogSource)

@@ -12,22 +12,40 @@ It also serves delta-spark's per-table Hadoop options, `DeltaTable.forPath(spark
 hadoopConf={...})` (`fs.*` / `dfs.*` keys): `HadoopFileSystemStorage(spark, options)` lays
 them over the session's configuration for one table's log, `qualify_path` resolves a
 scheme-less path against an `fs.defaultFS` among them, `check_table_options` refuses the keys
-pydelta's own log clients (local files, object stores) could not apply, and
+pydelta's own log clients (local files, GCS, Azure) could not apply, and
 `session_hadoop_options` sets them in the session while one of the table's operations runs,
 so that Spark's reads and writes of the table's data files see them as well.
+
+And S3 (`s3a://`): Spark's data path is hadoop-aws with the session's fs.s3a.* settings, the
+log is pydelta's object-store client. So that both reach the same bucket with the same
+endpoint, credentials and encryption from what users already give Spark, `install` registers
+with the log core a provider of obstore options translated from the session's S3A settings
+(`session_s3a_settings`, `s3a_storage_options`: the log core sees only plain obstore options;
+explicit storage_options and AWS_* variables keep working), and a table's hadoopConf
+fs.s3a.* options reach its log through `table_log_storage`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import re
 import threading
 import uuid
 from typing import Any, Callable, Concatenate, Iterator, Mapping, ParamSpec, Protocol, TypeVar
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from pydelta.errors import DeltaNotImplementedError
-from pydelta.log.storage import HADOOP_ONLY_SCHEMES, FileAlreadyExistsError, FileInfo, register_scheme
+from pydelta.log.storage import (
+    HADOOP_ONLY_SCHEMES,
+    FileAlreadyExistsError,
+    FileInfo,
+    Storage,
+    register_scheme,
+    register_storage_options,
+    storage_for,
+)
 from pydelta.spark._typing import JavaObject, SparkSession
 from pydelta.spark.jvm import gateway, java_session, jvm
 
@@ -170,13 +188,137 @@ class HadoopFileSystemStorage:
 
 
 def install(spark: SparkSession, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> None:
-    """Serve `schemes` through this session's Hadoop FileSystem (options are Hadoop confs, unused)."""
+    """Serve `schemes` through this session's Hadoop FileSystem (options are Hadoop confs, unused),
+    and give the log core's object-store clients the session's S3A settings (`S3A_SCHEMES`)."""
 
     def factory(path: str, options: Mapping[str, str] | None) -> HadoopFileSystemStorage:
         return HadoopFileSystemStorage(spark)
 
     for scheme in schemes:
         register_scheme(scheme, factory)
+
+    def s3_options(path: str) -> dict[str, str] | None:
+        return s3a_storage_options(session_s3a_settings(spark), urlparse(path).netloc)
+
+    for scheme in S3A_SCHEMES:
+        register_storage_options(scheme, s3_options)
+
+
+# ---- the session's S3A settings for pydelta's own S3 client (the log core) ------------------
+
+# The schemes Hadoop serves with S3AFileSystem (s3:// and s3n:// once fs.<scheme>.impl names it),
+# whose fs.s3a.* settings pydelta's log core applies too.
+S3A_SCHEMES = ("s3a", "s3", "s3n")
+_S3A = "fs.s3a."
+# S3A's credential providers that mean "do not sign" (anonymous access to a public bucket).
+_ANONYMOUS_PROVIDERS = ("AnonymousAWSCredentialsProvider", "AnonymousCredentialsProvider")
+# fs.s3a.encryption.algorithm -> obstore's server_side_encryption
+_SSE = {"SSE-S3": "AES256", "SSE-KMS": "aws:kms", "DSSE-KMS": "aws:kms:dsse", "SSE-C": "sse-c"}
+# Hadoop's time units (Configuration.getTimeDuration) -> humantime's, which obstore parses
+_TIME_UNITS = {"ns": "ns", "us": "us", "ms": "ms", "s": "s", "m": "m", "h": "h", "d": "d"}
+# An AWS S3 endpoint names its region (s3.eu-west-1.amazonaws.com, s3-fips.us-east-2...,
+# s3.dualstack.ap-south-1...): the region the requests are signed for when none is given.
+_AWS_REGION_IN_HOST = re.compile(r"(?:^|\.)s3(?:-fips)?[.-](?:dualstack\.)?([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com(?:\.cn)?$")
+
+
+_JSON_WRITERS: dict[int, JavaObject] = {}
+
+
+def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The session's fs.s3a.* Hadoop settings (defaults, spark.hadoop.*, SQL confs, `options` over them).
+
+    One JVM round trip: Hadoop's own lookup (variable expansion included) serialized as JSON.
+    """
+    found = hadoop_conf(spark, options).getValByRegex(r"^fs\.s3a\.")
+    java = jvm(spark)
+    mapper = _JSON_WRITERS.get(id(java))
+    if mapper is None:  # making one costs more than the lookup: one per JVM gateway
+        mapper = _JSON_WRITERS[id(java)] = java.com.fasterxml.jackson.databind.ObjectMapper()
+    return {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
+
+
+def _duration(value: str) -> str | None:
+    """A Hadoop duration ("30s", "200", "5m"; bare numbers are milliseconds, S3A's default unit)
+    as obstore takes it, or None when it is not one (or zero: "no limit")."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", value.lower())
+    if not m or (m.group(2) and m.group(2) not in _TIME_UNITS) or int(m.group(1)) == 0:
+        return None
+    return f"{int(m.group(1))}{_TIME_UNITS[m.group(2) or 'ms']}"
+
+
+def s3a_storage_options(settings: Mapping[str, str], bucket: str) -> dict[str, str]:
+    """obstore options for `bucket` meaning what the S3A connector makes of these fs.s3a.* settings.
+
+    So that pydelta's log (obstore) reaches the same bucket as Spark's data path (hadoop-aws),
+    with the same endpoint, credentials and encryption, from the settings users already give
+    Spark. Per-bucket keys `fs.s3a.bucket.<bucket>.<key>` win over `fs.s3a.<key>`, as in S3A.
+    Translated: endpoint (+ connection.ssl.enabled, path.style.access), endpoint.region,
+    access.key / secret.key / session.token, anonymous credential providers, encryption
+    (SSE-S3, SSE-KMS, DSSE-KMS, SSE-C), requester.pays.enabled, proxy.host / proxy.port /
+    proxy.secured, connection.establish.timeout and connection.request.timeout. Settings not
+    given leave obstore's own sources (AWS_* environment variables, instance credentials).
+    """
+    per_bucket = f"{_S3A}bucket.{bucket}."
+    eff = {k[len(_S3A):]: v.strip() for k, v in settings.items()
+           if k.startswith(_S3A) and not k.startswith(f"{_S3A}bucket.")}
+    eff.update({k[len(per_bucket):]: v.strip() for k, v in settings.items() if k.startswith(per_bucket)})
+    eff = {k: v for k, v in eff.items() if v != ""}
+    out: dict[str, str] = {}
+
+    region = eff.get("endpoint.region")
+    endpoint = eff.get("endpoint")
+    if endpoint:
+        ssl = eff.get("connection.ssl.enabled", "true").lower() != "false"
+        url = urlparse(endpoint if "://" in endpoint else f"{'https' if ssl else 'http'}://{endpoint}")
+        aws = _AWS_REGION_IN_HOST.search((url.hostname or "").lower())
+        region = region or (aws.group(1) if aws else None)
+        path_style = eff.get("path.style.access", "false").lower() == "true"
+        netloc = url.netloc if path_style else f"{bucket}.{url.netloc}"  # S3A's default: virtual-hosted
+        out["aws_endpoint"] = f"{url.scheme}://{netloc}{url.path.rstrip('/')}"
+        out["aws_virtual_hosted_style_request"] = "false" if path_style else "true"
+        if url.scheme == "http":
+            out["allow_http"] = "true"
+    if region:
+        out["aws_region"] = region
+
+    providers = eff.get("aws.credentials.provider", "")
+    if any(p.strip().rsplit(".", 1)[-1] in _ANONYMOUS_PROVIDERS for p in providers.split(",")):
+        out["aws_skip_signature"] = "true"
+    for key, option in (("access.key", "aws_access_key_id"), ("secret.key", "aws_secret_access_key"),
+                        ("session.token", "aws_session_token")):
+        if key in eff:
+            out[option] = eff[key]
+
+    algorithm = (eff.get("encryption.algorithm") or eff.get("server-side-encryption-algorithm") or "").upper()
+    secret = eff.get("encryption.key") or eff.get("server-side-encryption.key")
+    if algorithm.startswith("CSE"):
+        raise DeltaNotImplementedError(
+            f"s3a://{bucket}: fs.s3a.encryption.algorithm={algorithm} (client-side encryption) is not supported: "
+            "pydelta's log client cannot encrypt or decrypt the log files the way S3A does")
+    if algorithm in _SSE:
+        out["aws_server_side_encryption"] = _SSE[algorithm]
+        if secret and algorithm == "SSE-C":
+            out["aws_sse_customer_key_base64"] = secret
+        elif secret and algorithm != "SSE-S3":
+            out["aws_sse_kms_key_id"] = secret
+        if algorithm.endswith("KMS") and "encryption.bucket-key.enabled" in eff:
+            out["aws_sse_bucket_key_enabled"] = eff["encryption.bucket-key.enabled"].lower()
+    if eff.get("requester.pays.enabled", "").lower() == "true":
+        out["aws_request_payer"] = "true"
+
+    proxy = eff.get("proxy.host")
+    if proxy:
+        scheme = "https" if eff.get("proxy.secured", "").lower() == "true" else "http"
+        port = eff.get("proxy.port", "")
+        user, password = eff.get("proxy.username"), eff.get("proxy.password")
+        auth = f"{quote(user, safe='')}:{quote(password or '', safe='')}@" if user else ""
+        out["proxy_url"] = f"{scheme}://{auth}{proxy}" + (f":{port}" if port and port != "-1" else "")
+    for name, option in (("connection.establish.timeout", "connect_timeout"),
+                         ("connection.request.timeout", "timeout")):
+        duration = _duration(eff[name]) if name in eff else None
+        if duration:
+            out[option] = duration
+    return out
 
 
 # ---- a DeltaTable's own Hadoop options (forPath's hadoopConf) ---------------------------------
@@ -224,15 +366,17 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
     """Refuse the Hadoop options of a table at `path` that pydelta could not apply to all of its files.
 
     The log of a table at a Hadoop-only URI (`hdfs://`, `viewfs://`...) goes through the session's
-    Hadoop FileSystem, so every option applies there. The log of a local table is read and
-    committed with Python file I/O, and that of an object-store table (`s3a://`, `gs://`,
-    `abfss://`...) with pydelta's object-store client: options for that file system would
-    reach Spark's reads and writes of the data files but not the log, so they raise
+    Hadoop FileSystem, so every option applies there; that of an S3 table (`s3a://`, `s3://`)
+    goes through pydelta's object-store client with the fs.s3a.* options translated
+    (`s3a_storage_options`, `table_log_storage`), so they pass too. The log of a local table is
+    read and committed with Python file I/O, and that of a GCS or Azure table (`gs://`,
+    `abfss://`...) with the object-store client from its own settings: options for that file
+    system would reach Spark's reads and writes of the data files but not the log, so they raise
     DeltaNotImplementedError naming them. Options for other file systems do not concern the
     table's own storage and pass.
     """
     scheme = _scheme(path)
-    if scheme in HADOOP_ONLY_SCHEMES:
+    if scheme in HADOOP_ONLY_SCHEMES or scheme in S3A_SCHEMES:
         return
     families = (f"fs.{scheme}.", f"fs.AbstractFileSystem.{scheme}.") + _CONNECTOR_KEY_FAMILIES.get(scheme, ())
     refused = sorted(key for key in options if key.startswith(families))
@@ -249,8 +393,26 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
         f"DeltaTable.forPath: hadoopConf options for '{scheme}://' ({keys}) are not supported: pydelta reads "
         f"and commits the log of {path} with its own object-store client, not with Hadoop's connector, so "
         "they would apply to the data files only. Give the log its credentials and endpoint through the "
-        "environment (AWS_*, GOOGLE_*, AZURE_* variables) and Spark its settings on the session "
-        "(spark.hadoop.fs.* when building it).")
+        "environment (GOOGLE_*, AZURE_* variables) and Spark its settings on the session "
+        "(spark.hadoop.fs.* when building it); S3 tables (s3a://) take fs.s3a.* options here.")
+
+
+def table_log_storage(spark: SparkSession, path: str, options: Mapping[str, str]) -> Storage | None:
+    """The storage of the log of the table at `path` opened with Hadoop `options` (forPath's hadoopConf).
+
+    A Hadoop-only URI: the session's FileSystem with the options over its configuration; an S3
+    URI: pydelta's object-store client with the session's fs.s3a.* settings and the options'
+    translated (the data path sees the same through `session_hadoop_options`). None: the
+    path's usual storage (the options do not concern its log, see `check_table_options`).
+    """
+    if not options:
+        return None
+    scheme = _scheme(path)
+    if scheme in HADOOP_SCHEMES:
+        return HadoopFileSystemStorage(spark, options)
+    if scheme in S3A_SCHEMES:
+        return storage_for(path, s3a_storage_options(session_s3a_settings(spark, options), urlparse(path).netloc))
+    return None
 
 
 # One table's options in a session at a time: `session_hadoop_options` saves and restores the

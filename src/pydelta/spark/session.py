@@ -48,7 +48,7 @@ def _install_hooks() -> None:
     from pydelta.spark import catalog_listing
     from pydelta.spark.hooks import writer_v2
     from pydelta.spark.sql import router
-    from pydelta.spark.streaming import sink, stream_table
+    from pydelta.spark.streaming import sink, source_storage, stream_table
 
     hooks.install()
     router.install()
@@ -56,6 +56,7 @@ def _install_hooks() -> None:
     catalog_listing.install()
     sink.install()
     stream_table.install()
+    source_storage.install()
     _installed = True
 
 
@@ -65,9 +66,12 @@ def enable(spark: SparkSession) -> Any:
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
     from pydelta.spark import datasource, hadoop_storage
+    from pydelta.spark.connect import is_connect
     from pydelta.spark.read import log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
+    if is_connect(spark):  # no JVM on this side: the log is read and committed here, in Python
+        return spark
     hadoop_storage.install(spark)  # hdfs:// and other Hadoop-only schemes through the session
     log_replay.install(spark)  # very large logs replay as a Spark job
     return spark
@@ -191,4 +195,21 @@ def local_session(app_name: str = "pydelta", cores: int = 2, *, catalog_dir: str
         builder = builder.config(key, value)
     spark = configure_spark(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return enable(spark)
+
+
+def remote_session(url: str | None = None, app_name: str = "pydelta") -> Any:
+    """A Spark Connect session to `url` (default $SPARK_REMOTE) with pydelta enabled.
+
+    Nothing needs installing on the server but pydelta's Python package, where its Python
+    workers run: no jars, no server configuration.
+    """
+    from pyspark.sql import SparkSession as PySparkSession
+
+    remote = url or os.environ.get("SPARK_REMOTE")
+    if not remote:
+        from pydelta.errors import DeltaIllegalArgumentError
+
+        raise DeltaIllegalArgumentError("remote_session needs a Spark Connect URL (sc://host:port) or $SPARK_REMOTE")
+    spark = PySparkSession.builder.remote(remote).appName(app_name).getOrCreate()
     return enable(spark)

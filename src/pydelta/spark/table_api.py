@@ -68,12 +68,14 @@ class DeltaTableApi(DeltaTableOperations):
         `hadoopConf` holds Hadoop file system options for this table only, as in
         delta-spark: the table's log is read and committed with them when it goes through
         Spark's Hadoop FileSystem (`hdfs://`, `viewfs://` and the other Hadoop-only schemes),
-        an `fs.defaultFS` among them resolves a path given without a scheme, and every
-        operation of the returned object (and the scans of `toDF()`) runs with them set on
-        the session, so Spark's reads and writes of the data files see them. Options for a
-        file system whose log pydelta reaches without Hadoop (`fs.file.*` for a local table,
-        `fs.s3a.*` for an `s3a://` table...) raise `DeltaNotImplementedError`, since they
-        could not apply to the log.
+        and with their S3A settings translated (`fs.s3a.endpoint`, `fs.s3a.access.key`...,
+        per-bucket `fs.s3a.bucket.<bucket>.*` too) for an `s3a://` table; an `fs.defaultFS`
+        among them resolves a path given without a scheme, and every operation of the
+        returned object (and the scans of `toDF()`) runs with them set on the session, so
+        Spark's reads and writes of the data files see them. Options for a file system whose
+        log pydelta reaches without Hadoop and without them (`fs.file.*` for a local table,
+        `fs.gs.*` for a `gs://` table, `fs.azure.*`...) raise `DeltaNotImplementedError`,
+        since they could not apply to the log.
 
         Args:
             sparkSession: The session to run the table's operations in.

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import contextlib
 from typing import TYPE_CHECKING, Any, Self, cast
-from urllib.parse import urlparse
 
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import Storage
 from pydelta.spark.hadoop_storage import (
-    HADOOP_SCHEMES,
-    HadoopFileSystemStorage,
     HadoopScopedBuilder,
     check_table_options,
     in_hadoop_scope,
     qualify_path,
     session_hadoop_options,
+    table_log_storage,
 )
 from pydelta.spark.spark_errors import boundary_class
 from pydelta.spark._typing import DataFrame, SparkSession
@@ -136,9 +134,7 @@ class DeltaTableOperations:
 
     def _log_storage(self) -> Storage | None:
         """The storage of the table's log when its hadoopConf applies to it, else None (by the path)."""
-        if not self._hadoop_conf or urlparse(self._path).scheme.lower() not in HADOOP_SCHEMES:
-            return None
-        return HadoopFileSystemStorage(self._spark, self._hadoop_conf)
+        return table_log_storage(self._spark, self._path, self._hadoop_conf)
 
 
     # ---- state -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from pydelta.errors import (
     DeltaAnalysisError,
+    DeltaNotImplementedError,
     DmlTypeError,
 )
 from pydelta.protocol.predicates import And, Predicate, Unknown
@@ -77,29 +78,62 @@ def analysis_error(what: str, e: BaseException) -> DeltaAnalysisError:
 
 @dataclass
 class Condition:
-    """A user condition analyzed against a DataFrame."""
+    """A user condition analyzed against a DataFrame.
+
+    On a classic session `expr` is Spark's analyzed Catalyst expression. A Spark Connect
+    client has none (`expr` is None): the server checked the condition, and `connect_predicate`
+    is what pydelta could translate of it for file skipping.
+    """
 
     column: Column
-    expr: JavaObject  # the analyzed Catalyst expression
+    expr: JavaObject | None  # the analyzed Catalyst expression (None over Spark Connect)
     sql: str  # how history records it: delta-spark's simpleString without expression ids
+    connect_predicate: Predicate | None = None
 
     @property
     def references(self) -> list[str]:
+        if self.expr is None:
+            raise DeltaNotImplementedError("the columns of a condition over Spark Connect")
         return expression_references(self.expr)
 
     @property
     def deterministic(self) -> bool:
+        if self.expr is None:
+            return False  # unknown over Connect: never taken for a metadata-only condition
         try:
             return bool(self.expr.deterministic())
         except Exception:
             return False
 
     def predicate(self) -> Predicate:
+        if self.expr is None:
+            return self.connect_predicate or READ_ALL
         return translate(self.expr)
 
 
+def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> Condition:
+    """The Connect server resolves and type-checks the condition (one round trip); the
+    client translates what it can of it for skipping."""
+    from pydelta.protocol.schema import parse_schema
+    from pydelta.spark.read.connect_filters import translate_column
+
+    try:
+        dtype = df.select(col.alias("_pydelta_condition")).schema.fields[0].dataType.simpleString()
+    except Exception as e:
+        raise analysis_error(f"cannot resolve {what} {_describe(condition)}", e) from None
+    if dtype != "boolean":
+        raise DeltaAnalysisError(f"{what} {_describe(condition)} must be a boolean expression, not {dtype}")
+    predicate = translate_column(col._expr, parse_schema(df.schema.json()))
+    text = condition if isinstance(condition, str) else repr(col._expr)
+    return Condition(col, None, text, predicate)
+
+
 def analyze(df: DataFrame, condition: Any, what: str = "the condition") -> Condition:
+    from pydelta.spark.connect import is_connect
+
     col = as_column(condition)
+    if is_connect(df.sparkSession):
+        return _analyze_connect(df, condition, col, what)
     try:
         expr = filter_condition(df._jdf, col._jc)
     except Exception as e:
@@ -149,7 +183,7 @@ def conjuncts(expr: JavaObject) -> list[JavaObject]:
 def is_partition_only(spark: SparkSession, cond: Condition, partition_columns: Iterable[str]) -> bool:
     """delta-spark's isPredicateMetadataOnly: only partition columns, no subquery (and deterministic)."""
     lowered = {c.lower() for c in partition_columns}
-    if not cond.deterministic or has_subquery(spark, cond.expr):
+    if cond.expr is None or not cond.deterministic or has_subquery(spark, cond.expr):
         return False
     return all(r.lower() in lowered for r in cond.references)
 

@@ -21,6 +21,7 @@ from pydelta.protocol.identity import IdentitySpec, identity_columns
 from pydelta.protocol.predicates import Or, Predicate
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
+from pydelta.spark.connect import is_connect
 from pydelta.spark.dml.conditions import analysis_error, analyze, and_all, as_column, Condition, conjuncts, READ_ALL
 from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 from pydelta.spark.dml.merge_clauses import (
@@ -136,7 +137,9 @@ def plan_merge(spark: SparkSession, snapshot: Snapshot, source: DataFrame, condi
 
     analysis_df = _analysis_join(spark, snapshot, files, source, cond_col, target.alias)
     merge_cond = analyze(analysis_df, cond_col, "the merge condition")
-    join = _join_node(analysis_df._jdf.queryExecution().analyzed())
+    # Over Spark Connect the client sees no analyzed plan: no join node, so the clauses' sides are
+    # not checked here and target files are not skipped by the condition (every file is a candidate).
+    join = None if is_connect(spark) else _join_node(analysis_df._jdf.queryExecution().analyzed())
     resolved = _resolve_clauses(clauses, source, analysis_df, join, read_md.schema, target, alias, evolve)
     identity_codes = _identity_inserts(target.out_schema, resolved)
     return MergePlan(
@@ -240,7 +243,7 @@ def _check_side(analysis_df: DataFrame, join: JavaObject, r: ResolvedClause) -> 
     """NOT MATCHED clauses may only use source columns, NOT MATCHED BY SOURCE clauses only target columns."""
     side = join.left() if r.clause.kind == "notMatched" else join.right()
     allowed = side.outputSet()
-    exprs = [r.cond.expr] if r.cond is not None else []
+    exprs: list[Any] = [r.cond.expr] if r.cond is not None and r.cond.expr is not None else []
     if r.values:
         plan = analysis_df.select(*[v.alias(f"v{i}") for i, v in enumerate(r.values.values())])._jdf
         project = plan.queryExecution().analyzed().projectList()

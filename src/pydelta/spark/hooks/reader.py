@@ -8,7 +8,9 @@ leave every other format untouched.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from pydelta.spark.connect import connect_classes, reader_session
 from pydelta.spark.hooks.state import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
 from pydelta.spark._typing import SparkSession
@@ -34,7 +36,7 @@ def _reader_load(original):
             raise DeltaIllegalArgumentError("reading a Delta table needs exactly one path")
         from pydelta.spark.read.options import read_delta
 
-        return read_delta(self._spark, path, opts)
+        return read_delta(reader_session(self), path, opts)
 
     return load
 
@@ -58,12 +60,12 @@ def _delta_location(spark: SparkSession, name: str) -> tuple[str | None, str]:
 
 def _reader_table(original):
     def table(self, tableName):
-        location, at = _delta_location(self._spark, tableName)
+        location, at = _delta_location(reader_session(self), tableName)
         if location is None:
             return original(self, tableName)
         from pydelta.spark.read.options import read_delta
 
-        return read_delta(self._spark, location + at, dict(_state(self)["options"]))
+        return read_delta(reader_session(self), location + at, dict(_state(self)["options"]))
 
     return table
 
@@ -79,23 +81,31 @@ def _session_table(original):
 
 def install() -> None:
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-
-    if getattr(DataFrameReader, "_pydelta_hooked", False):
-        return
-    # Deliberate patches of PySpark's methods (hence the method-assign ignores).
-    DataFrameReader.format = _record_format(DataFrameReader.format)  # type: ignore[method-assign]
-    DataFrameReader.option = _record_option(DataFrameReader.option)  # type: ignore[method-assign]
-    DataFrameReader.options = _record_options(DataFrameReader.options)  # type: ignore[method-assign]
-    DataFrameReader.load = boundary(  # type: ignore[method-assign]
-        _reader_load(DataFrameReader.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
-    DataFrameReader.table = boundary(_reader_table(DataFrameReader.table))  # type: ignore[method-assign]
     from pyspark.sql.session import SparkSession
 
-    SparkSession.table = boundary(_session_table(SparkSession.table))  # type: ignore[method-assign]
-    setattr(DataFrameReader, "_pydelta_hooked", True)  # the marker checked above
+    connect = connect_classes()
+    _install_reader(DataFrameReader, SparkSession)
+    if connect is not None:
+        _install_reader(connect.reader, connect.session)
 
     from pydelta.spark.read import plan_pruning
     from pydelta.spark.hooks import writer as write_hooks
 
     write_hooks.install(DataFrameWriter)
+    if connect is not None:
+        write_hooks.install(connect.writer)
     plan_pruning.install()
+
+
+def _install_reader(reader_class: Any, session_class: Any) -> None:
+    """Hook one DataFrameReader class (classic or Connect) and its session's `table`, once."""
+    if reader_class.__dict__.get("_pydelta_hooked", False):
+        return
+    # Deliberate patches of PySpark's methods.
+    reader_class.format = _record_format(reader_class.format)
+    reader_class.option = _record_option(reader_class.option)
+    reader_class.options = _record_options(reader_class.options)
+    reader_class.load = boundary(_reader_load(reader_class.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
+    reader_class.table = boundary(_reader_table(reader_class.table))
+    session_class.table = boundary(_session_table(session_class.table))
+    setattr(reader_class, "_pydelta_hooked", True)  # the marker checked above

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.connect import writer_frame
 from pydelta.spark.hooks.state import _is_delta, _record_format, _record_option, _record_options, _state
 from pydelta.spark.spark_errors import boundary
 from pydelta.spark._typing import DataFrame
@@ -59,7 +60,7 @@ def _save(original):
             raise DeltaIllegalArgumentError("save() of a Delta table needs a path")
         from pydelta.spark.write.dataframe import write_dataframe
 
-        write_dataframe(self._df, path, mode, partition_by, opts, cluster_by=st["cluster_by"])
+        write_dataframe(writer_frame(self), path, mode, partition_by, opts, cluster_by=st["cluster_by"])
 
     return save
 
@@ -76,7 +77,7 @@ def _save_as_table(original):
         from pydelta.spark.ddl.table_as_select import table_as_select
         from pydelta.spark.write.dataframe import SaveAsTableOverwrite, write_dataframe
 
-        spark = self._df.sparkSession
+        spark = writer_frame(self).sparkSession
         explicit_path = opts.pop("path", None)
         entry = lookup(spark, name)
         if entry is not None and (entry.provider or "").lower() != "delta":
@@ -87,17 +88,17 @@ def _save_as_table(original):
         location = explicit_path or existing or default_location(spark, name)
         if existing is None:  # delta-spark: saveAsTable creates the table
             properties = {k: str(v) for k, v in opts.items() if k.lower().startswith("delta.")}
-            table_as_select(self._df, location, name=name, kind="create", partition_by=partition_by,
+            table_as_select(writer_frame(self), location, name=name, kind="create", partition_by=partition_by,
                             properties=properties, options=opts, managed=explicit_path is None,
                             cluster_by=st["cluster_by"])
             return
         if entry is None:  # a Delta directory at the default location, from before names were registered
-            register_table(spark, name, location, self._df.schema)
+            register_table(spark, name, location, writer_frame(self).schema)
         # An existing table is written as save(path) writes it: in overwrite mode the data is replaced
         # (replaceWhere, dynamic partitions, schema checks), the table is not redefined (delta-spark).
         managed = entry.managed if entry is not None else explicit_path is None
         overwrite = SaveAsTableOverwrite(managed) if (mode or "").lower() == "overwrite" else None
-        write_dataframe(self._df, location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name,
+        write_dataframe(writer_frame(self), location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name,
                         save_as_table=overwrite)
 
     return saveAsTable
@@ -107,7 +108,7 @@ def _insert_into(original):
     def insertInto(self, tableName, overwrite=None):
         from pydelta.spark.catalog import delta_table_location
 
-        location = delta_table_location(self._df.sparkSession, tableName)
+        location = delta_table_location(writer_frame(self).sparkSession, tableName)
         if location is None:
             return original(self, tableName, overwrite)
         from pydelta.log.snapshot import load_snapshot
@@ -118,7 +119,7 @@ def _insert_into(original):
         # As Spark: overwrite=None keeps the writer's mode, whose overwrite replaces and anything else appends.
         mode = ("overwrite" if overwrite else "append") if overwrite is not None else _state(self)["mode"]
         mode = "overwrite" if str(mode or "").lower() == "overwrite" else "append"
-        df = _by_position(self._df, snapshot, tableName, options)
+        df = _by_position(writer_frame(self), snapshot, tableName, options)
         write_dataframe(df, location, mode, None, options)
 
     return insertInto
@@ -141,6 +142,10 @@ def _by_position(df: DataFrame, snapshot: Any, table_name: str, options: dict) -
 
 
 def install(writer_class: Any) -> None:
+    """Hook one DataFrameWriter class (classic or Connect), once."""
+    if writer_class.__dict__.get("_pydelta_hooked", False):
+        return
+    writer_class._pydelta_hooked = True
     writer_class.format = _record_format(writer_class.format)
     writer_class.option = _record_option(writer_class.option)
     writer_class.options = _record_options(writer_class.options)

@@ -101,9 +101,52 @@ def _as_select(writer: Any, kind: str) -> None:
                     properties=st["properties"], options=st["options"], cluster_by=st["cluster_by"])
 
 
+_TERMINALS = ("append", "overwrite", "overwritePartitions", "create", "replace", "createOrReplace")
+
+
+def _install_connect() -> None:
+    """Connect's DataFrameWriterV2: writing a Delta table through it is refused (not served yet)."""
+    from pydelta.spark.connect import connect_classes
+
+    connect = connect_classes()
+    if connect is None or connect.writer_v2.__dict__.get("_pydelta_hooked", False):
+        return
+    writer_class: Any = connect.writer_v2
+    original_using = writer_class.using
+
+    def using(self: Any, provider: str) -> Any:
+        self.__dict__["_pydelta_provider"] = provider
+        return original_using(self, provider)
+
+    def refusing(name: str) -> Any:
+        original = getattr(writer_class, name)
+
+        def method(self: Any, *args: Any) -> Any:
+            from pydelta.spark.catalog import delta_table_location
+
+            provider = str(self.__dict__.get("_pydelta_provider") or "").lower()
+            if provider == "delta" or (not provider and delta_table_location(self._spark, self._table_name)):
+                from pydelta.errors import DeltaNotImplementedError
+
+                raise DeltaNotImplementedError(
+                    f"df.writeTo(...).{name}() on a Delta table over Spark Connect is not supported by pydelta yet: "
+                    "use df.write.format('delta') (save, saveAsTable) on this session")
+            return original(self, *args)
+
+        method.__name__ = name
+        return method
+
+    setattr(writer_class, "using", using)
+    for name in _TERMINALS:
+        setattr(writer_class, name, boundary(refusing(name)))
+    setattr(writer_class, "_pydelta_hooked", True)
+
+
 def install() -> None:
-    """Patch DataFrameWriterV2 once per process."""
+    """Patch DataFrameWriterV2 once per process (Connect's: see _install_connect)."""
     from pyspark.sql.readwriter import DataFrameWriterV2
+
+    _install_connect()
 
     if getattr(DataFrameWriterV2, "_pydelta_hooked", False):
         return

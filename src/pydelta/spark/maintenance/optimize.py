@@ -411,9 +411,12 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
         desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
-    sc = spark.sparkContext
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(desc)
+    from pydelta.spark.connect import is_connect
+
+    sc = None if is_connect(spark) else spark.sparkContext  # Connect: no job descriptions from the client
+    previous = sc.getLocalProperty("spark.job.description") if sc is not None else None
+    if sc is not None:
+        sc.setJobDescription(desc)
     from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL
 
@@ -435,7 +438,8 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
             session_time_zone=session_time_zone(spark), hidden=hidden,
         )
     finally:
-        sc.setJobDescription(previous)  # type: ignore[arg-type]
+        if sc is not None:
+            sc.setJobDescription(previous)  # type: ignore[arg-type]
     removes = [remove_action(a, data_change=False, timestamp_ms=timestamp_ms) for a in file_rows_to_adds(b.files)]
     return adds, removes
 

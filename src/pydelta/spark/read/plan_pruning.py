@@ -242,7 +242,10 @@ def _replace(node: Any, replacements: dict[int, Any]) -> tuple[Any, bool]:
 
 def install() -> None:
     """Prune after every `filter`/`where` (which calls filter) and `join` of a classic DataFrame."""
-    from pyspark.sql.classic.dataframe import DataFrame
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame
+    except ImportError:  # a Spark Connect-only client (pyspark-client): no classic DataFrames
+        return
 
     if getattr(DataFrame, "_pydelta_plan_pruning", False):
         return

@@ -25,6 +25,7 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
+from pydelta.spark.connect import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
@@ -162,9 +163,10 @@ def build_dataframe(
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
     if hidden_metadata:
-        columns.append(metadata_struct({
-            "row_id": F.col(ROW_ID_COL), "base_row_id": F.col(_BASE_ROW_ID),
-            "row_commit_version": F.col(ROW_VERSION_COL), "default_row_commit_version": F.col(_DEFAULT_VERSION),
+        columns.append(metadata_struct({  # delta-spark's field order, all four non-nullable
+            "row_id": _not_null(ROW_ID_COL), "base_row_id": _not_null(_BASE_ROW_ID),
+            "default_row_commit_version": _not_null(_DEFAULT_VERSION),
+            "row_commit_version": _not_null(ROW_VERSION_COL),
         }))
         return hide_last_column(df.select(*columns))
     if row_ids:
@@ -182,6 +184,20 @@ def _tracks_rows(snapshot: Snapshot) -> bool:
 
 _BASE_ROW_ID = "__pydelta_base_row_id"
 _DEFAULT_VERSION = "__pydelta_default_row_commit_version"
+
+
+def _not_null(name: str) -> Any:
+    """Column `name` typed non-nullable, as delta-spark types `_metadata.row_id` and friends.
+
+    A row-tracking table gives every file a baseRowId, so the value is never null; if it
+    were, the read fails rather than yield a null row ID. Coalesce is non-nullable when
+    its last argument is, and evaluates its arguments in order: `raise_error` runs (and
+    throws) before the literal is ever reached.
+    """
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col(name), F.raise_error(F.lit(f"row tracking: no {name} for a row")).cast("long"),
+                      F.lit(0).cast("long"))
 
 
 def _materialized_columns(snapshot: Snapshot) -> list[str]:
@@ -444,8 +460,17 @@ def wrap(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
     return out
 
 
+def _user_read(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Any:
+    return build_dataframe(spark, snapshot, files, row_tracking_metadata=True)
+
+
 def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> Any:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
     snapshot.protocol.check_readable()
     files = snapshot.files()
-    return wrap(build_dataframe(spark, snapshot, files, row_tracking_metadata=True), snapshot, files)
+    df = _user_read(spark, snapshot, files)
+    if is_connect(spark):
+        from pydelta.spark.read.connect_scan import wrap_scan
+
+        return wrap_scan(df, snapshot, files, _user_read)
+    return wrap(df, snapshot, files)

@@ -7,7 +7,6 @@ from pydelta.spark._typing import SparkSession
 
 
 def raw_sql(spark: SparkSession, text: str) -> Any:
-    from pyspark.sql.session import SparkSession
-
-    original = getattr(SparkSession, "_pydelta_original_sql", None) or SparkSession.sql
+    session_class = type(spark)  # classic or Connect: each keeps its own original
+    original = getattr(session_class, "_pydelta_original_sql", None) or session_class.sql
     return original(spark, text)

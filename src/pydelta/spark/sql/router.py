@@ -147,12 +147,40 @@ def _names_delta_table(spark: SparkSession, summary: jplan.TreeSummary, cache: d
 
 
 def install() -> None:
-    """Route SparkSession.sql through pydelta (idempotent, process-wide)."""
+    """Route SparkSession.sql through pydelta (idempotent, process-wide), classic and Connect."""
     from pyspark.sql.session import SparkSession
 
-    if getattr(SparkSession, "_pydelta_sql_hooked", False):
+    from pydelta.spark.connect import connect_classes
+
+    _install_classic(SparkSession)
+    connect = connect_classes()
+    if connect is not None:
+        _install_connect(connect.session)
+
+
+def _install_connect(session_class: Any) -> None:
+    if session_class.__dict__.get("_pydelta_sql_hooked", False):
         return
-    original_sql = SparkSession.sql
+    original_sql = session_class.sql
+
+    def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        if not isinstance(sqlQuery, str) or args or kwargs:
+            return original_sql(self, sqlQuery, args, **kwargs)
+        from pydelta.spark.sql.connect_router import run_connect_sql
+
+        return run_connect_sql(self, sqlQuery, lambda text: original_sql(self, text))
+
+    from pydelta.spark.spark_errors import boundary
+
+    setattr(session_class, "_pydelta_original_sql", original_sql)
+    setattr(session_class, "sql", boundary(sql))  # patched on purpose, like the classic session's
+    setattr(session_class, "_pydelta_sql_hooked", True)
+
+
+def _install_classic(session_class: Any) -> None:
+    if getattr(session_class, "_pydelta_sql_hooked", False):
+        return
+    original_sql = session_class.sql
 
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
         if not isinstance(sqlQuery, str):
@@ -178,6 +206,6 @@ def install() -> None:
     from pydelta.spark.spark_errors import boundary
 
     # patched on purpose; DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
-    setattr(SparkSession, "_pydelta_original_sql", original_sql)
-    setattr(SparkSession, "sql", boundary(sql))
-    setattr(SparkSession, "_pydelta_sql_hooked", True)
+    setattr(session_class, "_pydelta_original_sql", original_sql)
+    setattr(session_class, "sql", boundary(sql))
+    setattr(session_class, "_pydelta_sql_hooked", True)

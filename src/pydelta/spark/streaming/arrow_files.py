@@ -45,7 +45,7 @@ BATCH_ROWS = 1 << 16
 class FileToRead:
     """One data (or change data) file of a batch and what its rows mean; picklable."""
 
-    path: str  # local absolute path
+    path: str  # local absolute path, or the file's URI in an object store
     partition_values: dict[str, str | None]  # keys as in the log (physical names under column mapping)
     size: int
     commit_version: int
@@ -65,6 +65,8 @@ class ReadSpec:
     partition_columns: tuple[str, ...]
     mapping_mode: str  # none / id / name
     change_feed: bool
+    # The object-store options of the table's bucket (source_storage): workers have no Spark session.
+    storage_options: tuple[tuple[str, str], ...] = ()
 
 
 def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.RecordBatch]:
@@ -73,10 +75,29 @@ def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.Recor
 
     from pydelta.spark.pyspark_compat import spark_to_arrow_schema
 
+    if spec.storage_options:
+        from pydelta.log.storage import use_bucket_options
+
+        use_bucket_options(spec.table_root, dict(spec.storage_options))
     target = spark_to_arrow_schema(SparkStructType.fromJson(json.loads(spec.output_schema_json)))
     schema = parse_schema(spec.schema_json)
     for f in files:
         yield from _read_file(spec, schema, target, f)
+
+
+def _open(path: str) -> Any:
+    """A local path as it is; a remote URI (s3a://...) as a file reading ranges from its store."""
+    from pydelta.log.storage import is_remote_uri, storage_for
+
+    if not is_remote_uri(path):
+        return path
+    storage = storage_for(path)
+    opener = getattr(storage, "open_input", None)
+    if opener is None:
+        import io
+
+        return io.BytesIO(storage.read(path))
+    return opener(path)
 
 
 def _row_filter(spec: ReadSpec, f: FileToRead) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -95,7 +116,7 @@ def _read_file(spec: ReadSpec, schema: StructType, target: pa.Schema, f: FileToR
     from pydelta.errors import MissingDataFileError
 
     try:
-        pf = pq.ParquetFile(f.path)
+        pf = pq.ParquetFile(_open(f.path))
     except FileNotFoundError:
         raise MissingDataFileError(
             f"[DELTA_FILE_NOT_FOUND_DETAILED] File {f.path} referenced in the transaction log cannot be found. "

@@ -310,9 +310,53 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
     return toTable
 
 
+def _refuse_over_connect(original: Any) -> Any:
+    """Connect's DataStreamWriter: the Delta sink is not served there yet (other sinks are)."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fmt = kwargs.get("format") or self._write_proto.format
+        if str(fmt or "").lower() == "delta" or (original.__name__ == "toTable" and not fmt):
+            from pydelta.errors import DeltaNotImplementedError
+
+            if str(fmt or "").lower() == "delta" or _names_delta_table(self._session, args, kwargs):
+                raise DeltaNotImplementedError(
+                    "the Delta streaming sink over Spark Connect is not supported by pydelta yet: a Delta table "
+                    "can be a stream's source on this session; write the stream on a classic SparkSession, or "
+                    "use foreachBatch with pydelta.write on a classic session")
+        return original(self, *args, **kwargs)
+
+    method.__name__ = original.__name__
+    return method
+
+
+def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
+    name = kwargs.get("tableName") or (args[0] if args else None)
+    if not isinstance(name, str):
+        return False
+    from pydelta.spark.catalog import delta_table_location
+
+    try:
+        return delta_table_location(spark, name) is not None
+    except Exception:  # noqa: BLE001 - not a table pydelta can see: Spark's
+        return False
+
+
+def _install_connect() -> None:
+    from pydelta.spark.connect import connect_classes
+
+    connect = connect_classes()
+    if connect is None or connect.stream_writer.__dict__.get("_pydelta_hooked", False):
+        return
+    for name in ("start", "toTable"):
+        setattr(connect.stream_writer, name, _refuse_over_connect(getattr(connect.stream_writer, name)))
+    setattr(connect.stream_writer, "_pydelta_hooked", True)
+
+
 def install() -> None:
-    """Hook DataStreamWriter once per process."""
+    """Hook DataStreamWriter once per process (classic, and Connect's)."""
     from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    _install_connect()
 
     if getattr(DataStreamWriter, "_pydelta_hooked", False):
         return

@@ -26,6 +26,7 @@ Behaves like delta-spark's DeltaSource, on PySpark's Python streaming data sourc
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -66,6 +67,13 @@ from pydelta.protocol.schema import (
 )
 from pydelta.spark.streaming.arrow_files import FileToRead, ReadSpec, read_files
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, parse_offset
+from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
+from pydelta.spark.streaming.source_storage import apply as apply_storage_options
+
+def _hadoop_path(root: str) -> str:
+    """A table root as delta-spark's messages show it (a Hadoop Path: `file:/tmp/t` for a local path)."""
+    return f"file:{root}" if root.startswith("/") else root
+
 
 END_INDEX = 2**63 - 101  # delta-spark's END_INDEX: "past the last file of this version", never serialized
 MAX_FILES_DEFAULT = 1000
@@ -141,7 +149,7 @@ class StreamOptions:
                     f"The Delta streaming source option {name}={opts[key]!r} is not supported by pydelta; remove it.",
                     option=name,
                 )
-            if key not in supported and not key.startswith("delta."):
+            if key not in supported and not key.startswith("delta.") and key != STORAGE_OPTION.lower():
                 raise DeltaUnsupportedOptionError(
                     f"The streaming read option {given[key]!r} is not an option pydelta implements (it implements "
                     f"{', '.join(STREAM_SUPPORTED)}); remove it.",
@@ -345,6 +353,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         from pydelta.log.snapshot import load_snapshot
 
         self.opts = StreamOptions.parse(options)
+        storage_options = apply_storage_options(options, self.opts.path)  # this process has no session
         self.snapshot = load_snapshot(self.opts.path)
         self.table_root = self.snapshot.table_root
         self.table_id = self.snapshot.metadata.id
@@ -371,7 +380,7 @@ class DeltaStreamReader(DataSourceStreamReader):
             raise self._missing_change_data(self.snapshot.version)
         self.spec = ReadSpec(
             self.table_root, self.schema.to_json(), schema.json(), self.partition_columns, self.mapping_mode,
-            self.opts.change_feed,
+            self.opts.change_feed, tuple(sorted((storage_options or {}).items())),
         )
         self._snapshots: dict[int, list[FileToRead]] = {}
         self._available_now = False
@@ -569,7 +578,7 @@ class DeltaStreamReader(DataSourceStreamReader):
                     f"[DELTA_SOURCE_IGNORE_DELETE] Detected deleted data (for example {removes[0]['path']}) from "
                     f"streaming source at version {va.version}. This is currently not supported. If you'd like to "
                     f"ignore deletes, set the option 'ignoreDeletes' to 'true'. The source table can be found at "
-                    f"path {self.table_root}."
+                    f"path {_hadoop_path(self.table_root)}."
                 )
             if self.opts.skip_change_commits:
                 return []
@@ -584,14 +593,18 @@ class DeltaStreamReader(DataSourceStreamReader):
         info = va.actions.commit_info or {}
         change = path
         if info.get("operation"):
+            # delta-spark holds each operation parameter as the JSON text of its logged value
+            # (a string parameter keeps its quotes) and prints the Scala Map of them.
             params = info.get("operationParameters") or {}
-            change = f"{info['operation']} (Map({', '.join(f'{k} -> {v}' for k, v in params.items())}))"
+            shown = ", ".join(f"{k} -> {json.dumps(v, separators=(',', ':'), ensure_ascii=False)}"
+                              for k, v in params.items())
+            change = f"{info['operation']} (Map({shown}))"
         return DeltaNotImplementedError(
             f"[DELTA_SOURCE_TABLE_IGNORE_CHANGES] Detected a data update (for example {change}) in the source table "
             f"at version {va.version}. This is currently not supported. If this is going to happen regularly and "
             "you are okay to skip changes, set the option 'skipChangeCommits' to 'true'. If you would like the data "
             "update to be reflected, please restart this query with a fresh checkpoint directory. The source table "
-            f"can be found at path {self.table_root}."
+            f"can be found at path {_hadoop_path(self.table_root)}."
         )
 
     def _check_metadata(self, metadata: Metadata, version: int) -> None:

@@ -65,6 +65,9 @@ def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough
     return df.select(*columns, *extra)
 
 
+VARIANT_INFER_SHREDDING = "spark.sql.variant.inferShreddingSchema"
+
+
 def _table_conf_int(metadata: Metadata, key: str, default: int) -> int:
     try:
         return int(metadata.configuration.get(key, default))
@@ -116,6 +119,11 @@ def write_data_files(
     conf.set(ts_key, "TIMESTAMP_MICROS")  # INT96 has no footer statistics; Delta stats need micros
     try:
         writer = pdf.write.option("compression", compression or "snappy")
+        # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table without
+        # the variantShredding feature must get them unshredded (PROTOCOL.md, "Writer
+        # Requirements for Variant Data Type"), so switch the inference off for this write, as
+        # delta-spark's TransactionalWrite does. Spark 4.0 has no such option and ignores it.
+        writer = writer.option(VARIANT_INFER_SHREDDING, "false")
         if max_records_per_file:
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:

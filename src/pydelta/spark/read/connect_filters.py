@@ -1,0 +1,326 @@
+"""Filters on a Spark Connect Delta read as pydelta predicates, for data skipping.
+
+A classic session lets pydelta read Spark's analyzed plan through py4j; a Connect client
+has only the unresolved expression it is about to send (`Column._expr`), or the SQL text of
+`df.filter("...")`. Both are translated here against the table's own schema, conservatively:
+a comparison prunes only where the column's type and the literal's agree without Spark's
+implicit casts changing the answer (numbers with numbers, strings with strings, dates with
+dates, booleans with booleans). Anything else is `Unknown`, which never skips a file, so a
+filter pydelta does not understand costs speed, never rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydelta.protocol.predicates import FLIPPED, And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown
+from pydelta.protocol.schema import DecimalType, PrimitiveType, StructType
+
+_NUMERIC = ("byte", "short", "integer", "long", "float", "double")
+_OPS = {"==": "=", "=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "<=>": "<=>"}
+
+
+def _kind(type_name: str) -> str:
+    """The comparison family of a Delta primitive type name."""
+    if type_name in _NUMERIC or type_name.startswith("decimal"):
+        return "number"
+    return {"string": "string", "date": "date", "boolean": "boolean"}.get(type_name, "other")
+
+
+def _lit_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return "date"
+    return "other"
+
+
+class _Columns:
+    """Column names resolved against the table's schema as Spark resolves them (case-insensitively)."""
+
+    def __init__(self, schema: StructType) -> None:
+        self.schema = schema
+
+    def resolve(self, parts: list[str]) -> tuple[Col, str] | None:
+        fields: Any = self.schema
+        path: list[str] = []
+        field = None
+        for part in parts:
+            if not isinstance(fields, StructType):
+                return None
+            matches = [f for f in fields.fields if f.name.lower() == part.lower()]
+            if len(matches) != 1:
+                return None
+            field = matches[0]
+            path.append(field.name)
+            fields = field.type
+        if field is None or not isinstance(field.type, (PrimitiveType, DecimalType)):
+            return None
+        return Col(tuple(path)), str(field.type)
+
+
+def _split_identifier(text: str) -> list[str] | None:
+    """`a.b`, `` `a.b`.c `` → name parts (None when it is not a plain column path)."""
+    parts, current, quoted, i = [], "", False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`":
+            if quoted and text[i + 1:i + 2] == "`":
+                current += "`"
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    parts.append(current)
+    if quoted or any(not p for p in parts):
+        return None
+    return parts
+
+
+def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, flipped: bool = False) -> Predicate:
+    resolved = columns.resolve(parts) if parts else None
+    if resolved is None:
+        return Unknown("not a column of the table")
+    col, type_name = resolved
+    if value is None:
+        return Cmp(FLIPPED[op] if flipped else op, col, Lit(None))
+    if _kind(type_name) == "other" or _kind(type_name) != _lit_kind(value):
+        return Unknown(f"{type_name} against {type(value).__name__}")
+    return Cmp(FLIPPED[op] if flipped else op, col, Lit(value))
+
+
+# -- Connect's unresolved expressions ----------------------------------------------------
+def translate_column(expr: Any, schema: StructType) -> Predicate:
+    """A Connect `Column._expr` as a predicate over `schema`'s columns."""
+    try:
+        return _expr(expr, _Columns(schema))
+    except Exception as e:  # noqa: BLE001 - an expression shape we do not know: no skipping
+        return Unknown(str(e))
+
+
+def _expr(e: Any, columns: _Columns) -> Predicate:
+    kind = type(e).__name__
+    if kind == "SQLExpression":
+        return translate_sql(e._expr, columns.schema)
+    if kind != "UnresolvedFunction" or getattr(e, "_is_distinct", False):
+        return Unknown(kind)
+    name, args = e._name, list(e._args)
+    if name == "and" and len(args) == 2:
+        return And(_expr(args[0], columns), _expr(args[1], columns))
+    if name == "or" and len(args) == 2:
+        return Or(_expr(args[0], columns), _expr(args[1], columns))
+    if name == "not" and len(args) == 1:
+        return Not(_expr(args[0], columns))
+    if name in ("isNull", "isnull", "isNotNull", "isnotnull") and len(args) == 1:
+        resolved = columns.resolve(_column_parts(args[0]) or [])
+        if resolved is None:
+            return Unknown(name)
+        return IsNull(resolved[0]) if name.lower() == "isnull" else IsNotNull(resolved[0])
+    if name in _OPS and len(args) == 2:
+        left, right = args
+        if _column_parts(left) is not None and _is_literal(right):
+            return _compare(columns, _OPS[name], _column_parts(left), _literal(right))
+        if _column_parts(right) is not None and _is_literal(left):
+            return _compare(columns, _OPS[name], _column_parts(right), _literal(left), flipped=True)
+        return Unknown(name)
+    if name == "in" and len(args) >= 2 and all(_is_literal(a) for a in args[1:]):
+        resolved = columns.resolve(_column_parts(args[0]) or [])
+        values = [_literal(a) for a in args[1:]]
+        if resolved is None or any(v is not None and _lit_kind(v) != _kind(resolved[1]) for v in values):
+            return Unknown(name)
+        if _kind(resolved[1]) == "other":
+            return Unknown(name)
+        return In(resolved[0], tuple(Lit(v) for v in values))
+    return Unknown(name)
+
+
+def _column_parts(e: Any) -> list[str] | None:
+    if type(e).__name__ != "ColumnReference":
+        return None
+    return _split_identifier(e._unparsed_identifier)
+
+
+def _is_literal(e: Any) -> bool:
+    return type(e).__name__ == "LiteralExpression"
+
+
+def _literal(e: Any) -> Any:
+    from pyspark.sql.types import DateType, DecimalType, TimestampNTZType, TimestampType
+
+    value = e._value
+    if isinstance(e._dataType, (TimestampType, TimestampNTZType)):
+        raise ValueError("timestamp literals are not translated over Connect")
+    if isinstance(e._dataType, DateType) and isinstance(value, int):
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    if isinstance(e._dataType, DecimalType) and not isinstance(value, Decimal):
+        return Decimal(str(value))
+    return value
+
+
+# -- SQL text (`df.filter("id < 10 AND p = 'a'")`) ------------------------------------------
+def translate_sql(text: str, schema: StructType) -> Predicate:
+    """A SQL boolean expression (the simple forms: comparisons of a column with a literal,
+    IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown."""
+    from pydelta.spark.sql.tokens import tokenize
+
+    try:
+        parser = _SqlParser(tokenize(text), _Columns(schema))
+        out = parser.disjunction()
+        if parser.pos != len(parser.tokens):
+            return Unknown("trailing SQL")
+        return out
+    except Exception as e:  # noqa: BLE001 - anything unexpected: no skipping
+        return Unknown(str(e))
+
+
+class _SqlParser:
+    def __init__(self, tokens: list[Any], columns: _Columns) -> None:
+        self.tokens, self.columns, self.pos = tokens, columns, 0
+
+    def peek(self, offset: int = 0) -> Any:
+        i = self.pos + offset
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def take(self) -> Any:
+        tok = self.peek()
+        if tok is None:
+            raise ValueError("unexpected end")
+        self.pos += 1
+        return tok
+
+    def word(self, *words: str) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.kind == "word" and tok.upper in words:
+            self.pos += 1
+            return True
+        return False
+
+    def punct(self, text: str) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.kind == "punct" and tok.text == text:
+            self.pos += 1
+            return True
+        return False
+
+    def disjunction(self) -> Predicate:
+        out = self.conjunction()
+        while self.word("OR"):
+            out = Or(out, self.conjunction())
+        return out
+
+    def conjunction(self) -> Predicate:
+        out = self.negation()
+        while self.word("AND"):
+            out = And(out, self.negation())
+        return out
+
+    def negation(self) -> Predicate:
+        if self.word("NOT") or self.punct("!"):
+            return Not(self.negation())
+        if self.punct("("):
+            out = self.disjunction()
+            if not self.punct(")"):
+                raise ValueError("expected )")
+            return out
+        return self.comparison()
+
+    def comparison(self) -> Predicate:
+        left = self.operand()
+        if self.word("IS"):
+            negated = self.word("NOT")
+            if not self.word("NULL"):
+                raise ValueError("IS what?")
+            resolved = self.columns.resolve(left[1]) if left[0] == "col" else None
+            if resolved is None:
+                return Unknown("IS NULL of a non-column")
+            return IsNotNull(resolved[0]) if negated else IsNull(resolved[0])
+        negated = self.word("NOT")
+        if self.word("IN"):
+            if not self.punct("("):
+                raise ValueError("IN without (")
+            values = [self.operand()]
+            while self.punct(","):
+                values.append(self.operand())
+            if not self.punct(")"):
+                raise ValueError("IN without )")
+            resolved = self.columns.resolve(left[1]) if left[0] == "col" else None
+            if resolved is None or any(v[0] != "lit" for v in values) or _kind(resolved[1]) == "other" \
+                    or any(v[1] is not None and _lit_kind(v[1]) != _kind(resolved[1]) for v in values):
+                return Unknown("IN")
+            pred: Predicate = In(resolved[0], tuple(Lit(v[1]) for v in values))
+            return Not(pred) if negated else pred
+        if negated:
+            raise ValueError("NOT what?")
+        tok = self.take()
+        if tok.kind != "punct" or tok.text not in _OPS:
+            raise ValueError(f"not a comparison: {tok.text}")
+        right = self.operand()
+        op = _OPS[tok.text]
+        if left[0] == "col" and right[0] == "lit":
+            return _compare(self.columns, op, left[1], right[1])
+        if left[0] == "lit" and right[0] == "col":
+            return _compare(self.columns, op, right[1], left[1], flipped=True)
+        return Unknown("comparison of two columns or two literals")
+
+    def operand(self) -> tuple[str, Any]:
+        """("col", name parts) or ("lit", value)."""
+        tok = self.take()
+        if tok.kind == "string":
+            return "lit", tok.value()
+        if tok.kind == "number":
+            return "lit", _number(tok.text)
+        if tok.kind == "punct" and tok.text == "-":
+            kind, value = self.operand()
+            if kind != "lit" or _lit_kind(value) != "number":
+                raise ValueError("unary minus")
+            return "lit", -value
+        if tok.kind == "word" and tok.upper in ("TRUE", "FALSE"):
+            return "lit", tok.upper == "TRUE"
+        if tok.kind == "word" and tok.upper == "NULL":
+            return "lit", None
+        if tok.kind == "word" and tok.upper == "DATE" and (self.peek() is not None and self.peek().kind == "string"):
+            return "lit", dt.date.fromisoformat(self.take().value())
+        if tok.kind in ("word", "quoted"):
+            parts = [tok.value()]
+            while self.punct("."):
+                nxt = self.take()
+                if nxt.kind not in ("word", "quoted"):
+                    raise ValueError("bad column path")
+                parts.append(nxt.value())
+            if self.peek() is not None and self.peek().kind == "punct" and self.peek().text == "(":
+                raise ValueError("a function call")
+            return "col", parts
+        raise ValueError(f"unexpected {tok.text}")
+
+
+def _number(text: str) -> int | float | Decimal:
+    """A SQL numeric literal as Spark types it: 1 (int), 1L/1S/1Y (integral), 1.5 (decimal),
+    1e3 / 1.5D (double), 1.5BD (decimal)."""
+    lowered = text.lower()
+    for suffix in ("bd", "l", "s", "y", "d", "f"):
+        if lowered.endswith(suffix):
+            body = lowered[: -len(suffix)]
+            if suffix == "bd":
+                return Decimal(body)
+            if suffix in ("d", "f"):
+                return float(body)
+            return int(body)
+    if "e" in lowered:
+        return float(lowered)
+    if "." in lowered:
+        try:
+            return Decimal(lowered)
+        except InvalidOperation as e:
+            raise ValueError(text) from e
+    return int(lowered)

@@ -1,0 +1,191 @@
+"""pydelta over Spark Connect: a real Connect server (pyspark's own, no jar, no setting of
+pydelta's), a client session with pydelta enabled. Reads, writes, skipping, time travel, the
+DeltaTable API and Delta's own SQL statements; deltalake (delta-rs) checks what the Connect
+client committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from pydelta import DeltaTable
+from pydelta.errors import DeltaNotImplementedError
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(df, *cols):
+    return sorted(tuple(r) for r in df.select(*cols).collect())
+
+
+def _commit(path, version) -> list[dict]:
+    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _deltalake_rows(path, *cols):
+    from deltalake import DeltaTable as RsTable
+
+    table = RsTable(str(path)).to_pyarrow_table(columns=list(cols))
+    return sorted(zip(*(table.column(c).to_pylist() for c in cols)))
+
+
+def test_the_session_is_connect(spark):
+    assert type(spark).__module__.startswith("pyspark.sql.connect")
+    with pytest.raises(Exception):
+        spark._jsparkSession  # no JVM on this side
+
+
+def test_write_read_partitioned_and_time_travel(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.range(0, 60, 1, 3).selectExpr("id", "id % 3 AS p", "CAST(id AS STRING) AS s")
+    df.write.format("delta").partitionBy("p").save(path)                                     # v0
+    df.filter("id < 10").write.format("delta").mode("append").save(path)                     # v1
+    t = spark.read.format("delta").load(path)
+    assert t.count() == 70
+    assert t.columns == ["id", "p", "s"]
+    meta = next(a["metaData"] for a in _commit(path, 0) if "metaData" in a)
+    assert meta["partitionColumns"] == ["p"]
+    adds = [a["add"] for a in _commit(path, 1) if "add" in a]
+    assert adds and all(json.loads(a["stats"])["numRecords"] > 0 for a in adds)
+    assert spark.read.format("delta").option("versionAsOf", 0).load(path).count() == 60
+    with pytest.raises(Exception, match="DELTA_PATH_EXISTS|already exists"):
+        df.write.format("delta").save(path)
+    df.limit(5).write.format("delta").mode("overwrite").save(path)                           # v2
+    assert spark.read.format("delta").load(path).count() == 5
+    assert _deltalake_rows(path, "id", "p") == _rows(spark.read.format("delta").load(path), "id", "p")
+    assert _deltalake_rows(path, "id")[:3] == [(0,), (1,), (2,)]
+
+
+def test_filters_skip_files_and_keep_the_answer(spark, tmp_path):
+    path = str(tmp_path / "skip")
+    # Ten files, each holding one decade of ids.
+    spark.range(0, 100, 1, 10).selectExpr("id", "CAST(id AS STRING) AS s") \
+        .write.format("delta").save(path)
+    t = spark.read.format("delta").load(path)
+    assert t._pydelta_files.num_rows == 10
+    by_column = t.filter(t.id < 20)
+    assert by_column._pydelta_files.num_rows == 2
+    assert _rows(by_column, "id") == [(i,) for i in range(20)]
+    by_text = t.filter("id >= 95 OR id IN (3, 4)")
+    assert by_text._pydelta_files.num_rows == 2
+    assert _rows(by_text, "id") == [(3,), (4,), (95,), (96,), (97,), (98,), (99,)]
+    # Chained filters, with column references taken from the earlier DataFrames.
+    chained = by_column.filter(by_column.id >= 15).where(F.col("s") != "17")
+    assert chained._pydelta_files.num_rows == 1
+    assert _rows(chained, "id") == [(15,), (16,), (18,), (19,)]
+    nothing = t.filter(t.id > 1000)
+    assert nothing.count() == 0 and nothing.columns == ["id", "s"]
+    # What pydelta cannot translate never skips: a string column compared with a number.
+    cast_compare = t.filter("s < 5")
+    assert cast_compare._pydelta_files.num_rows == 10
+    plain = spark.range(0, 100).selectExpr("CAST(id AS STRING) AS s").filter("s < 5")
+    assert cast_compare.count() == plain.count() > 0
+    assert t.filter(F.length("s") == 1)._pydelta_files.num_rows == 10
+
+
+def test_delta_table_dml_and_history(spark, tmp_path):
+    path = str(tmp_path / "dml")
+    spark.range(0, 10).selectExpr("id", "id * 10 AS v").write.format("delta").save(path)    # v0
+    table = DeltaTable.forPath(spark, path)
+    table.delete("id = 1")                                                                     # v1
+    table.update(F.col("id") == 2, {"v": F.lit(-1)})                                          # v2
+    source = spark.range(8, 12).selectExpr("id", "id * 100 AS v")
+    (table.alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())                              # v3
+    expected = [(0, 0), (2, -1)] + [(i, i * 10) for i in range(3, 8)] + [(i, i * 100) for i in range(8, 12)]
+    assert _rows(table.toDF(), "id", "v") == expected
+    assert _deltalake_rows(path, "id", "v") == expected
+    ops = [(r.version, r.operation) for r in table.history().select("version", "operation").collect()]
+    assert ops == [(3, "MERGE"), (2, "UPDATE"), (1, "DELETE"), (0, "WRITE")]
+    assert table.detail().select("numFiles").collect()[0][0] >= 1
+    table.restoreToVersion(0)                                                                  # v4
+    assert _rows(spark.read.format("delta").load(path), "id", "v") == [(i, i * 10) for i in range(10)]
+
+
+def test_optimize_and_vacuum(spark, tmp_path):
+    path = str(tmp_path / "opt")
+    spark.range(0, 40, 1, 8).write.format("delta").save(path)
+    table = DeltaTable.forPath(spark, path)
+    metrics = table.optimize().executeCompaction().collect()[0]["metrics"]
+    assert metrics["numFilesRemoved"] == 8 and metrics["numFilesAdded"] == 1
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    table.vacuum(0)
+    parquet = [p for p in Path(path).glob("*.parquet")]
+    assert len(parquet) == 1
+    assert spark.read.format("delta").load(path).count() == 40
+
+
+def test_change_data_feed(spark, tmp_path):
+    path = str(tmp_path / "cdf")
+    spark.range(0, 4).selectExpr("id", "'a' AS v").write.format("delta") \
+        .option("delta.enableChangeDataFeed", "true").save(path)                              # v0
+    DeltaTable.forPath(spark, path).update("id = 1", {"v": "'b'"})                            # v1
+    changes = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 1)
+               .load(path))
+    assert _rows(changes, "id", "v", "_change_type", "_commit_version") == [
+        (1, "a", "update_preimage", 1), (1, "b", "update_postimage", 1)]
+
+
+def test_delta_sql_statements(spark, tmp_path):
+    path = str(tmp_path / "sql")
+    spark.range(0, 10).selectExpr("id", "id % 2 AS even").write.format("delta").save(path)
+    spark.range(10, 12).selectExpr("id", "id % 2 AS even").write.format("delta").mode("append").save(path)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+    assert [r.version for r in history.select("version").collect()] == [1, 0]
+    assert spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("format").collect()[0][0] == "delta"
+    joined = spark.sql(f"SELECT count(*) AS n FROM delta.`{path}` a JOIN delta.`{path}` VERSION AS OF 0 b "
+                       "ON a.id = b.id WHERE a.even = 0")
+    assert joined.collect()[0].n == 5
+    assert spark.sql(f"SELECT max(id) AS m FROM delta.`{path}` VERSION AS OF 0").collect()[0].m == 9
+    assert spark.sql("SELECT 1 AS one").collect()[0].one == 1  # no Delta table: Spark's, untouched
+    with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
+    assert spark.read.format("delta").load(path).count() == 12  # the refused statement changed nothing
+
+
+def test_catalog_tables(spark, tmp_path):
+    spark.range(0, 5).selectExpr("id", "'x' AS v").write.format("delta").saveAsTable("connect_names")
+    try:
+        assert spark.read.table("connect_names").count() == 5
+        assert spark.table("connect_names").columns == ["id", "v"]
+        spark.range(5, 7).selectExpr("id", "'y' AS v").write.format("delta").mode("append") \
+            .saveAsTable("connect_names")
+        assert _rows(spark.table("connect_names"), "id") == [(i,) for i in range(7)]
+        table = DeltaTable.forName(spark, "connect_names")
+        table.delete("id < 2")
+        assert table.toDF().count() == 5
+        assert [r.operation for r in table.history().collect()][0] == "DELETE"
+        assert spark.table("connect_names").filter("id = 6").collect()[0].v == "y"
+        # Queries read Delta tables by name too (CTE names shadow tables).
+        by_name = spark.sql("WITH connect_names AS (SELECT 1 AS id) SELECT count(*) AS n FROM connect_names")
+        assert by_name.collect()[0].n == 1
+        joined = spark.sql("SELECT count(*) AS n FROM connect_names a JOIN connect_names VERSION AS OF 0 b "
+                           "ON a.id = b.id")
+        assert joined.collect()[0].n == 3  # ids 2, 3, 4 were there at version 0 and still are
+        for statement in ("INSERT INTO connect_names VALUES (9, 'z')", "DELETE FROM connect_names WHERE id = 2",
+                          "CREATE TABLE connect_other (id INT) USING delta"):
+            with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
+                spark.sql(statement)
+        with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
+            spark.range(1).selectExpr("id", "'w' AS v").writeTo("connect_names").append()
+        assert table.toDF().count() == 5 and not spark.catalog.tableExists("connect_other")
+    finally:
+        spark.sql("DROP TABLE IF EXISTS connect_names")
+
+
+def test_streaming_source_and_refused_sink(spark, tmp_path):
+    src, out = str(tmp_path / "src"), str(tmp_path / "out")
+    spark.range(0, 10).write.format("delta").save(src)
+    spark.range(10, 15).write.format("delta").mode("append").save(src)
+    query = (spark.readStream.format("delta").load(src).writeStream.format("parquet")
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start(out))
+    query.awaitTermination(300)
+    assert _rows(spark.read.parquet(out), "id") == [(i,) for i in range(15)]
+    with pytest.raises(DeltaNotImplementedError, match="streaming sink over Spark Connect"):
+        (spark.readStream.format("delta").load(src).writeStream.format("delta")
+         .option("checkpointLocation", str(tmp_path / "ck2")).start(str(tmp_path / "sink")))
+    assert not (tmp_path / "sink").exists()

@@ -1,0 +1,82 @@
+"""pydelta on Spark's own S3 path: s3a:// tables end to end on a real S3 API (moto's server on
+127.0.0.1), with hadoop-aws from Maven (setup.sh).
+
+The workload (workload.py) runs once, in its own process with hadoop-aws, a session configured
+only through spark.hadoop.fs.s3a.* (no AWS_* variables: pydelta's log client derives its
+settings from the session). Each test checks one part of what it did against a plain-Python
+model of the operations (_model.py), the objects in the bucket, the log (read here by pydelta's
+log core), deltalake, and delta-spark in its own process with the same jars.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.s3a import _checks
+from tests.s3a._s3 import run_script
+
+pytestmark = pytest.mark.spark
+
+BUCKET = "pydelta-s3a-workload"
+
+
+@pytest.fixture(scope="module")
+def workload(s3_server, s3a_jars):
+    """The workload's report, and where its tables are."""
+    s3_server.create_bucket(BUCKET)
+    prefix = f"local-{uuid.uuid4().hex[:8]}"
+    root = f"s3a://{BUCKET}/{prefix}"
+    report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars)
+    print(f"\ns3a workload: {report['seconds']}s, steps {report['steps']}")
+    return report, root, prefix
+
+
+def test_the_log_client_took_its_settings_from_the_session(workload):
+    report, _, _ = workload
+    assert {"aws_endpoint", "aws_access_key_id", "aws_secret_access_key", "aws_region", "allow_http"} \
+        <= set(report["derived_option_keys"])
+
+
+def test_writes_and_dml_leave_the_modelled_rows(workload):
+    report, _, _ = workload
+    _checks.dml_rows(report)
+
+
+def test_filtered_read_plans_only_the_files_its_stats_allow(workload):
+    _checks.skipping(workload[0])
+
+
+def test_deletion_vectors_are_written_to_the_bucket(workload, s3_server):
+    report, root, prefix = workload
+    _checks.deletion_vectors(report, s3_server, BUCKET, prefix, root)
+
+
+def test_optimize_and_vacuum_leave_only_the_live_files(workload, s3_server):
+    report, root, prefix = workload
+    _checks.optimize_and_vacuum(report, s3_server, BUCKET, prefix, root)
+
+
+def test_checkpoints_are_in_the_bucket(workload, s3_server):
+    report, root, prefix = workload
+    _checks.checkpoints(report, s3_server, BUCKET, prefix, root)
+
+
+def test_change_feed_matches_time_travel(workload):
+    _checks.change_feed(workload[0])
+
+
+def test_stream_from_s3a_to_s3a(workload, s3_server):
+    report, _, prefix = workload
+    _checks.stream(report, s3_server, BUCKET, prefix)
+
+
+def test_deltalake_reads_the_tables_equal(workload, s3_server):
+    report, root, _ = workload
+    _checks.deltalake_reads(report, s3_server, root)
+
+
+def test_delta_spark_reads_the_tables_equal(workload, s3_server):
+    report, root, _ = workload
+    _checks.delta_spark_reads(report, s3_server, root)
