@@ -191,7 +191,7 @@ def test_delete_update_fail_the_stream_unless_told(spark, tmp_path):
     message = _failure(spark, path, str(tmp_path / "ck"), {"ignoreDeletes": "true"})
     assert "DELTA_SOURCE_TABLE_IGNORE_CHANGES" in message and "at version 2" in message and "UPDATE" in message
     # as delta-spark words it: each parameter as the JSON text of its logged value, a Hadoop path
-    assert 'for example UPDATE (Map(predicate -> "[\\"(id = 1)\\"]"))' in message, message
+    assert 'for example UPDATE (Map(predicate -> "[\\"(id = cast(1 as bigint))\\"]"))' in message, message
     assert f"can be found at path file:{path}." in message
     skipped, _ = _stream(spark, path, str(tmp_path / "ck"), {"skipChangeCommits": "true"})
     assert [r[0] for r in _rows(skipped)] == [200, 201, 202]

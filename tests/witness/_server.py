@@ -7,7 +7,7 @@ per line on the original stdout; everything else (Spark's logs, prints) goes to 
                                                  # print json.dumps(result) last
 
 Requests: {"op": ..., ...}; replies: {"ok": true, ...} or {"ok": false, "error": ...,
-"error_class": ...}. Ops: ping, rows, schema, history, detail, sql, changes, stream, exec.
+"error_class": ...}. Ops: ping, rows, rows_many, schema, history, detail, sql, changes, stream, exec.
 """
 
 from __future__ import annotations
@@ -102,6 +102,8 @@ def handle(spark, req):
                 "jars": [os.path.basename(j) for j in spark.conf.get("spark.jars").split(",")]}
     if op == "rows":
         return _collect(_df(spark, req))
+    if op == "rows_many":  # rows at each of req["versions"], in one round trip
+        return {"versions": [_collect(_df(spark, {"path": req["path"], "version": v})) for v in req["versions"]]}
     if op == "schema":
         df = _df(spark, req)
         return {"schema": _canon.schema(df.schema), "json": json.loads(df.schema.json())}

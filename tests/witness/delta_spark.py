@@ -110,6 +110,10 @@ class DeltaSparkWitness:
     def rows(self, path: str, version: int | None = None, timestamp: str | None = None) -> dict:
         return self._call({"op": "rows", "path": str(path), "version": version, "timestamp": timestamp})
 
+    def rows_many(self, path: str, versions) -> list[dict]:
+        """rows(path, version=v) for each v, in one request."""
+        return self._call({"op": "rows_many", "path": str(path), "versions": [int(v) for v in versions]})["versions"]
+
     def schema(self, path: str, version: int | None = None) -> dict:
         return self._call({"op": "schema", "path": str(path), "version": version})
 

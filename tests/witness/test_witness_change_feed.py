@@ -14,16 +14,17 @@ import re
 
 import pytest
 
-from tests.witness._compare import commits, read, same_at_every_version, version
+from tests.witness._compare import both, commits, read, same_at_every_version, version
 from tests.witness.delta_spark import WitnessError, canon
 
 pytestmark = [pytest.mark.spark, pytest.mark.witness]
 
 
-def _cdf(spark, path: str, start: int = 0) -> dict:
-    df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
-          .load(path).drop("_commit_timestamp"))
-    return canon(df)
+def _cdf(spark, path: str, start: int = 0, end: int | None = None) -> dict:
+    r = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
+    if end is not None:
+        r = r.option("endingVersion", end)
+    return canon(r.load(path).drop("_commit_timestamp"))
 
 
 def _stream(spark, path: str, checkpoint: str, **options: str) -> list[dict]:
@@ -48,6 +49,13 @@ def _stream(spark, path: str, checkpoint: str, **options: str) -> list[dict]:
     finally:
         query.stop()
     return batches
+
+
+def _streams(spark, ds, path: str, tmp_path, name: str, **options: str) -> tuple[list[dict], list[dict]]:
+    """delta-spark's and pydelta's streams of the table, run at the same time, each with its
+    own checkpoint (`ds-<name>`, `py-<name>` under tmp_path): (theirs, ours)."""
+    return both(lambda: ds.stream(path, tmp_path / f"ds-{name}", **options),
+                lambda: _stream(spark, path, str(tmp_path / f"py-{name}"), **options))
 
 
 def _source_error(text: str) -> tuple[str, str]:
@@ -90,17 +98,19 @@ def test_same_dml_same_change_feed(spark, delta_spark, tmp_path, dvs):
     if dvs:  # both engines took the deletion-vector path
         for path in (ours, theirs):
             assert any(a["add"].get("deletionVector") for a in commits(path)[3] if "add" in a), path
-    for v in range(len(DML) + 1):
-        assert read(spark, ours, v) == delta_spark.rows(theirs, version=v), f"table at version {v}"
-    expected = delta_spark.changes(theirs, start=0)
-    assert _cdf(spark, ours) == expected                  # pydelta's feed of its DML = delta-spark's of its own
-    assert delta_spark.changes(ours, start=0) == expected  # and each reads the other's feed the same
-    assert _cdf(spark, theirs) == expected
-    for start, end in ((2, 4), (5, 5), (7, 8)):
-        window = delta_spark.changes(theirs, start=start, end=end)
-        df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
-              .option("endingVersion", end).load(ours).drop("_commit_timestamp"))
-        assert canon(df) == window, (start, end)
+    versions = range(len(DML) + 1)
+    tables, ours_tables = both(lambda: delta_spark.rows_many(theirs, versions),
+                               lambda: [read(spark, ours, v) for v in versions])
+    for v in versions:
+        assert ours_tables[v] == tables[v], f"table at version {v}"
+    windows = ((0, None), (2, 4), (5, 5), (7, 8))
+    (expected, *their_windows, their_read_of_ours), (ours_feed, *our_windows, our_read_of_theirs) = both(
+        lambda: [delta_spark.changes(theirs, start=a, end=b) for a, b in windows] + [delta_spark.changes(ours)],
+        lambda: [_cdf(spark, ours, a, b) for a, b in windows] + [_cdf(spark, theirs)])
+    assert ours_feed == expected               # pydelta's feed of its DML = delta-spark's of its own
+    assert their_read_of_ours == expected      # and each reads the other's feed the same
+    assert our_read_of_theirs == expected
+    assert our_windows == their_windows        # from/to a version
     kinds = {r[-2] for r in expected["rows"]}
     assert kinds == {"insert", "delete", "update_preimage", "update_postimage"}
 
@@ -112,25 +122,22 @@ def test_delta_spark_streams_a_pydelta_table(spark, delta_spark, tmp_path):
               "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")                       # v0
     spark.sql(f"INSERT INTO {t} SELECT id, 'a', CAST(id % 2 AS INT) FROM range(0, 6, 1, 2)")  # v1
     spark.sql(f"INSERT INTO {t} VALUES (6, 'b', 0)")                                          # v2
-    theirs = delta_spark.stream(path, tmp_path / "ds-ck")
-    ours = _stream(spark, path, str(tmp_path / "py-ck"))
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "ck")
     assert _all_rows(ours) == _all_rows(theirs) == [[i, "a", i % 2] for i in range(6)] + [[6, "b", 0]]
     assert _schemas(ours)[:1] == _schemas(theirs)[:1]
     spark.sql(f"INSERT INTO {t} VALUES (7, 'c', 1), (8, 'c', 0)")                             # v3
     spark.sql(f"OPTIMIZE {t}")                                                                # v4: no new data
     spark.sql(f"INSERT INTO {t} VALUES (9, 'd', 1)")                                          # v5
-    theirs, ours = delta_spark.stream(path, tmp_path / "ds-ck"), _stream(spark, path, str(tmp_path / "py-ck"))
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "ck")
     assert _all_rows(ours) == _all_rows(theirs) == [[7, "c", 1], [8, "c", 0], [9, "d", 1]]
     # starting from a version, and with the change feed: updates and deletes too
     spark.sql(f"UPDATE {t} SET v = 'u' WHERE id = 1")                                         # v6
     spark.sql(f"DELETE FROM {t} WHERE id = 2")                                                # v7
-    theirs = delta_spark.stream(path, tmp_path / "ds-cdf", readChangeFeed="true", startingVersion="2")
-    ours = _stream(spark, path, str(tmp_path / "py-cdf"), readChangeFeed="true", startingVersion="2")
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "cdf", readChangeFeed="true", startingVersion="2")
     assert _all_rows(ours) == _all_rows(theirs)
     assert {r[3] for r in _all_rows(theirs)} == {"insert", "update_preimage", "update_postimage", "delete"}
     assert _schemas(ours)[:1] == _schemas(theirs)[:1]
-    theirs = delta_spark.stream(path, tmp_path / "ds-skip", skipChangeCommits="true", startingVersion="5")
-    ours = _stream(spark, path, str(tmp_path / "py-skip"), skipChangeCommits="true", startingVersion="5")
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "skip", skipChangeCommits="true", startingVersion="5")
     assert _all_rows(ours) == _all_rows(theirs) == [[9, "d", 1]]
 
 
@@ -145,19 +152,17 @@ def test_pydelta_streams_delta_spark_tables(spark, delta_spark, tmp_path):
         delta_spark.sql(s, collect=False)
     assert any(a["add"].get("deletionVector") for a in commits(path)[2] if "add" in a)
     # The stream's first batch is the snapshot at the latest version, deletion vectors applied.
-    theirs = delta_spark.stream(path, tmp_path / "ds-ck")
-    ours = _stream(spark, path, str(tmp_path / "py-ck"))
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "ck")
     assert _all_rows(ours) == _all_rows(theirs) == read(spark, path)["rows"]
     assert [r[0] for r in _all_rows(ours)] == [1, 2, 4, 5, 7, 8]
     delta_spark.sql(f"INSERT INTO {t} VALUES (20, 'n')", collect=False)                              # v4
-    theirs, ours = delta_spark.stream(path, tmp_path / "ds-ck"), _stream(spark, path, str(tmp_path / "py-ck"))
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "ck")
     assert _all_rows(ours) == _all_rows(theirs) == [[20, "n"]]
     # The change feed as a stream, over delta-spark's DV commits, from the start.
     delta_spark.sql(f"MERGE INTO {t} t USING (SELECT id FROM range(7, 22)) s ON t.id = s.id "
                     "WHEN MATCHED AND t.id = 8 THEN DELETE WHEN MATCHED THEN UPDATE SET v = 'm' "
                     "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, 'i')", collect=False)               # v5
-    theirs = delta_spark.stream(path, tmp_path / "ds-cdf", readChangeFeed="true", startingVersion="0")
-    ours = _stream(spark, path, str(tmp_path / "py-cdf"), readChangeFeed="true", startingVersion="0")
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "cdf", readChangeFeed="true", startingVersion="0")
     assert _all_rows(ours) == _all_rows(theirs) == _cdf(spark, path)["rows"]
     assert _schemas(ours)[:1] == _schemas(theirs)[:1]
     # the MERGE (a change commit) fails both plain streams with the same error, unless told to skip it
@@ -168,8 +173,7 @@ def test_pydelta_streams_delta_spark_tables(spark, delta_spark, tmp_path):
     assert _source_error(str(ours_error.value)) == _source_error(str(theirs_error.value))
     assert _source_error(str(theirs_error.value))[0] == "DELTA_SOURCE_TABLE_IGNORE_CHANGES"
     assert "at version 5" in _source_error(str(theirs_error.value))[1]
-    theirs = delta_spark.stream(path, tmp_path / "ds-skip", skipChangeCommits="true")
-    ours = _stream(spark, path, str(tmp_path / "py-skip"), skipChangeCommits="true")
+    theirs, ours = _streams(spark, delta_spark, path, tmp_path, "skip", skipChangeCommits="true")
     assert _all_rows(ours) == _all_rows(theirs) == read(spark, path)["rows"]
     same_at_every_version(spark, delta_spark, path)
 
@@ -220,12 +224,12 @@ def test_stream_into_delta_sinks_both_engines(spark, delta_spark, tmp_path):
         spark.sql(f"INSERT INTO delta.`{ours_src}` VALUES ({i}, 'py')")
         delta_spark.sql(f"INSERT INTO delta.`{theirs_src}` VALUES ({i}, 'ds')", collect=False)
     # delta-spark streams pydelta's table, pydelta streams delta-spark's
-    delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck"))
-    _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck"))
+    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck")),
+         lambda: _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck")))
     spark.sql(f"INSERT INTO delta.`{ours_src}` VALUES (2, 'py'), (3, 'py')")
     delta_spark.sql(f"INSERT INTO delta.`{theirs_src}` VALUES (2, 'ds'), (3, 'ds')", collect=False)
-    delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck"))
-    _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck"))
+    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck")),
+         lambda: _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck")))
 
     assert sorted(read(spark, theirs_sink)["rows"]) == [[i, "py"] for i in range(4)]
     assert sorted(delta_spark.rows(ours_sink)["rows"]) == [[i, "ds"] for i in range(4)]
