@@ -142,9 +142,8 @@ def test_delta_sql_statements(spark, tmp_path):
     assert joined.collect()[0].n == 5
     assert spark.sql(f"SELECT max(id) AS m FROM delta.`{path}` VERSION AS OF 0").collect()[0].m == 9
     assert spark.sql("SELECT 1 AS one").collect()[0].one == 1  # no Delta table: Spark's, untouched
-    with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
-        spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
-    assert spark.read.format("delta").load(path).count() == 12  # the refused statement changed nothing
+    assert spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1").collect()[0].num_affected_rows == 1
+    assert spark.read.format("delta").load(path).count() == 11
 
 
 def test_catalog_tables(spark, tmp_path):
@@ -166,18 +165,44 @@ def test_catalog_tables(spark, tmp_path):
         joined = spark.sql("SELECT count(*) AS n FROM connect_names a JOIN connect_names VERSION AS OF 0 b "
                            "ON a.id = b.id")
         assert joined.collect()[0].n == 3  # ids 2, 3, 4 were there at version 0 and still are
-        for statement in ("INSERT INTO connect_names VALUES (9, 'z')", "DELETE FROM connect_names WHERE id = 2",
-                          "CREATE TABLE connect_other (id INT) USING delta"):
-            with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
-                spark.sql(statement)
-        with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
-            spark.range(1).selectExpr("id", "'w' AS v").writeTo("connect_names").append()
-        assert table.toDF().count() == 5 and not spark.catalog.tableExists("connect_other")
+        # Delta SQL on catalog names (the grammar's statements; tests/connect/test_connect_sql.py has more).
+        spark.sql("INSERT INTO connect_names VALUES (9, 'z')")
+        spark.sql("DELETE FROM connect_names WHERE id = 2")
+        spark.sql("CREATE TABLE connect_other (id INT) USING delta")
+        assert _rows(spark.table("connect_names"), "id", "v") == [(3, "x"), (4, "x"), (5, "y"), (6, "y"), (9, "z")]
+        assert spark.catalog.tableExists("connect_other")
+        spark.range(1).selectExpr("id", "'w' AS v").writeTo("connect_names").append()
+        assert table.toDF().count() == 6 and [r.operation for r in table.history().collect()][0] == "WRITE"
     finally:
         spark.sql("DROP TABLE IF EXISTS connect_names")
+        spark.sql("DROP TABLE IF EXISTS connect_other")
 
 
-def test_streaming_source_and_refused_sink(spark, tmp_path):
+def test_write_to(spark):
+    try:
+        df = spark.range(0, 6).selectExpr("id", "id % 3 AS p")
+        df.writeTo("connect_v2").using("delta").partitionedBy(F.col("p")).tableProperty("team", "core").create()
+        location = spark.sql("DESCRIBE DETAIL connect_v2").collect()[0].location
+        from deltalake import DeltaTable as RsTable
+
+        meta = RsTable(location).metadata()
+        assert meta.partition_columns == ["p"] and meta.configuration["team"] == "core"
+        spark.range(6, 8).selectExpr("id", "id % 3 AS p").writeTo("connect_v2").append()
+        spark.range(100, 101).selectExpr("id", "0 AS p").writeTo("connect_v2").overwrite(F.expr("p = 0"))
+        assert _rows(spark.table("connect_v2"), "id") == [(1,), (2,), (4,), (5,), (7,), (100,)]
+        spark.range(200, 201).selectExpr("id", "1 AS p").writeTo("connect_v2").overwritePartitions()
+        assert _rows(spark.table("connect_v2"), "id") == [(2,), (5,), (100,), (200,)]
+        with pytest.raises(DeltaNotImplementedError, match="SQL string"):
+            spark.range(1).selectExpr("id", "0 AS p").writeTo("connect_v2").overwrite(F.col("p") == 0)
+        spark.range(3).writeTo("connect_v2").using("delta").createOrReplace()
+        assert spark.table("connect_v2").columns == ["id"] and spark.table("connect_v2").count() == 3
+        assert [h["operation"] for h in reversed(RsTable(location).history())] == [
+            "CREATE TABLE AS SELECT", "WRITE", "WRITE", "WRITE", "CREATE OR REPLACE TABLE AS SELECT"]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS connect_v2")
+
+
+def test_streaming_source(spark, tmp_path):
     src, out = str(tmp_path / "src"), str(tmp_path / "out")
     spark.range(0, 10).write.format("delta").save(src)
     spark.range(10, 15).write.format("delta").mode("append").save(src)
@@ -185,7 +210,3 @@ def test_streaming_source_and_refused_sink(spark, tmp_path):
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start(out))
     query.awaitTermination(300)
     assert _rows(spark.read.parquet(out), "id") == [(i,) for i in range(15)]
-    with pytest.raises(DeltaNotImplementedError, match="streaming sink over Spark Connect"):
-        (spark.readStream.format("delta").load(src).writeStream.format("delta")
-         .option("checkpointLocation", str(tmp_path / "ck2")).start(str(tmp_path / "sink")))
-    assert not (tmp_path / "sink").exists()

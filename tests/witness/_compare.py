@@ -80,28 +80,10 @@ def _history(spark: Any, path: Any) -> list[dict]:
     return json.loads(json.dumps(sorted(rows, key=lambda r: r["version"])))
 
 
-def _float_mtime_off_by_one(path: Any, v: int, theirs: str, ours: str) -> bool:
-    """Whether pydelta's timestamp of version `v` is delta-spark's plus the 1 ms that reading
-    the commit file's mtime as a float adds (a known disagreement: pydelta's LocalStorage
-    takes `int(st_mtime * 1000)`, Java truncates the exact `st_mtime_ns` to milliseconds, and a
-    double holds ~1.8e9 s only to ~0.2 us, so an mtime just under a millisecond rounds up).
-    Fixing it belongs in src/pydelta/log/storage.py (`st_mtime_ns // 1_000_000`)."""
-    import datetime as dt
-    import os
-
-    st = os.stat(Path(path) / "_delta_log" / f"{v:020d}.json")
-    if int(st.st_mtime * 1000) == st.st_mtime_ns // 1_000_000:
-        return False
-    return dt.datetime.fromisoformat(ours[3:]) - dt.datetime.fromisoformat(theirs[3:]) == dt.timedelta(milliseconds=1)
-
-
-def _same_history(theirs: list[dict], ours: list[dict], path: Any = None) -> None:
+def _same_history(theirs: list[dict], ours: list[dict]) -> None:
     assert [h["version"] for h in theirs] == [h["version"] for h in ours]
     for t, o in zip(theirs, ours):
         for k in HISTORY_COLUMNS:
-            if k == "timestamp" and o[k] != t[k] and path is not None \
-                    and _float_mtime_off_by_one(path, t["version"], t[k], o[k]):
-                continue
             assert o.get(k) == t.get(k), f"history column {k} at version {t['version']}"
 
 
@@ -109,7 +91,7 @@ def same_history(spark: Any, ds: Any, path: Any) -> list[dict]:
     """DESCRIBE HISTORY lists the same versions with the same commitInfo columns in both
     engines. Returns delta-spark's history."""
     theirs, ours = both(lambda: ds.history(str(path)), lambda: _history(spark, path))
-    _same_history(theirs, ours, path)
+    _same_history(theirs, ours)
     return theirs
 
 
@@ -128,7 +110,7 @@ def same_versions(spark: Any, ds: Any, path: Any, versions: Iterable[int], who: 
         lambda: (ds.rows_many(path, versions), ds.history(path)),
         lambda: ([read(spark, path, v) for v in versions], _history(spark, path)))
     _same_versions(path, versions, theirs, ours, who)
-    _same_history(their_history, our_history, path)
+    _same_history(their_history, our_history)
     return their_history
 
 

@@ -130,7 +130,7 @@ class LocalStorage:
                 st = entry.stat()
             except FileNotFoundError:
                 continue
-            out.append(FileInfo(entry.path, st.st_size, int(st.st_mtime * 1000)))
+            out.append(FileInfo(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
         return iter(out)
 
     def read(self, path: str) -> bytes:
@@ -175,7 +175,7 @@ class LocalStorage:
     def file_info(self, path: str) -> FileInfo:
         p = to_local_path(path)
         st = os.stat(p)
-        return FileInfo(p, st.st_size, int(st.st_mtime * 1000))
+        return FileInfo(p, st.st_size, st.st_mtime_ns // 1_000_000)
 
 
 def storage_for(path: str, options: Mapping[str, str] | None = None) -> Storage:

@@ -166,7 +166,7 @@ def list_table(table_root: str, partition_columns: Sequence[str]) -> tuple[list[
                     walk(entry.path, staging)
                 elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                     st = entry.stat(follow_symlinks=False)
-                    files.append(VacuumFile(entry.path, st.st_size, int(st.st_mtime * 1000)))
+                    files.append(VacuumFile(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
             except FileNotFoundError:
                 continue  # deleted while listing
 

@@ -36,15 +36,23 @@ def _jcatalog(spark: SparkSession) -> Any:
     return spark._jsparkSession.sessionState().catalog()
 
 
-def _identifier(spark: SparkSession, name: str) -> Any:
+def name_parts(name: str) -> list[str]:
+    """[table] or [database, table] of a session-catalog table name (`spark_catalog.` dropped);
+    DeltaIllegalArgumentError for anything else."""
     if not isinstance(name, str) or not name.strip():
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
     parts = [p.strip("`") for p in name.split(".")]
-    if parts and parts[0].lower() == "spark_catalog":
-        name = ".".join(name.split(".")[1:])
+    if parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     if not 1 <= len(parts) <= 2 or not all(parts):
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
+    return parts
+
+
+def _identifier(spark: SparkSession, name: str) -> Any:
+    name_parts(name)
+    if name.split(".")[0].strip("`").lower() == "spark_catalog":
+        name = ".".join(name.split(".")[1:])
     try:
         return spark._jsparkSession.sessionState().sqlParser().parseTableIdentifier(name)
     except Exception:  # py4j ParseException
@@ -57,10 +65,7 @@ def _quoted(spark: SparkSession, name: str) -> str:
 
     if not is_connect(spark):
         return str(_identifier(spark, name).quotedString())
-    parts = [p.strip("`") for p in name.split(".")]
-    if not 1 <= len(parts) <= 3 or not all(parts):
-        raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
-    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+    return ".".join("`" + p.replace("`", "``") + "`" for p in name_parts(name))
 
 
 def is_temp_view(spark: SparkSession, name: str) -> bool:
@@ -86,10 +91,8 @@ def _lookup_over_connect(spark: SparkSession, name: str) -> CatalogEntry | None:
     """`lookup` on a Spark Connect session, which has no catalog objects on the client: the
     server's SHOW TABLE EXTENDED (a listing, so a missing table is no error and no table is
     resolved through its provider)."""
-    parts = [p.strip("`") for p in name.split(".")]
-    if parts and parts[0].lower() == "spark_catalog":
-        parts = parts[1:]
-    if not 1 <= len(parts) <= 2 or not all(parts) or any(c in parts[-1] for c in "*|'\\"):
+    parts = name_parts(name)
+    if any(c in parts[-1] for c in "*|'\\"):  # LIKE pattern characters: not a name SHOW can look up
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
     where = f" IN `{parts[0]}`" if len(parts) == 2 else ""
     try:
@@ -112,8 +115,6 @@ def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
     from pydelta.spark.connect import is_connect
 
     if is_connect(spark):
-        if not isinstance(name, str) or not name.strip():
-            raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
         return _lookup_over_connect(spark, name)
     ident = _identifier(spark, name)
     catalog = _jcatalog(spark)
@@ -134,9 +135,7 @@ def default_location(spark: SparkSession, name: str) -> str:
     from pydelta.spark.connect import is_connect
 
     if is_connect(spark):  # no catalog objects on a Connect client: Spark's layout from the server's warehouse
-        parts = [p.strip("`") for p in name.split(".")]
-        if parts and parts[0].lower() == "spark_catalog":
-            parts = parts[1:]
+        parts = name_parts(name)
         warehouse = to_local_path(conf_value(spark, "spark.sql.warehouse.dir", "spark-warehouse"))
         if len(parts) == 2 and parts[0].lower() != "default":
             return os.path.join(warehouse, f"{parts[0].lower()}.db", parts[1].lower())

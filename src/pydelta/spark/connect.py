@@ -10,6 +10,7 @@ files. PySpark keeps Connect's reader, writer and DataFrame in their own classes
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,39 +22,44 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def is_connect_frame(df: Any) -> bool:
-    """True for a Spark Connect DataFrame."""
-    return type(df).__module__.startswith("pyspark.sql.connect") or any(
-        c.__module__.startswith("pyspark.sql.connect") for c in type(df).__mro__)
-
-
 @dataclass(frozen=True)
 class ConnectClasses:
     """PySpark's Spark Connect classes that pydelta hooks, like their classic counterparts."""
 
     session: type
-    dataframe: type
     reader: type
     writer: type
     writer_v2: type
-    stream_reader: type
     stream_writer: type
-    catalog: type
+
+
+# The modules PySpark's Connect client needs beyond classic PySpark (`pyspark[connect]`).
+_CONNECT_DEPENDENCIES = ("grpc", "grpc_status", "google.rpc")
 
 
 def connect_classes() -> ConnectClasses | None:
     """The Connect classes, or None where PySpark's Connect client cannot load (its extra
-    dependencies, grpcio and friends, are not installed): then no session can be Connect."""
+    dependencies, grpcio and friends, are not installed): then no session can be Connect.
+
+    The dependencies are looked for before importing: PySpark's Connect package checks them on
+    import and, in a process whose main module has no file (`python -c`, pytest-xdist workers),
+    exits the process (SystemExit) instead of raising ImportError."""
+    if not all(_installed(name) for name in _CONNECT_DEPENDENCIES):
+        return None
     try:
-        from pyspark.sql.connect.catalog import Catalog
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
         from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
         from pyspark.sql.connect.session import SparkSession as ConnectSession
-        from pyspark.sql.connect.streaming.readwriter import DataStreamReader, DataStreamWriter
-    except ImportError:
+        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+    except (ImportError, SystemExit):  # a dependency the list above does not name (zstandard on 4.2+)
         return None
-    return ConnectClasses(ConnectSession, ConnectDataFrame, DataFrameReader, DataFrameWriter,
-                          DataFrameWriterV2, DataStreamReader, DataStreamWriter, Catalog)
+    return ConnectClasses(ConnectSession, DataFrameReader, DataFrameWriter, DataFrameWriterV2, DataStreamWriter)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a parent package (google for google.rpc) is missing
+        return False
 
 
 def reader_session(reader: Any) -> SparkSession:

@@ -23,6 +23,7 @@ Every check runs before the commit, so a refused statement leaves the table unch
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Mapping, NoReturn, Sequence
 
@@ -225,24 +226,42 @@ def _check_constraint_expression(table: Any, name: str, expr: str) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
 
-    from pydelta.spark.sql import jplan
-
     try:
         checked = table.select(F.expr(expr).alias("check"))
         data_type = checked.schema["check"].dataType
     except (AnalysisException, ParseException) as e:
         raise DeltaAnalysisError(f"CHECK constraint {name} ({expr}) is not valid for this table: "
                                  f"{str(e).splitlines()[0]}") from None
-    analyzed = checked._jdf.queryExecution().analyzed()
-    if analyzed.getClass().getSimpleName() == "Aggregate":
+    aggregate, deterministic = _analyzed_shape(checked)
+    if aggregate:
         raise DeltaAnalysisError(f"[DELTA_AGGREGATE_IN_CHECK_CONSTRAINT] Found {expr} in a CHECK constraint. "
                                  "Aggregate expressions are not allowed in CHECK constraints.")
-    if not all(e.deterministic() for e in jplan.seq(analyzed.expressions())):
+    if not deterministic:
         raise DeltaAnalysisError(f"[DELTA_NON_DETERMINISTIC_EXPRESSION_IN_CHECK_CONSTRAINT] Found {expr} in a "
                                  "CHECK constraint. A CHECK constraint cannot use a nondeterministic expression.")
     if not isinstance(data_type, BooleanType):
         raise DeltaAnalysisError(f"[DELTA_NON_BOOLEAN_CHECK_CONSTRAINT] CHECK constraint '{name}' ({expr}) "
                                  "should be a boolean expression.")
+
+
+# Spark's nondeterministic SQL functions, for Spark Connect clients (no analyzed plan object).
+_NONDETERMINISTIC = re.compile(r"\b(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id|"
+                               r"input_file_name|input_file_block_start|input_file_block_length|randstr|uniform)\(",
+                               re.IGNORECASE)
+
+
+def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
+    """(is an aggregate, is deterministic) of `SELECT <expr> AS check FROM table`."""
+    from pydelta.spark.connect import is_connect
+    from pydelta.spark.sql import jplan
+
+    if not is_connect(checked.sparkSession):
+        analyzed = checked._jdf.queryExecution().analyzed()
+        return (analyzed.getClass().getSimpleName() == "Aggregate",
+                all(e.deterministic() for e in jplan.seq(analyzed.expressions())))
+    lines = checked._explain_string(extended=True).splitlines()  # the server's analyzed plan, as text
+    at = lines.index("== Analyzed Logical Plan ==") + 2  # after the header and the schema line
+    return lines[at].startswith("Aggregate"), _NONDETERMINISTIC.search(lines[at]) is None
 
 
 def drop_constraint(spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:

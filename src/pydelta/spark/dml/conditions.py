@@ -3,6 +3,7 @@ DataFrame, split into conjuncts and translated into the log's predicates for fil
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -118,14 +119,40 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
     from pydelta.spark.read.connect_filters import translate_column
 
     try:
-        dtype = df.select(col.alias("_pydelta_condition")).schema.fields[0].dataType.simpleString()
+        explained = df.select(col.alias(_CONDITION))._explain_string(extended=True)  # type: ignore[operator]
+        analyzed = _analyzed_condition(explained, df.columns)
+        dtype, text = analyzed if analyzed is not None else (
+            df.select(col.alias(_CONDITION)).schema.fields[0].dataType.simpleString(),
+            condition if isinstance(condition, str) else repr(col._expr))
     except Exception as e:
         raise analysis_error(f"cannot resolve {what} {_describe(condition)}", e) from None
     if dtype != "boolean":
         raise DeltaAnalysisError(f"{what} {_describe(condition)} must be a boolean expression, not {dtype}")
     predicate = translate_column(col._expr, parse_schema(df.schema.json()))
-    text = condition if isinstance(condition, str) else repr(col._expr)
     return Condition(col, None, text, predicate)
+
+
+_CONDITION = "_pydelta_condition"
+
+
+def _analyzed_condition(explained: str, columns: list[str]) -> tuple[str, str] | None:
+    """(type, text) of the condition in the server's analyzed plan of `SELECT <condition> AS
+    _pydelta_condition`: the text history records on classic sessions (the analyzed expression
+    with its implicit casts, e.g. `(id < cast(3 as bigint))`), its column ids (`id#12L`)
+    dropped. None when the plan does not read as expected."""
+    lines = explained.splitlines()
+    try:
+        at = lines.index("== Analyzed Logical Plan ==")
+        type_line, project = lines[at + 1], lines[at + 2]
+    except (ValueError, IndexError):
+        return None
+    found = re.fullmatch(rf"Project \[(.*) AS {_CONDITION}#\d+\]", project)
+    if not type_line.startswith(f"{_CONDITION}: ") or found is None:
+        return None
+    text = found.group(1)
+    for name in sorted(set(columns), key=len, reverse=True):
+        text = re.sub(rf"(?<![\w#`]){re.escape(name)}#\d+L?(?![\w#])", lambda _: name, text)
+    return type_line[len(_CONDITION) + 2:], text
 
 
 def analyze(df: DataFrame, condition: Any, what: str = "the condition") -> Condition:

@@ -3,11 +3,16 @@
 `using("delta")` or a target that is already a Delta table routes append,
 overwrite, overwritePartitions, create, replace and createOrReplace to pydelta,
 with delta-spark's semantics; every other table stays Spark's.
+
+Classic PySpark keeps the writer's settings in the JVM, so they are recorded on the Python
+object as they are made; Spark Connect's writer keeps them in its own `_write` message. Both
+become one `_V2Write` the terminals run on.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from pydelta.spark.spark_errors import boundary
 from pydelta.spark._typing import DataFrame
@@ -58,88 +63,116 @@ def _recorder(name: str, original: Any) -> Any:
     return method
 
 
-def _target(writer: Any) -> Any:
-    from pydelta.spark.sql.targets import resolve
+@dataclass
+class _V2Write:
+    """One writeTo call: the session, the data, the table name and its parts, the settings."""
 
-    return resolve(writer._spark, _name_parts(writer))
+    spark: Any
+    df: DataFrame
+    table: str
+    parts: list[str]
+    settings: dict[str, Any]
+
+    def target(self) -> Any:
+        from pydelta.spark.sql.targets import resolve
+
+        return resolve(self.spark, self.parts)
+
+    def is_delta(self) -> bool:
+        provider = self.settings["provider"]
+        if provider is not None:
+            return str(provider).lower() == "delta"
+        # No using(): Delta when the table exists as a Delta table (create() then makes Spark's default source).
+        return self.target() is not None
 
 
-def _name_parts(writer: Any) -> list[str]:
+def _classic_write(writer: Any) -> _V2Write:
     from pydelta.spark.sql.jplan import seq
 
+    table = writer.__dict__["_pydelta_table"]
     parser = writer._spark._jsparkSession.sessionState().sqlParser()
-    return [str(p) for p in seq(parser.parseMultipartIdentifier(writer.__dict__["_pydelta_table"]))]
+    parts = [str(p) for p in seq(parser.parseMultipartIdentifier(table))]
+    return _V2Write(writer._spark, writer._df, table, parts, _state(writer))
 
 
-def _is_delta(writer: Any) -> bool:
-    st = _state(writer)
-    if st["provider"] is not None:
-        return str(st["provider"]).lower() == "delta"
-    # No using(): Delta when the table exists as a Delta table (create() then makes Spark's default source).
-    return _target(writer) is not None
+def _connect_write(writer: Any) -> _V2Write:
+    from pydelta.spark.catalog import name_parts
+    from pydelta.spark.connect import writer_frame
+
+    w = writer._write
+    settings = {"provider": w.provider, "options": {k: v for k, v in w.options.items() if v is not None},
+                "properties": {k: str(v) for k, v in w.table_properties.items() if v is not None},
+                "partition_by": [_connect_column_name(c) for c in w.partitioning_columns] or None,
+                "cluster_by": list(w.clustering_columns) or None}
+    return _V2Write(writer._spark, writer_frame(writer), writer._table_name, name_parts(writer._table_name), settings)
 
 
-def _write_existing(writer: Any, mode: str, options: dict[str, Any]) -> None:
+def _connect_column_name(col: Any) -> str:
+    from pyspark.sql.connect.expressions import ColumnReference
+
+    if isinstance(col._expr, ColumnReference):
+        return str(col._expr._unparsed_identifier)
+    from pydelta.errors import DeltaNotImplementedError
+
+    raise DeltaNotImplementedError(f"partitionedBy({col}): Delta tables are partitioned by columns only")
+
+
+def _write_existing(write: _V2Write, mode: str, options: dict[str, Any]) -> None:
     from pydelta.errors import DeltaTableNotFoundError
     from pydelta.spark.write.dataframe import write_dataframe
 
-    target = _target(writer)
+    target = write.target()
     if target is None:
-        raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] table {writer.__dict__['_pydelta_table']} does not exist")
-    write_dataframe(writer._df, target.path, mode, None, {**_state(writer)["options"], **options})
+        raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] table {write.table} does not exist")
+    write_dataframe(write.df, target.path, mode, None, {**write.settings["options"], **options})
 
 
-def _as_select(writer: Any, kind: str) -> None:
+def _as_select(write: _V2Write, kind: str) -> None:
     from pydelta.spark.sql.targets import target_for_create
     from pydelta.spark.ddl.table_as_select import table_as_select
 
-    st = _state(writer)
-    target = target_for_create(writer._spark, _name_parts(writer))
-    existing = _target(writer)
+    st = write.settings
+    target = target_for_create(write.spark, write.parts)
+    existing = write.target()
     path = existing.path if existing is not None else target.path
-    table_as_select(writer._df, path, name=target.name, kind=kind, partition_by=st["partition_by"],
+    table_as_select(write.df, path, name=target.name, kind=kind, partition_by=st["partition_by"],
                     properties=st["properties"], options=st["options"], cluster_by=st["cluster_by"])
 
 
-_TERMINALS = ("append", "overwrite", "overwritePartitions", "create", "replace", "createOrReplace")
+# The terminal methods and what each runs on a Delta table.
+_TERMINALS: dict[str, Callable[..., None]] = {
+    "append": lambda w: _write_existing(w, "append", {}),
+    "overwrite": lambda w, cond: _write_existing(w, "overwrite", {"replaceWhere": _condition_sql(w.df, cond)}),
+    "overwritePartitions": lambda w: _write_existing(w, "overwrite", {"partitionOverwriteMode": "dynamic"}),
+    "create": lambda w: _as_select(w, "create"),
+    "replace": lambda w: _as_select(w, "replace"),
+    "createOrReplace": lambda w: _as_select(w, "createOrReplace"),
+}
+
+
+def _hook_terminals(writer_class: Any, describe: Callable[[Any], _V2Write]) -> None:
+    for name, run in _TERMINALS.items():
+        original = getattr(writer_class, name)
+
+        def method(self: Any, *args: Any, _original: Any = original, _run: Any = run) -> None:
+            write = describe(self)
+            if not write.is_delta():
+                return _original(self, *args)
+            return _run(write, *args)
+
+        method.__name__ = name
+        setattr(writer_class, name, boundary(method))
 
 
 def _install_connect() -> None:
-    """Connect's DataFrameWriterV2: writing a Delta table through it is refused (not served yet)."""
+    """Connect's DataFrameWriterV2: its settings are read from its `_write` message."""
     from pydelta.spark.connect import connect_classes
 
     connect = connect_classes()
     if connect is None or connect.writer_v2.__dict__.get("_pydelta_hooked", False):
         return
-    writer_class: Any = connect.writer_v2
-    original_using = writer_class.using
-
-    def using(self: Any, provider: str) -> Any:
-        self.__dict__["_pydelta_provider"] = provider
-        return original_using(self, provider)
-
-    def refusing(name: str) -> Any:
-        original = getattr(writer_class, name)
-
-        def method(self: Any, *args: Any) -> Any:
-            from pydelta.spark.catalog import delta_table_location
-
-            provider = str(self.__dict__.get("_pydelta_provider") or "").lower()
-            if provider == "delta" or (not provider and delta_table_location(self._spark, self._table_name)):
-                from pydelta.errors import DeltaNotImplementedError
-
-                raise DeltaNotImplementedError(
-                    f"df.writeTo(...).{name}() on a Delta table over Spark Connect is not supported by pydelta yet: "
-                    "use df.write.format('delta') (save, saveAsTable) on this session")
-            return original(self, *args)
-
-        method.__name__ = name
-        return method
-
-    setattr(writer_class, "using", using)
-    for name in _TERMINALS:
-        setattr(writer_class, name, boundary(refusing(name)))
-    setattr(writer_class, "_pydelta_hooked", True)
+    _hook_terminals(connect.writer_v2, _connect_write)
+    setattr(connect.writer_v2, "_pydelta_hooked", True)
 
 
 def install() -> None:
@@ -160,23 +193,7 @@ def install() -> None:
     for name in ("using", "option", "options", "tableProperty", "partitionedBy", "clusterBy"):
         setattr(DataFrameWriterV2, name, _recorder(name, getattr(DataFrameWriterV2, name)))
 
-    def terminal(name: str, run: Any) -> None:
-        original = getattr(DataFrameWriterV2, name)
-
-        def method(self: Any, *args: Any) -> None:
-            if not _is_delta(self):
-                return original(self, *args)
-            return run(self, *args)
-
-        setattr(DataFrameWriterV2, name, boundary(method))
-
-    terminal("append", lambda w: _write_existing(w, "append", {}))
-    terminal("overwrite", lambda w, cond: _write_existing(w, "overwrite", {"replaceWhere": _condition_sql(w._df, cond)}))
-    terminal("overwritePartitions",
-             lambda w: _write_existing(w, "overwrite", {"partitionOverwriteMode": "dynamic"}))
-    terminal("create", lambda w: _as_select(w, "create"))
-    terminal("replace", lambda w: _as_select(w, "replace"))
-    terminal("createOrReplace", lambda w: _as_select(w, "createOrReplace"))
+    _hook_terminals(DataFrameWriterV2, _classic_write)
     setattr(DataFrameWriterV2, "_pydelta_hooked", True)  # the marker checked above
 
 
@@ -184,6 +201,17 @@ def _condition_sql(df: DataFrame, condition: Any) -> str:
     """The SQL text of an overwrite condition, resolved against the written DataFrame."""
     if isinstance(condition, str):
         return condition
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(df.sparkSession):
+        from pyspark.sql.connect.expressions import SQLExpression
+
+        if isinstance(condition._expr, SQLExpression):  # F.expr("..."): its text
+            return str(condition._expr._expr)
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError("writeTo(...).overwrite(condition) over Spark Connect takes the condition as "
+                                       "a SQL string or F.expr(...) (a Connect client cannot render a Column as SQL)")
     from pydelta.spark.predicates import filter_condition
 
     return filter_condition(df._jdf, condition._jc).sql()

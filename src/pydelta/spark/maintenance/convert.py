@@ -289,7 +289,7 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
             "path": to_uri_path(rel.replace(os.sep, "/")),
             "partitionValues": pv,
             "size": info.st_size,
-            "modificationTime": int(info.st_mtime * 1000),
+            "modificationTime": info.st_mtime_ns // 1_000_000,
             "dataChange": True,
         }
         if st is not None:

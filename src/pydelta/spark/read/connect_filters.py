@@ -15,8 +15,11 @@ import datetime as dt
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.protocol.column_names import split_identifier
 from pydelta.protocol.predicates import FLIPPED, And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown
 from pydelta.protocol.schema import DecimalType, PrimitiveType, StructType
+from pydelta.spark.sql.tokens import TokenStream
 
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double")
 _OPS = {"==": "=", "=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "<=>": "<=>"}
@@ -63,29 +66,6 @@ class _Columns:
         if field is None or not isinstance(field.type, (PrimitiveType, DecimalType)):
             return None
         return Col(tuple(path)), str(field.type)
-
-
-def _split_identifier(text: str) -> list[str] | None:
-    """`a.b`, `` `a.b`.c `` → name parts (None when it is not a plain column path)."""
-    parts, current, quoted, i = [], "", False, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "`":
-            if quoted and text[i + 1:i + 2] == "`":
-                current += "`"
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-        i += 1
-    parts.append(current)
-    if quoted or any(not p for p in parts):
-        return None
-    return parts
 
 
 def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, flipped: bool = False) -> Predicate:
@@ -148,7 +128,11 @@ def _expr(e: Any, columns: _Columns) -> Predicate:
 def _column_parts(e: Any) -> list[str] | None:
     if type(e).__name__ != "ColumnReference":
         return None
-    return _split_identifier(e._unparsed_identifier)
+    try:
+        parts = split_identifier(e._unparsed_identifier)
+    except DeltaIllegalArgumentError:  # unbalanced backquotes: not a column path
+        return None
+    return parts if all(parts) else None
 
 
 def _is_literal(e: Any) -> bool:
@@ -172,87 +156,63 @@ def _literal(e: Any) -> Any:
 def translate_sql(text: str, schema: StructType) -> Predicate:
     """A SQL boolean expression (the simple forms: comparisons of a column with a literal,
     IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown."""
-    from pydelta.spark.sql.tokens import tokenize
-
     try:
-        parser = _SqlParser(tokenize(text), _Columns(schema))
+        parser = _SqlParser(text, _Columns(schema))
         out = parser.disjunction()
-        if parser.pos != len(parser.tokens):
+        if not parser.at_end():
             return Unknown("trailing SQL")
         return out
     except Exception as e:  # noqa: BLE001 - anything unexpected: no skipping
         return Unknown(str(e))
 
 
-class _SqlParser:
-    def __init__(self, tokens: list[Any], columns: _Columns) -> None:
-        self.tokens, self.columns, self.pos = tokens, columns, 0
+class _SqlParser(TokenStream):
+    """A recursive-descent reader of the simple predicate forms, on pydelta's SQL tokens."""
 
-    def peek(self, offset: int = 0) -> Any:
-        i = self.pos + offset
-        return self.tokens[i] if i < len(self.tokens) else None
-
-    def take(self) -> Any:
-        tok = self.peek()
-        if tok is None:
-            raise ValueError("unexpected end")
-        self.pos += 1
-        return tok
-
-    def word(self, *words: str) -> bool:
-        tok = self.peek()
-        if tok is not None and tok.kind == "word" and tok.upper in words:
-            self.pos += 1
-            return True
-        return False
-
-    def punct(self, text: str) -> bool:
-        tok = self.peek()
-        if tok is not None and tok.kind == "punct" and tok.text == text:
-            self.pos += 1
-            return True
-        return False
+    def __init__(self, text: str, columns: _Columns) -> None:
+        super().__init__(text)
+        self.columns = columns
 
     def disjunction(self) -> Predicate:
         out = self.conjunction()
-        while self.word("OR"):
+        while self.accept("OR"):
             out = Or(out, self.conjunction())
         return out
 
     def conjunction(self) -> Predicate:
         out = self.negation()
-        while self.word("AND"):
+        while self.accept("AND"):
             out = And(out, self.negation())
         return out
 
     def negation(self) -> Predicate:
-        if self.word("NOT") or self.punct("!"):
+        if self.accept("NOT") or self.accept_punct("!"):
             return Not(self.negation())
-        if self.punct("("):
+        if self.accept_punct("("):
             out = self.disjunction()
-            if not self.punct(")"):
+            if not self.accept_punct(")"):
                 raise ValueError("expected )")
             return out
         return self.comparison()
 
     def comparison(self) -> Predicate:
         left = self.operand()
-        if self.word("IS"):
-            negated = self.word("NOT")
-            if not self.word("NULL"):
+        if self.accept("IS"):
+            negated = self.accept("NOT")
+            if not self.accept("NULL"):
                 raise ValueError("IS what?")
             resolved = self.columns.resolve(left[1]) if left[0] == "col" else None
             if resolved is None:
                 return Unknown("IS NULL of a non-column")
             return IsNotNull(resolved[0]) if negated else IsNull(resolved[0])
-        negated = self.word("NOT")
-        if self.word("IN"):
-            if not self.punct("("):
+        negated = self.accept("NOT")
+        if self.accept("IN"):
+            if not self.accept_punct("("):
                 raise ValueError("IN without (")
             values = [self.operand()]
-            while self.punct(","):
+            while self.accept_punct(","):
                 values.append(self.operand())
-            if not self.punct(")"):
+            if not self.accept_punct(")"):
                 raise ValueError("IN without )")
             resolved = self.columns.resolve(left[1]) if left[0] == "col" else None
             if resolved is None or any(v[0] != "lit" for v in values) or _kind(resolved[1]) == "other" \
@@ -262,7 +222,7 @@ class _SqlParser:
             return Not(pred) if negated else pred
         if negated:
             raise ValueError("NOT what?")
-        tok = self.take()
+        tok = self.next()
         if tok.kind != "punct" or tok.text not in _OPS:
             raise ValueError(f"not a comparison: {tok.text}")
         right = self.operand()
@@ -275,7 +235,7 @@ class _SqlParser:
 
     def operand(self) -> tuple[str, Any]:
         """("col", name parts) or ("lit", value)."""
-        tok = self.take()
+        tok = self.next()
         if tok.kind == "string":
             return "lit", tok.value()
         if tok.kind == "number":
@@ -289,16 +249,18 @@ class _SqlParser:
             return "lit", tok.upper == "TRUE"
         if tok.kind == "word" and tok.upper == "NULL":
             return "lit", None
-        if tok.kind == "word" and tok.upper == "DATE" and (self.peek() is not None and self.peek().kind == "string"):
-            return "lit", dt.date.fromisoformat(self.take().value())
+        after = self.peek()
+        if tok.kind == "word" and tok.upper == "DATE" and after is not None and after.kind == "string":
+            return "lit", dt.date.fromisoformat(self.next().value())
         if tok.kind in ("word", "quoted"):
             parts = [tok.value()]
-            while self.punct("."):
-                nxt = self.take()
+            while self.accept_punct("."):
+                nxt = self.next()
                 if nxt.kind not in ("word", "quoted"):
                     raise ValueError("bad column path")
                 parts.append(nxt.value())
-            if self.peek() is not None and self.peek().kind == "punct" and self.peek().text == "(":
+            following = self.peek()
+            if following is not None and following.kind == "punct" and following.text == "(":
                 raise ValueError("a function call")
             return "col", parts
         raise ValueError(f"unexpected {tok.text}")

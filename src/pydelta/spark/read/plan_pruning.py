@@ -270,7 +270,5 @@ def _pruning(method: Any) -> Any:
 def unpruned(df: DataFrame, method: str, *args: Any) -> Any:
     """`df.<method>(*args)` (filter or join) without the pruning pass: for plans pydelta builds
     itself over files it already chose (deletion vectors, partition values, DML row matching)."""
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    plain = getattr(DataFrame, method)
+    plain = getattr(type(df), method)  # classic's or Spark Connect's DataFrame class
     return getattr(plain, "_pydelta_unpruned", plain)(df, *args)

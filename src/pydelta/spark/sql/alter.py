@@ -19,6 +19,13 @@ from pydelta.spark.sql.targets import DeltaTarget, resolve
 from pydelta.spark._typing import JavaObject, SparkSession
 
 
+DEFAULT_NOT_ALLOWED_ON_ADD = (
+    "[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] Failed to execute the command because "
+    "DEFAULT values are not supported when adding new columns to previously existing Delta tables; please add the "
+    "column without a default value first, then run a second ALTER TABLE ALTER COLUMN SET DEFAULT command to apply "
+    "for future inserted rows instead.")
+
+
 def _target(spark: SparkSession, table: Any) -> DeltaTarget | None:
     """The Delta table an ALTER statement names (UnresolvedTable / UnresolvedRelation), else None."""
     if jplan.kind(table) not in ("UnresolvedTable", "UnresolvedTableOrView", "UnresolvedRelation"):
@@ -115,11 +122,7 @@ def _add_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     for col in jplan.seq(plan.columnsToAdd()):
         name = tuple(str(p) for p in jplan.seq(col.name()))
         if jplan.option(col.default()) is not None:
-            raise DeltaAnalysisError("[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] Failed to "
-                                     "execute the command because DEFAULT values are not supported when adding new "
-                                     "columns to previously existing Delta tables; please add the column without a "
-                                     "default value first, then run a second ALTER TABLE ALTER COLUMN SET DEFAULT "
-                                     "command to apply for future inserted rows instead.")
+            raise DeltaAnalysisError(DEFAULT_NOT_ALLOWED_ON_ADD)
         columns.append(alter.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
                                        jplan.option(col.comment()), _position(jplan.option(col.position()))))
     alter.add_columns(spark, target.path, columns, display=target.display())

@@ -5,15 +5,15 @@ and serve each Delta target; a Connect client has no parser of Spark's. What is 
 
 1. Delta's own statements (DESCRIBE HISTORY/DETAIL, VACUUM, OPTIMIZE, RESTORE, ...), which
    pydelta parses itself on every session.
-2. Queries that read Delta tables by path (`delta.`/path``): each such relation becomes a
-   temporary view of pydelta's scan, and Spark runs the rewritten query.
+2. DML and DDL on Delta tables (INSERT, UPDATE, DELETE, MERGE, TRUNCATE, CREATE/REPLACE TABLE
+   ... USING delta, the common ALTER TABLE forms), read by `connect_grammar` with every
+   expression kept as SQL text, and run by `connect_statements`.
+3. Queries that read Delta tables by path (`delta.`/path``) or by catalog name (after FROM or
+   JOIN): each such relation becomes a temporary view of pydelta's scan, and Spark runs the
+   rewritten query.
 
-   Delta tables a query reads by catalog name (after FROM or JOIN) are served the same way.
-
-Any other statement on a Delta table (INSERT, UPDATE, DELETE, MERGE, ALTER, TRUNCATE on a
-Delta path or name; CREATE/REPLACE ... USING delta) raises DeltaNotImplementedError naming
-Spark Connect before anything runs; the DataFrame and DeltaTable APIs serve those
-operations over Connect. Statements that touch no Delta table reach Spark unchanged.
+Any other statement on a Delta table raises DeltaNotImplementedError naming Spark Connect
+before anything runs. Statements that touch no Delta table reach Spark unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable
 
-from pydelta.errors import DeltaNotImplementedError
+from pydelta.errors import DeltaNotImplementedError, DeltaParseError
+from pydelta.spark.sql.connect_grammar import parse_statement
+from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.statements import parse_utility, run_utility
 from pydelta.spark.sql.tokens import Token, tokenize
 from pydelta.spark._typing import SparkSession
@@ -129,9 +131,10 @@ def _creates_delta_table(tokens: list[Token]) -> bool:
         tokens[i].upper == "USING" and tokens[i + 1].upper == "DELTA" for i in range(len(tokens) - 1))
 
 
-def _refuse(what: str) -> DeltaNotImplementedError:
+def _refuse(what: str, unreadable: DeltaParseError | None = None) -> DeltaNotImplementedError:
+    why = f" ({unreadable})" if unreadable is not None else ""
     return DeltaNotImplementedError(
-        f"{what} through spark.sql over Spark Connect is not supported by pydelta yet: use the DataFrame "
+        f"{what} through spark.sql over Spark Connect is not supported by pydelta yet{why}: use the DataFrame "
         "writer (df.write.format('delta'), saveAsTable) or DeltaTable (create, delete, update, merge, "
         "optimize...) on this session, or a classic SparkSession for Delta SQL statements")
 
@@ -147,12 +150,23 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     if not tokens:
         return original(text)
     opening = tokens[0].upper if tokens[0].kind == "word" else tokens[0].text
+    try:
+        statement, unreadable = parse_statement(text), None
+    except DeltaParseError as error:
+        statement, unreadable = None, error
+    if statement is not None:
+        from pydelta.spark.sql.connect_statements import run_statement
+
+        result = run_statement(spark, statement, lambda query: run_connect_sql(spark, query, original))
+        if result is not NOT_DELTA:
+            return result
+        return original(text)
     if _creates_delta_table(tokens):
-        raise _refuse(f"{opening} TABLE ... USING delta")
+        raise _refuse(f"{opening} TABLE ... USING delta in this form", unreadable)
     paths = _delta_paths(tokens)
     target = _statement_target(tokens)
     if opening not in _QUERY_OPENINGS and (paths or (target and delta_table_location(spark, target))):
-        raise _refuse(f"{opening} on a Delta table")
+        raise _refuse(f"this {opening} statement on a Delta table", unreadable)
     relations = sorted(paths + (_named_relations(spark, tokens) if opening in _QUERY_OPENINGS else []))
     if not relations:
         return original(text)

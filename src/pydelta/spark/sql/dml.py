@@ -152,7 +152,7 @@ def _update(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
     alias, fix = _unaliased(spark, alias, node)
     table = _delta_table(spark, target, alias)
-    assignments = _assignments(plan, alias, _column_defaults(table), fix)
+    assignments = _assignments(plan, alias, column_defaults(table), fix)
     condition = jplan.option(plan.condition())
     prepared = prepare_update(spark, table.snapshot(), fix(condition).sql() if condition is not None else None,
                               column_mapping(assignments, "SET"), alias=alias)
@@ -172,7 +172,7 @@ def _merge(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     fix = _requalifier(spark, tables)
     source = _dataframe_of(spark, text, plan.sourceTable())
     table = _delta_table(spark, target, alias)
-    defaults = _column_defaults(table)
+    defaults = column_defaults(table)
     builder = table.merge(source, fix(plan.mergeCondition()).sql())
     for action in jplan.seq(plan.matchedActions()):
         builder = _merge_clause(builder, action, "matched", alias, defaults, fix)
@@ -185,7 +185,7 @@ def _merge(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     return builder.execute()
 
 
-def _column_defaults(table: Any) -> dict[str, str]:
+def column_defaults(table: Any) -> dict[str, str]:
     """lower-case column name -> the SQL its DEFAULT keyword stands for (typed; NULL without a default)."""
     from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY
 
@@ -211,141 +211,81 @@ def _assignments(action: Any, alias: str | None, defaults: dict[str, str], fix: 
     return out
 
 
+# Spark's merge action classes, by the clause action they stand for.
+_MERGE_ACTIONS = {"UpdateAction": "update", "UpdateStarAction": "updateAll", "DeleteAction": "delete",
+                  "InsertAction": "insert", "InsertStarAction": "insertAll"}
+
+
 def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defaults: dict[str, str],
                   fix: Requalify) -> Any:
     kind = jplan.kind(action)
     cond = jplan.option(action.condition())
     condition = fix(cond).sql() if cond is not None else None
-    if when == "matched":
-        if kind == "UpdateAction":
-            return builder.whenMatchedUpdate(condition, _assignments(action, alias, defaults, fix))
-        if kind == "UpdateStarAction":
-            return builder.whenMatchedUpdateAll(condition)
-        if kind == "DeleteAction":
-            return builder.whenMatchedDelete(condition)
-    elif when == "notMatched":
-        if kind == "InsertAction":
-            return builder.whenNotMatchedInsert(condition, _assignments(action, alias, defaults, fix))
-        if kind == "InsertStarAction":
-            return builder.whenNotMatchedInsertAll(condition)
-    else:
-        if kind == "UpdateAction":
-            return builder.whenNotMatchedBySourceUpdate(condition, _assignments(action, alias, defaults, fix))
-        if kind == "DeleteAction":
-            return builder.whenNotMatchedBySourceDelete(condition)
-    raise DeltaNotImplementedError(f"MERGE clause {kind} in WHEN {when.upper()} is not supported")
+    name = _MERGE_ACTIONS.get(kind, kind)
+    assignments = _assignments(action, alias, defaults, fix) if name in ("update", "insert") else {}
+    return merge_clause(builder, when, name, condition, assignments)
+
+
+def merge_clause(builder: Any, when: str, action: str, condition: str | None, assignments: dict[str, str]) -> Any:
+    """Add one WHEN clause to a DeltaTable merge builder (both SQL fronts read clauses into this form).
+
+    `when` is matched / notMatched / notMatchedBySource; `action` update, updateAll, delete,
+    insert or insertAll; `assignments` the SET / VALUES as {column: SQL}."""
+    clauses = {
+        ("matched", "update"): lambda: builder.whenMatchedUpdate(condition, assignments),
+        ("matched", "updateAll"): lambda: builder.whenMatchedUpdateAll(condition),
+        ("matched", "delete"): lambda: builder.whenMatchedDelete(condition),
+        ("notMatched", "insert"): lambda: builder.whenNotMatchedInsert(condition, assignments),
+        ("notMatched", "insertAll"): lambda: builder.whenNotMatchedInsertAll(condition),
+        ("notMatchedBySource", "update"): lambda: builder.whenNotMatchedBySourceUpdate(condition, assignments),
+        ("notMatchedBySource", "delete"): lambda: builder.whenNotMatchedBySourceDelete(condition),
+    }
+    add = clauses.get((when, action))
+    if add is None:
+        raise DeltaNotImplementedError(f"MERGE clause {action} in WHEN {when.upper()} is not supported")
+    return add()
 
 
 def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, _, _ = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-
     from pydelta.log.snapshot import load_snapshot
+    from pydelta.spark.ddl.column_defaults import values_with_defaults
     from pydelta.spark.read.scan import spark_schema
-    from pydelta.spark.write.store_assignment import inserted, widens_on_insert
-    from pydelta.spark.write.conform import nullable_type
-    from pydelta.spark.write.dataframe import write_dataframe
+    from pydelta.spark.sql.insert import field_lookup, insert_into, positional_columns
 
     snapshot = load_snapshot(target.path)
     schema = spark_schema(snapshot.schema)
     static = {str(k): jplan.option(v) for k, v in jplan.scala_map(plan.partitionSpec()).items()}
-    static_given = {k: v for k, v in static.items() if v is not None}
     user_cols = [str(c) for c in jplan.seq(plan.userSpecifiedCols())]
     by_name = bool(plan.byName())
-    table_cols = [f.name for f in schema.fields]
-
-    def field_of(name: str) -> Any:
-        for f in schema.fields:
-            if f.name.lower() == name.lower():
-                return f
-        raise DeltaAnalysisError(f"[UNRESOLVED_COLUMN] column {name!r} is not in table {target.display()}")
-
-    from pydelta.spark.ddl.column_defaults import default_value, values_with_defaults
-
-    positional = user_cols or [c for c in table_cols if c.lower() not in {k.lower() for k in static_given}]
-    data = None if by_name else values_with_defaults(spark, plan.query(), positional, field_of)
+    data = None if by_name else values_with_defaults(spark, plan.query(), positional_columns(schema, user_cols, static),
+                                                     field_lookup(schema, target))
     if data is None:
         data = _dataframe_of(spark, text, plan.query())
-
-    if by_name:
-        columns = list(data.columns)
-    elif user_cols:
-        columns = user_cols
-    else:
-        columns = [c for c in table_cols if c.lower() not in {k.lower() for k in static_given}]
-    options: dict[str, Any] = {}
-    if jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution():
-        options["mergeSchema"] = "true"  # INSERT WITH SCHEMA EVOLUTION
-    extra = _evolved_columns(spark, data, columns, options) if not by_name and not user_cols else []
-    columns = columns + extra
-    if not by_name and len(data.columns) != len(columns):
-        raise DeltaAnalysisError(
-            f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {target.display()}: the data has {len(data.columns)} "
-            f"columns, the target {len(columns)} ({', '.join(columns)})"
-        )
-    widen = widens_on_insert(spark, snapshot.configuration, options)
-    exprs = []
-    if not by_name:  # positional: the query's own names may repeat (CAST(id AS STRING) is named `id` too)
-        data = data.toDF(*[f"__pydelta_insert_{i}" for i in range(len(data.columns))])
-    for source, name in zip(data.schema.fields, columns):
-        if name in extra:  # a new column: schema evolution adds it with the source's type
-            exprs.append(F.col(quote_parts([source.name])).alias(name))
-            continue
-        exprs.append(inserted(F.col(quote_parts([source.name])), source.dataType, field_of(name), widen))
-    for name, value in static_given.items():
-        exprs.append(inserted(F.lit(value), StringType(), field_of(name), widen=False))
-    data = data.select(*exprs)
-    present = {c.lower() for c in data.columns}
-    generated = {f.name for f in snapshot.schema.fields
-                 if "delta.generationExpression" in (f.metadata or {}) or "delta.identity.start" in (f.metadata or {})}
-    for field in schema.fields:  # columns not given are NULL (generated and identity ones are computed on write)
-        if field.name.lower() not in present and field.name not in generated:
-            default = default_value(field)
-            value = default if default is not None else F.lit(None)
-            data = data.withColumn(field.name, value.cast(nullable_type(field.dataType)))
-    mode = "overwrite" if plan.overwrite() else "append"
     replace = jplan.option(plan.replaceCriteriaOpt()) if jplan.has_method(plan, "replaceCriteriaOpt") else None
+    replace_where = None
     if replace is not None:
         cond = replace.cond()
-        options["replaceWhere"] = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
-        mode = "overwrite"
-    elif plan.overwrite() and static_given:
-        options["replaceWhere"] = " AND ".join(
-            f"`{field_of(k).name}` <=> CAST({jplan.string_literal(v)} AS {field_of(k).dataType.simpleString()})"
-            for k, v in static_given.items())
-    elif plan.overwrite() and static and len(static_given) < len(static):
-        options["partitionOverwriteMode"] = "dynamic"
-    write_dataframe(data, target.path, mode, None, options)
+        replace_where = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
+    evolve = bool(jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution())
+    insert_into(spark, target, snapshot, data, by_name=by_name, user_cols=user_cols, static=static,
+                overwrite=bool(plan.overwrite()), replace_where=replace_where, evolve=evolve)
     return jplan.empty_result(spark)
 
 
-
-
-def _evolved_columns(spark: SparkSession, data: Any, columns: list[str], options: dict[str, Any]) -> list[str]:
-    """Names of the query's trailing columns beyond the table's, when schema evolution is on:
-    delta-spark's by-position INSERT adds them to the table (without evolution: an arity error)."""
-    from pydelta.spark.write.options import merge_schema_requested, session_conf
-
-    if len(data.columns) <= len(columns) or not merge_schema_requested(options, session_conf(spark)):
-        return []
-    taken = {c.lower() for c in columns}
-    extra = list(data.columns[len(columns):])
-    if any(c.lower() in taken for c in extra):
-        return []  # a clash: the arity error below says what is wrong
-    return extra
-
-
 def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:
-    """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark
-    (4.3+): no commit when the table has no files; metrics numRemovedFiles and executionTimeMs."""
-    table = plan.table()
-    parts = jplan.identifier_parts(table)
-    target = resolve(spark, parts)
+    target = resolve(spark, jplan.identifier_parts(plan.table()))
     if target is None:
         return NOT_DELTA
+    truncate(spark, target)
+    return jplan.empty_result(spark)
+
+
+def truncate(spark: SparkSession, target: DeltaTarget) -> None:
+    """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark
+    (4.3+): no commit when the table has no files; metrics numRemovedFiles and executionTimeMs."""
     from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.dml.delete import prepare_delete
     from pydelta.txn.commit_info import Operation
@@ -353,12 +293,11 @@ def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     snapshot = load_snapshot(target.path)
     prepared = prepare_delete(spark, snapshot, None)
     if snapshot.num_files == 0:
-        return jplan.empty_result(spark)
+        return
     prepared.operation = Operation.truncate()
     prepared.metrics = {"numRemovedFiles": prepared.metrics.get("numRemovedFiles", snapshot.num_files),
                         "executionTimeMs": prepared.metrics.get("executionTimeMs", 0)}
     prepared.commit()
-    return jplan.empty_result(spark)
 
 
 def _truncate_partition(spark: SparkSession, text: str, plan: JavaObject) -> Any:

@@ -38,6 +38,13 @@ def path_parts(parts: list[str] | tuple[str, ...]) -> str | None:
 def _is_temp_view(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> bool:
     if len(parts) != 1:
         return False
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):  # no parser on the client: the catalog says whether the name is a temp view
+        try:
+            return bool(spark.catalog.getTable(quote_parts(parts)).isTemporary)
+        except Exception:  # noqa: BLE001 - no such table or view
+            return False
     return bool(spark._jsparkSession.sessionState().catalog().isTempView(
         spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(quote_parts(parts))))
 

@@ -8,6 +8,10 @@ pydelta's batch write path (Spark's own Parquet writer) as one commit carrying
 `txn(appId=query id, version=batch id)` and a STREAMING UPDATE commitInfo. A batch
 that Spark replays after a crash finds its txn already committed and is skipped,
 which is how DeltaSink gets exactly-once output. Every other format is untouched.
+
+On a Spark Connect client the same foreachBatch query runs on the server: Connect's writer
+keeps its settings in its plan message, and ConnectBatchWriter (pickled to the server's Python
+worker, where pydelta is installed) commits each micro-batch the same way.
 """
 
 from __future__ import annotations
@@ -201,12 +205,11 @@ def start_query(writer: Any, spec: SinkSpec) -> Any:
     return _query_class()(writer._jwrite.start(), failure)
 
 
-def _table_location(writer: Any, name: str, options: dict[str, Any]) -> tuple[str, bool]:
+def _table_location(spark: Any, name: str, options: dict[str, Any]) -> tuple[str, bool]:
     """(location of the Delta table `name`, whether the name is new and must be registered)."""
     from pydelta.errors import TableAlreadyExistsError
     from pydelta.spark.catalog import default_location, delta_location, lookup
 
-    spark = writer._spark
     entry = lookup(spark, name)
     if entry is not None and (entry.provider or "").lower() != "delta":
         raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
@@ -301,7 +304,7 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         from pydelta.spark.catalog import register_table
 
         st = _state(self)
-        location, register = _table_location(self, tableName, st["options"])
+        location, register = _table_location(self._spark, tableName, st["options"])
         spec = make_spec(self._df, location, st["mode"], st["partition_by"], st["options"])
         if register:  # as Spark's toTable: a new name enters the catalog before the query starts
             register_table(self._spark, tableName, location, self._df.schema)
@@ -310,23 +313,90 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
     return toTable
 
 
-def _refuse_over_connect(original: Any) -> Any:
-    """Connect's DataStreamWriter: the Delta sink is not served there yet (other sinks are)."""
+class ConnectBatchWriter:
+    """The foreachBatch function of a Delta sink started from a Spark Connect client.
 
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        fmt = kwargs.get("format") or self._write_proto.format
-        if str(fmt or "").lower() == "delta" or (original.__name__ == "toTable" and not fmt):
-            from pydelta.errors import DeltaNotImplementedError
+    Spark Connect runs foreachBatch functions in a Python worker on the server (pydelta installed
+    there), on a Connect session of its own: each micro-batch is one commit through the same
+    batch path as on classic sessions, with txn(appId = query id, version = batch id). The query id
+    is the one Spark keeps in `<checkpointLocation>/metadata`, so a batch replayed after any crash
+    or client kill, by this query or a restart of it, finds its txn committed and is skipped."""
 
-            if str(fmt or "").lower() == "delta" or _names_delta_table(self._session, args, kwargs):
-                raise DeltaNotImplementedError(
-                    "the Delta streaming sink over Spark Connect is not supported by pydelta yet: a Delta table "
-                    "can be a stream's source on this session; write the stream on a classic SparkSession, or "
-                    "use foreachBatch with pydelta.write on a classic session")
-        return original(self, *args, **kwargs)
+    def __init__(self, spec: SinkSpec, checkpoint: str) -> None:
+        self.spec = spec
+        self.checkpoint = checkpoint
 
-    method.__name__ = original.__name__
-    return method
+    def query_id(self) -> str:
+        import json
+
+        from pydelta.log.storage import storage_for, to_local_path
+
+        root = to_local_path(self.checkpoint).rstrip("/")
+        return str(json.loads(storage_for(root).read(f"{root}/metadata"))["id"])
+
+    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
+        # The worker's session is a clone of the client's: pydelta's settings are already on it.
+        write_batch(self.spec, batch_df, int(batch_id), self.query_id())
+
+
+def _connect_start(original: Any) -> Any:
+    """Connect's DataStreamWriter._start_internal (behind start and toTable): a Delta sink runs as
+    a foreachBatch query (ConnectBatchWriter); every other sink is Spark's."""
+
+    def _start_internal(self: Any, path: str | None = None, tableName: str | None = None,  # noqa: N803
+                        format: str | None = None, outputMode: str | None = None,  # noqa: A002, N803
+                        partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:  # noqa: N803
+        self.options(**options)
+        if outputMode is not None:
+            self.outputMode(outputMode)
+        if partitionBy is not None:
+            self.partitionBy(partitionBy)
+        if format is not None:
+            self.format(format)
+        if queryName is not None:
+            self.queryName(queryName)
+        proto = self._write_proto
+        fmt = str(proto.format or "").lower()
+        # toTable without a format writes in the table's own: Delta when the table is one.
+        into_delta_table = tableName is not None and not fmt and _names_delta_table(self._session, (tableName,), {})
+        if fmt != "delta" and not into_delta_table:
+            return original(self, path=path, tableName=tableName)
+        return _start_connect_delta(self, path, tableName)
+
+    _start_internal.__name__ = original.__name__
+    return _start_internal
+
+
+def _start_connect_delta(writer: Any, path: str | None, table_name: str | None) -> Any:
+    import uuid
+
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    spark, proto = writer._session, writer._write_proto
+    df = ConnectDataFrame(writer._write_stream._child, spark)
+    options = dict(proto.options)
+    partition_by = list(proto.partitioning_column_names) or None
+    register = False
+    if table_name is not None:
+        path, register = _table_location(spark, table_name, options)
+    path = path or _get(options, "path")
+    if path is None:
+        raise DeltaIllegalArgumentError("'path' is not specified")
+    spec = make_spec(df, path, proto.output_mode or None, partition_by, options)
+    checkpoint = _get(options, "checkpointLocation")
+    if checkpoint is None:  # the session's default: Spark's own choice of sub-directory, made here
+        checkpoint = f"{spark.conf.get(CHECKPOINT_CONF).rstrip('/')}/{proto.query_name or uuid.uuid4()}"
+        writer.option("checkpointLocation", checkpoint)
+    if register and table_name is not None:  # as Spark's toTable: a new name enters the catalog first
+        from pydelta.spark.catalog import register_table
+
+        register_table(spark, table_name, path, df.schema)
+    while len(proto.partitioning_column_names) > 0:  # foreachBatch takes no partitioning: the spec has it
+        proto.partitioning_column_names.pop()
+    proto.ClearField("path")
+    proto.ClearField("table_name")
+    writer.foreachBatch(ConnectBatchWriter(spec, str(checkpoint)))
+    return writer._pydelta_start_internal()
 
 
 def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
@@ -347,8 +417,9 @@ def _install_connect() -> None:
     connect = connect_classes()
     if connect is None or connect.stream_writer.__dict__.get("_pydelta_hooked", False):
         return
-    for name in ("start", "toTable"):
-        setattr(connect.stream_writer, name, _refuse_over_connect(getattr(connect.stream_writer, name)))
+    original = getattr(connect.stream_writer, "_start_internal")
+    setattr(connect.stream_writer, "_pydelta_start_internal", original)
+    setattr(connect.stream_writer, "_start_internal", boundary(_connect_start(original)))
     setattr(connect.stream_writer, "_pydelta_hooked", True)
 
 

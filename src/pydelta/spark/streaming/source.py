@@ -70,6 +70,7 @@ from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, par
 from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
 from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 
+
 def _hadoop_path(root: str) -> str:
     """A table root as delta-spark's messages show it (a Hadoop Path: `file:/tmp/t` for a local path)."""
     return f"file:{root}" if root.startswith("/") else root

@@ -200,7 +200,7 @@ class _LocalFiles:
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         os.rename(source, dest)
         st = os.stat(dest)
-        return st.st_size, int(st.st_mtime * 1000)
+        return st.st_size, st.st_mtime_ns // 1_000_000
 
     def remove(self, path: str) -> None:
         os.unlink(path)

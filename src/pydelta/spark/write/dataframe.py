@@ -143,6 +143,12 @@ def _predicate_of(spark: SparkSession, snapshot: Snapshot, sql: str) -> Predicat
     from pydelta.spark.predicates import filter_condition, translate
 
     base = build_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):  # the server checks the predicate; the client translates what it can of it
+        from pydelta.spark.dml.conditions import analyze
+
+        return analyze(base, sql, "the predicate").predicate()
     try:
         return translate(filter_condition(base._jdf, sql))
     except Exception as e:
