@@ -201,7 +201,12 @@ class CommitOwnerMismatchError(CommitOwnerError):
 
 
 class CatalogManagedTableError(UnsupportedFeatureError):
-    """Writing a catalogManaged table needs the catalog's committer, which pydelta does not have."""
+    """A catalogManaged table of a catalog pydelta has no client for (reads and writes go through it)."""
+
+
+class CatalogManagedOperationBlockedError(DeltaError):
+    """A maintenance operation (VACUUM, OPTIMIZE, REORG, log cleanup) on a catalog-managed table
+    that its catalog does not permit (PROTOCOL.md: none unless the catalog says so)."""
 
 
 class StorageAccessError(DeltaError, OSError):

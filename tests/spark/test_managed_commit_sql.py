@@ -84,3 +84,41 @@ def test_alter_table_converts_an_existing_table(spark, tmp_path):
                    (location / "_delta_log" / f"{0:020d}.json").read_text().splitlines() if '"metaData"' in line)
     assert _ratified_versions("sqlite", conf, meta_id)[-1] == 2
     assert RsTable(str(location)).to_pyarrow_table().column("id").to_pylist() == [4]
+
+
+@pytest.mark.parametrize("owner", ["sqlite", "postgres"])
+def test_sql_creates_a_catalog_managed_table_and_maintenance_waits_for_the_catalog(spark, tmp_path, owner):
+    """TBLPROPERTIES naming one of pydelta's catalogs make a catalog-managed table (PROTOCOL.md):
+    commits staged in _staged_commits/ and ratified by the catalog's own database; VACUUM and
+    OPTIMIZE refused until the catalog permits them."""
+    from pydelta.log.catalog_maintenance import grant_maintenance
+
+    conf = owner_conf(owner, tmp_path, "catalogManaged")
+    name = f"cm_sql_{owner}_{uuid.uuid4().hex[:8]}"
+    location = tmp_path / "t"
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in conf.items())
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) USING delta LOCATION '{location}' TBLPROPERTIES ({props})")
+    try:
+        spark.sql(f"INSERT INTO {name} VALUES (1), (2)")
+        spark.sql(f"DELETE FROM {name} WHERE id = 1")
+        log = location / "_delta_log"
+        protocol = next(json.loads(line)["protocol"] for line in (log / f"{0:020d}.json").read_text().splitlines()
+                        if '"protocol"' in line)
+        assert "catalogManaged" in protocol["readerFeatures"]
+        assert sorted(p.name[:20] for p in (log / "_staged_commits").glob("*.json")) == [f"{1:020d}", f"{2:020d}"]
+        table_id = json.loads(next(line for line in (log / f"{0:020d}.json").read_text().splitlines()
+                                   if '"metaData"' in line))["metaData"]["id"]
+        db_conf = {OWNER_CONF: conf["io.pydelta.catalog.conf"]}
+        assert _ratified_versions(owner, db_conf, table_id) == [1, 2]
+        assert [r.id for r in spark.table(name).collect()] == [2]
+        for statement in (f"VACUUM {name} RETAIN 0 HOURS", f"OPTIMIZE {name}"):
+            with pytest.raises(Exception, match="blocked by the catalog"):
+                spark.sql(statement)
+        spark.sql(f"INSERT INTO {name} VALUES (3)")
+        spark.sql(f"INSERT INTO {name} VALUES (4)")
+        grant_maintenance(str(location), "optimize")
+        assert spark.sql(f"OPTIMIZE {name}").collect()[0].metrics.numFilesRemoved >= 2
+        assert [r.operation for r in spark.sql(f"DESCRIBE HISTORY {name}").collect()][0] == "OPTIMIZE"
+        assert sorted(r.id for r in spark.table(name).collect()) == [2, 3, 4]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

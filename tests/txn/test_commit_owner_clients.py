@@ -88,7 +88,7 @@ def test_readers_relist_when_the_owner_stopped_tracking_a_version(tmp_path: Path
     append(root, [{"id": 1, "part": "a", "value": "x"}])
     append(root, [{"id": 2, "part": "a", "value": "y"}])
     # the owner tracks nothing any more but says version 2 is ratified: the reader must relist
-    found = owner_commits(stale.storage, root, stale.metadata, stale.protocol, 0)
+    found, _ = owner_commits(stale.storage, root, stale.metadata, stale.protocol, 0)
     assert [(v, os.path.basename(f.path)) for v, f in found] == [(1, f"{1:020d}.json"), (2, f"{2:020d}.json")]
     assert stale.update().version == 2
 

@@ -18,6 +18,7 @@ import pytest
 
 import pydelta
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 
 from .writers import write_data_file
@@ -40,8 +41,9 @@ def postgres_unreachable_reason() -> str | None:
     return None
 
 
-def owner_conf(owner: str, tmp_path: Path) -> dict[str, str]:
-    """Table properties turning managed commits on with `owner` (sqlite: a db file in tmp_path)."""
+def owner_conf(owner: str, tmp_path: Path, kind: str = "managedCommit") -> dict[str, str]:
+    """Table properties turning managed commits on with `owner` (sqlite: a db file in tmp_path);
+    with kind "catalogManaged", making the table catalog-managed by that store instead."""
     if owner == "postgres":
         reason = postgres_unreachable_reason()
         if reason:
@@ -51,6 +53,8 @@ def owner_conf(owner: str, tmp_path: Path) -> dict[str, str]:
         conf = {"dsn": PG_DSN}
     else:
         conf = {"path": str(tmp_path / "owner.sqlite3")}
+    if kind == "catalogManaged":
+        return {CATALOG_KEY: owner, CATALOG_CONF_KEY: json.dumps(conf, sort_keys=True)}
     return {COMMIT_OWNER_KEY: owner, COMMIT_OWNER_CONF_KEY: json.dumps(conf, sort_keys=True)}
 
 
@@ -88,10 +92,30 @@ def cmd_append_stream(root: str, worker: int, count: int, ready_file: str | None
         snapshot = txn.post_commit_snapshot()
 
 
+def cmd_die_before_publish(root: str) -> None:
+    """One append whose process is killed (SIGKILL, by itself) right after the catalog ratified
+    the commit and before anything is published; prints the ids it staged first."""
+    import signal
+
+    from pydelta.log.commit_owners.base import CommitOwnerClient
+
+    def killed(*args: Any, **kwargs: Any) -> int:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return -1
+
+    CommitOwnerClient.backfill_to_version = killed  # type: ignore[method-assign]  # the kill point
+    rows = [{"id": 424242, "part": "k", "value": "killed"}]
+    print(json.dumps({"ids": [r["id"] for r in rows]}), flush=True)
+    txn = OptimisticTransaction(root, pydelta.load_snapshot(root), post_commit_hooks=False)
+    txn.commit([write_data_file(root, rows)], Operation.write("Append", []))
+
+
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
     if command == "append-stream":
         cmd_append_stream(args[0], int(args[1]), int(args[2]), args[3] if len(args) > 3 else None)
+    elif command == "die-before-publish":
+        cmd_die_before_publish(args[0])
     else:
         raise SystemExit(f"unknown command {command}")
     return 0

@@ -155,13 +155,17 @@ def _unreferenced_sidecars(storage: Storage, log_dir: str, remaining: list[FileI
 
 
 def _expired_unbackfilled(storage: Storage, log_dir: str, checkpoint_version: int) -> list[FileInfo]:
-    """`_delta_log/_commits/<v>.<uuid>.json` files with v <= the cutoff checkpoint, oldest first."""
+    """`_delta_log/_commits/<v>.<uuid>.json` (managed commits) and `_staged_commits/` (catalog-managed)
+    files with v <= the cutoff checkpoint, oldest first."""
+    from pydelta.log.commit_owners.base import UNPUBLISHED_DIRS
+
     out = []
-    for f in storage.list_from(os.path.join(log_dir, "_commits", _LIST_ALL)):
-        m = _UNBACKFILLED.match(f.name)
-        if m and int(m.group(1)) <= checkpoint_version:
-            out.append(f)
-    return out
+    for directory in UNPUBLISHED_DIRS:
+        for f in storage.list_from(os.path.join(log_dir, directory, _LIST_ALL)):
+            m = _UNBACKFILLED.match(f.name)
+            if m and int(m.group(1)) <= checkpoint_version:
+                out.append(f)
+    return sorted(out, key=lambda f: f.name)
 
 
 def cleanup_expired_logs(
@@ -178,6 +182,10 @@ def cleanup_expired_logs(
     conf = snapshot.metadata.configuration
     if conf.get(ENABLE_CLEANUP_KEY, "true").strip().lower() == "false":
         return []
+    from pydelta.log.catalog_maintenance import maintenance_permitted
+
+    if not maintenance_permitted(snapshot, "metadataCleanup"):
+        return []  # a catalog-managed table: only where its catalog permits it (PROTOCOL.md)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     cutoff = _cutoff_ms(snapshot, now, retention_ms, granularity_ms)
     storage = snapshot.storage

@@ -214,20 +214,34 @@ class Snapshot:
     def with_owner_commits(self, end: int | None = None) -> "Snapshot":
         """Managed commits: this snapshot plus the owner's ratified, un-backfilled commits (up to `end`).
 
-        A file-system table (no `delta.managedCommit.commitOwner`) is returned unchanged.
+        A catalogManaged table (PROTOCOL.md) reads to its catalog's latest ratified version L:
+        published files past L are not part of the table (nor are staged files the catalog did
+        not ratify), so a snapshot listed past L is rebuilt at L. A file-system table (no owner,
+        no catalog) is returned unchanged.
         """
-        if "delta.managedCommit.commitOwner" not in self.metadata.configuration and (
-            "managedCommit" not in (self.protocol.writer_features or frozenset())
+        conf = self.metadata.configuration
+        features = (self.protocol.writer_features or frozenset()) | (self.protocol.reader_features or frozenset())
+        if not ({"delta.managedCommit.commitOwner", "io.pydelta.catalog"} & conf.keys()) and not (
+            {"managedCommit", "catalogManaged", "catalogOwned-preview"} & features
         ):
             return self
         from pydelta.log.commit_owners.reader import owner_commits
 
-        return self.applying(owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end))
+        commits, latest = owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end)
+        if "catalogManaged" in features and self.version > latest:
+            if latest < 0:
+                raise DeltaTableNotFoundError(
+                    f"{self.table_root} is catalog-managed and its catalog has no ratified version of it")
+            return _snapshot_at(self.storage, self.table_root, latest)
+        return self.applying(commits)
 
     @property
     def unbackfilled_commits(self) -> list[tuple[int, FileInfo]]:
-        """Commits of this snapshot read from `_delta_log/_commits/` (managed commits not yet backfilled)."""
-        return [(v, f) for v, f in self.segment.commits if os.path.basename(os.path.dirname(f.path)) == "_commits"]
+        """Commits of this snapshot read from `_delta_log/_commits/` or `_staged_commits/` (ratified
+        by a commit owner or catalog, not published yet)."""
+        from pydelta.log.commit_owners.base import UNPUBLISHED_DIRS
+
+        return [(v, f) for v, f in self.segment.commits if os.path.basename(os.path.dirname(f.path)) in UNPUBLISHED_DIRS]
 
     def __repr__(self) -> str:
         return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"
@@ -237,6 +251,11 @@ def _normalize_root(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise DeltaIllegalArgumentError(f"invalid table path {path!r}")
     return to_local_path(path).rstrip("/") or "/"
+
+
+def _snapshot_at(storage: Storage, root: str, version: int) -> Snapshot:
+    segment = build_segment(storage, root, version)
+    return Snapshot(root, storage, segment, _replay(storage, root, segment))
 
 
 def _owner_version(storage: Storage, root: str, version: int) -> Snapshot | None:

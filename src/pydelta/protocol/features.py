@@ -87,7 +87,8 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("variantShredding-preview", auto=True),
         # Catalog-managed tables (the successor of managed commits): readable up to their
         # published version, writable only through the catalog's committer.
-        _rw("catalogManaged", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False, reads=True),
+        _rw("catalogManaged", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=True, reads=True,
+            writes=True),  # through pydelta's catalogs only (txn: io.pydelta.catalog)
         _rw("catalogOwned-preview", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=False, reads=True),
         _rw("geospatial", auto=True, reads=True, writes=True),
         _rw("geospatial-dev", reads=True, writes=True),

@@ -19,6 +19,7 @@ from pydelta.errors import (
 )
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
+from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
@@ -27,6 +28,7 @@ from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import ICT_ENABLED
 
 __all__ = [
+    "require_maintenance_permitted",
     "refuse_catalog_managed",
     "with_managed_commit_requirements",
     "without_managed_commit",
@@ -36,35 +38,60 @@ __all__ = [
 ]
 
 
-def refuse_catalog_managed(protocol: Protocol) -> None:
-    """catalogManaged tables accept commits only through their catalog's committer."""
+def refuse_catalog_managed(protocol: Protocol, metadata: Metadata | None) -> None:
+    """A catalog-managed table accepts commits only through its catalog: pydelta's own catalogs
+    (`io.pydelta.catalog`) for the `catalogManaged` feature; never the preview spelling."""
     found = CATALOG_MANAGED_FEATURES & (
         (protocol.writer_features or frozenset()) | (protocol.reader_features or frozenset())
     )
-    if found:
-        names = ", ".join(sorted(found))
-        raise CatalogManagedTableError(
-            f"cannot write to a table with the {names} table feature: its commits must go through the catalog "
-            "that owns it (ratified in _delta_log/_staged_commits/, then published), and pydelta has no catalog "
-            "committer; the table is read-only here (readable up to its published version)",
-            found,
-        )
+    if not found or (found == {"catalogManaged"} and metadata is not None
+                     and CATALOG_KEY in metadata.configuration):
+        return
+    names = ", ".join(sorted(found))
+    raise CatalogManagedTableError(
+        f"cannot write to a table with the {names} table feature: its commits must go through the catalog "
+        f"that manages it, and pydelta has a committer only for its own catalogs ({CATALOG_KEY}); "
+        "write it through its catalog's engine",
+        found,
+    )
+
+
+# Maintenance operations PROTOCOL.md leaves to the catalog of a catalog-managed table, by name.
+MAINTENANCE_OPERATIONS = {"metadataCleanup": "metadata cleanup", "vacuum": "VACUUM", "optimize": "OPTIMIZE",
+                          "reorg": "REORG"}
+
+
+def require_maintenance_permitted(snapshot: Any, operation: str) -> None:
+    """CatalogManagedOperationBlockedError unless `operation` may run on the table."""
+    from pydelta.errors import CatalogManagedOperationBlockedError
+    from pydelta.log.catalog_maintenance import maintenance_permitted
+
+    if not maintenance_permitted(snapshot, operation):
+        raise CatalogManagedOperationBlockedError(
+            f"[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] {MAINTENANCE_OPERATIONS[operation]} is blocked by "
+            f"the catalog for catalog-managed table {snapshot.table_root}: PROTOCOL.md allows it only where the "
+            "managing catalog permits it (pydelta's catalogs: grant it with "
+            "pydelta.log.catalog_maintenance.grant_maintenance)")
 
 
 def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
-    """Enabling managed commits enables in-commit timestamps (seed 001's writer requirement)."""
+    """Enabling managed commits (seed 001) or a pydelta catalog (catalogManaged) enables in-commit
+    timestamps: both require them of every writer."""
     conf = metadata.configuration
-    if COMMIT_OWNER_KEY not in conf:
-        if COMMIT_OWNER_CONF_KEY in conf:
-            raise InvalidTableError(f"{COMMIT_OWNER_CONF_KEY} is set without {COMMIT_OWNER_KEY}")
+    key, conf_key = (CATALOG_KEY, CATALOG_CONF_KEY) if CATALOG_KEY in conf else (COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY)
+    if key not in conf:
+        for orphan_conf, owner_key in ((COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY), (CATALOG_CONF_KEY, CATALOG_KEY)):
+            if orphan_conf in conf:
+                raise InvalidTableError(f"{orphan_conf} is set without {owner_key}")
         return metadata
     from pydelta.log.commit_owners.base import parse_owner_conf
 
-    parse_owner_conf(conf.get(COMMIT_OWNER_CONF_KEY))
+    parse_owner_conf(conf.get(conf_key), conf_key)
     raw = conf.get(ICT_ENABLED)
     if raw is not None and str(raw).strip().lower() != "true":
         raise InvalidTableError(
-            f"managed commits ({COMMIT_OWNER_KEY}) require in-commit timestamps, but {ICT_ENABLED}={raw!r}"
+            f"{'catalog-managed tables' if key == CATALOG_KEY else 'managed commits'} ({key}) require in-commit "
+            f"timestamps, but {ICT_ENABLED}={raw!r}"
         )
     if raw is None:
         return replace(metadata, configuration={**conf, ICT_ENABLED: "true"})

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydelta.errors import CommitOwnerConflictError, CommitOwnerMismatchError, ConcurrentWriteException
 from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
-from pydelta.log.commit_owners.registry import OwnerSpec, commit_owner, owner_spec
+from pydelta.log.commit_owners.registry import OwnerSpec, client_of, owner_spec
 from pydelta.log.file_info import FileInfo
 from pydelta.log.segment import list_log, log_dir_of
 from pydelta.log.storage import FileAlreadyExistsError, Storage
@@ -56,10 +56,17 @@ class PreparedCommit:
 
 
 def publish_route(read: OwnerSpec | None, new: OwnerSpec | None, read_md: Metadata | None, new_md: Metadata) -> str:
-    """How a commit is published: fs, managed, to_managed or to_fs; refuses an owner switch."""
+    """How a commit is published: fs, managed, to_managed or to_fs; refuses an owner switch.
+
+    A catalog-managed table is created (or a file-system table upgraded) by a file-system
+    commit its catalog accepts first (to_managed, as delta-spark and delta-kernel-rs create
+    version 0); it never leaves its catalog (PROTOCOL.md has no way back)."""
     if read is None:
         return "fs" if new is None else "to_managed"
     if new is None:
+        if read.catalog_managed:
+            raise CommitOwnerMismatchError("a catalog-managed table cannot leave its catalog: its commits must go "
+                                           "through the catalog (io.pydelta.catalog cannot be unset)")
         return "to_fs"
     if not read.same_as(new):
         raise CommitOwnerMismatchError(
@@ -169,12 +176,12 @@ class CommitWriter:
         assert md is not None
         if prepared.route == "to_managed":
             assert prepared.new_owner is not None
-            owner = commit_owner(prepared.new_owner.name, prepared.new_owner.conf)
+            owner = client_of(prepared.new_owner)
             owner.register_table(md.id, self.table_root, version)
             self.storage.put_if_absent(self.commit_path(version), payload)
             return
         assert prepared.read_owner is not None
-        owner = commit_owner(prepared.read_owner.name, prepared.read_owner.conf)
+        owner = client_of(prepared.read_owner)
         table_id = self.snapshot.metadata.id if self.snapshot is not None else md.id
         stamp = prepared.ict if prepared.ict is not None else self.clock()
         if prepared.route == "to_fs":
@@ -210,7 +217,7 @@ class CommitWriter:
             from pydelta.log.commit_owners.reader import owner_commits
 
             md, proto = self.snapshot.metadata, self.snapshot.protocol
-            for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1):
+            for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1)[0]:
                 listing.setdefault(v, info)
         return listing
 

@@ -120,7 +120,7 @@ class OptimisticTransaction:
         self._post_snapshot: "Snapshot | None" = None
         if snapshot is not None:
             # Refuse early, before the caller writes any data file.
-            refuse_catalog_managed(snapshot.protocol)
+            refuse_catalog_managed(snapshot.protocol, snapshot.metadata)
             snapshot.protocol.check_writable()
             owner_spec(snapshot.metadata, snapshot.protocol)  # invalid managed-commit states
         else:
@@ -173,7 +173,7 @@ class OptimisticTransaction:
             current = without_managed_commit(current)  # converting to the file system drops the feature
         stored, protocol = pu.metadata_and_protocol(metadata, current, legacy_preferred=self.legacy_protocols)
         stored = row_tracking.with_materialized_column_names(stored, protocol)
-        refuse_catalog_managed(protocol)
+        refuse_catalog_managed(protocol, stored)
         protocol.check_writable()
         pu.check_upgrade(current, protocol)
         owner_spec(stored, protocol)  # the owner property and the feature go together
@@ -188,7 +188,7 @@ class OptimisticTransaction:
         pu.check_upgrade(current, protocol)
         if self._new_metadata is not None:
             protocol = pu.required_protocol(self._new_metadata, protocol, legacy_preferred=self.legacy_protocols)
-        refuse_catalog_managed(protocol)
+        refuse_catalog_managed(protocol, self.metadata)
         protocol.check_writable()
         self._new_protocol = protocol if protocol != self._read_protocol() else None
 
@@ -502,7 +502,7 @@ def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
 
         for v, info in owner_commits(
             snapshot.storage, snapshot.table_root, snapshot.metadata, snapshot.protocol, snapshot.version, version
-        ):
+        )[0]:
             commits.setdefault(v, info)
     missing = [v for v in wanted if v not in commits]
     if missing:

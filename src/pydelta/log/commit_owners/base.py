@@ -1,10 +1,16 @@
-"""The client side of a commit owner (managed commits, seed 001).
+"""The client side of a commit owner (managed commits, seed 001) or a catalog (catalogManaged).
 
 The file system stays the source of truth for a commit's *content*; the owner
 is the source of truth for *which* `_delta_log/_commits/<v>.<uuid>.json` is
 version v. A backend only has to store, atomically, "the latest version of
 table T" and "version v of T is file F"; everything that touches files (writing
 the commit file, backfilling in order) lives here so every owner behaves alike.
+
+PROTOCOL.md's catalog-managed tables are the same contract under other names: the
+catalog *ratifies* a *staged* commit `_delta_log/_staged_commits/<v>.<uuid>.json` and
+ratified commits are *published* (backfilled) to `<v>.json` in order. pydelta's SQLite
+and PostgreSQL owners serve as the catalog of such tables: a client built for a
+catalogManaged table stages its commits in `_staged_commits` (`commits_dir`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ COMMIT_OWNER_KEY = "delta.managedCommit.commitOwner"
 COMMIT_OWNER_CONF_KEY = "delta.managedCommit.commitOwnerConf"
 FEATURE = "managedCommit"
 COMMITS_DIR = "_commits"
+STAGED_COMMITS_DIR = "_staged_commits"  # catalogManaged (PROTOCOL.md)
+# Directories a ratified, not yet published commit may live in.
+UNPUBLISHED_DIRS = (COMMITS_DIR, STAGED_COMMITS_DIR)
 _UNBACKFILLED = re.compile(r"^(\d{20})\.([0-9a-fA-F-]{36})\.json$")
 
 
@@ -40,8 +49,8 @@ class Commit:
     modification_time: int  # ms, when the commit file was written
     commit_timestamp: int  # ms, the in-commit timestamp (or ratification time)
 
-    def file_info(self, log_dir: str) -> FileInfo:
-        return FileInfo(os.path.join(log_dir, COMMITS_DIR, self.file_name), self.size, self.modification_time)
+    def file_info(self, log_dir: str, directory: str = COMMITS_DIR) -> FileInfo:
+        return FileInfo(os.path.join(log_dir, directory, self.file_name), self.size, self.modification_time)
 
 
 @dataclass(frozen=True)
@@ -66,16 +75,16 @@ def backfilled_path(table_root: str, version: int) -> str:
     return os.path.join(log_dir(table_root), f"{version:020d}.json")
 
 
-def parse_owner_conf(raw: str | None) -> dict[str, str]:
-    """`delta.managedCommit.commitOwnerConf`: a JSON string-to-string map (absent: empty)."""
+def parse_owner_conf(raw: str | None, key: str = COMMIT_OWNER_CONF_KEY) -> dict[str, str]:
+    """`delta.managedCommit.commitOwnerConf` (or `key`): a JSON string-to-string map (absent: empty)."""
     if raw is None or not str(raw).strip():
         return {}
     try:
         conf = json.loads(raw)
     except ValueError as e:
-        raise CommitOwnerError(f"{COMMIT_OWNER_CONF_KEY} is not valid JSON: {e}") from None
+        raise CommitOwnerError(f"{key} is not valid JSON: {e}") from None
     if not isinstance(conf, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in conf.items()):
-        raise CommitOwnerError(f"{COMMIT_OWNER_CONF_KEY} must be a JSON map of strings to strings, got {raw!r}")
+        raise CommitOwnerError(f"{key} must be a JSON map of strings to strings, got {raw!r}")
     return conf
 
 
@@ -83,6 +92,7 @@ class CommitOwnerClient(ABC):
     """commit / get_commits / backfill_to_version / register_table over an abstract ratification store."""
 
     name: str = "?"
+    commits_dir: str = COMMITS_DIR  # STAGED_COMMITS_DIR for a catalogManaged table's catalog
 
     # ---- what a backend implements (one atomic operation each) -------------------------
     @abstractmethod
@@ -111,6 +121,11 @@ class CommitOwnerClient(ABC):
     def close(self) -> None:  # noqa: B027 - optional
         """Release connections."""
 
+    def permits(self, table_id: str, operation: str) -> bool:
+        """Whether the catalog allows a maintenance `operation` (metadataCleanup, vacuum, optimize,
+        reorg) on a catalogManaged table; PROTOCOL.md: none unless the catalog says so."""
+        return False
+
     # ---- the client API -------------------------------------------------------------------
     def register_table(self, table_id: str, table_root: str, version: int) -> None:
         """Phase one of an ownership change: the owner accepts the table from `version` on.
@@ -132,7 +147,7 @@ class CommitOwnerClient(ABC):
         kept (the owner may have ratified it before the connection broke).
         """
         name = f"{version:020d}.{uuid.uuid4()}.json"
-        path = os.path.join(log_dir(table_root), COMMITS_DIR, name)
+        path = os.path.join(log_dir(table_root), self.commits_dir, name)
         storage.put_if_absent(path, payload)
         commit = Commit(version, name, len(payload), int(time.time() * 1000), int(commit_timestamp))
         try:
@@ -180,7 +195,7 @@ class CommitOwnerClient(ABC):
         for c in commits:
             if version is not None and c.version > version:
                 break
-            src = c.file_info(log_dir(table_root)).path
+            src = c.file_info(log_dir(table_root), self.commits_dir).path
             try:
                 data = storage.read(src)
             except FileNotFoundError:

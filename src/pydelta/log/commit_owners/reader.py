@@ -29,8 +29,9 @@ def owner_commits(
     end: int | None = None,
     *,
     backfill: bool = True,
-) -> list[tuple[int, FileInfo]]:
-    """Commits after version `after` (up to `end`) known only to the owner, ascending and contiguous.
+) -> tuple[list[tuple[int, FileInfo]], int]:
+    """(commits after version `after` (up to `end`) known only to the owner, ascending and
+    contiguous; the owner's latest ratified version: -1 when it has none).
 
     The owner's answer and the listing race with backfills: a version the owner no longer
     tracks but reports as ratified (<= latestTableVersion) is looked up in a fresh listing.
@@ -39,9 +40,10 @@ def owner_commits(
     """
     owner = owner_of(metadata, protocol)
     if owner is None:
-        return []
+        return [], -1
     response = owner.get_commits(metadata.id, after + 1, end)
-    tracked = {c.version: c.file_info(log_dir(table_root)) for c in response.commits if c.version > after}
+    tracked = {c.version: c.file_info(log_dir(table_root), owner.commits_dir)
+               for c in response.commits if c.version > after}
     last = response.latest_table_version if end is None else min(end, response.latest_table_version)
     out: list[tuple[int, FileInfo]] = []
     listed: dict[int, FileInfo] | None = None
@@ -57,10 +59,10 @@ def owner_commits(
                 "owner nor backfilled in _delta_log"
             )
         out.append((version, info))
-    unbackfilled = [v for v, f in out if "/_commits/" in f.path.replace("\\", "/")]
+    unbackfilled = [v for v, f in out if f"/{owner.commits_dir}/" in f.path.replace("\\", "/")]
     if backfill and unbackfilled:
         try:
             owner.backfill_to_version(storage, table_root, metadata.id, unbackfilled[-1])
         except Exception as e:  # noqa: BLE001 - a reader must not fail because it could not help
             logger.warning("backfill of %s to version %d failed: %s", table_root, unbackfilled[-1], e)
-    return out
+    return out, response.latest_table_version

@@ -1,4 +1,13 @@
-"""Commit-owner clients by name, and which owner a table names (validating the RFC's invalid states)."""
+"""Commit-owner clients by name, and which owner a table names (validating the RFC's invalid states).
+
+A table names its owner in one of two ways:
+- seed 001's managed commits: `delta.managedCommit.commitOwner` (+ `...commitOwnerConf`) with the
+  `managedCommit` writer feature; commits are staged in `_delta_log/_commits/`;
+- PROTOCOL.md's catalog-managed tables: the `catalogManaged` reader-writer feature, the catalog
+  named by pydelta's `io.pydelta.catalog` (+ `io.pydelta.catalog.conf`); commits are staged in
+  `_delta_log/_staged_commits/`. A catalogManaged table without that property belongs to a
+  catalog pydelta does not know (Unity Catalog...): it can be neither read nor written here.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +17,28 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from pydelta.errors import InvalidManagedCommitStateError, UnknownCommitOwnerError
+from pydelta.errors import CatalogManagedTableError, InvalidManagedCommitStateError, UnknownCommitOwnerError
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.log.commit_owners.base import (
     COMMIT_OWNER_CONF_KEY,
     COMMIT_OWNER_KEY,
     FEATURE,
+    STAGED_COMMITS_DIR,
     CommitOwnerClient,
     parse_owner_conf,
 )
 
+CATALOG_KEY = "io.pydelta.catalog"
+CATALOG_CONF_KEY = "io.pydelta.catalog.conf"
+CATALOG_FEATURE = "catalogManaged"
+PREVIEW_CATALOG_FEATURE = "catalogOwned-preview"
+CATALOG_MANAGED = "catalogManaged"  # OwnerSpec.kind
+MANAGED_COMMIT = "managedCommit"
+
 Factory = Callable[[dict[str, str]], CommitOwnerClient]
 
 _FACTORIES: dict[str, Factory] = {}
-_CLIENTS: dict[tuple[str, str, int], CommitOwnerClient] = {}
+_CLIENTS: dict[tuple[str, str, int, str], CommitOwnerClient] = {}
 _LOCK = threading.Lock()
 
 
@@ -31,9 +48,14 @@ class OwnerSpec:
 
     name: str
     conf: dict[str, str]
+    kind: str = MANAGED_COMMIT  # or CATALOG_MANAGED
 
     def same_as(self, other: "OwnerSpec | None") -> bool:
-        return other is not None and self.name == other.name and self.conf == other.conf
+        return other is not None and (self.name, self.conf, self.kind) == (other.name, other.conf, other.kind)
+
+    @property
+    def catalog_managed(self) -> bool:
+        return self.kind == CATALOG_MANAGED
 
 
 def register_commit_owner(name: str, factory: Factory) -> None:
@@ -56,10 +78,10 @@ def _builtin(name: str) -> Factory | None:
     return None
 
 
-def commit_owner(name: str, conf: dict[str, str] | None = None) -> CommitOwnerClient:
-    """The (per-process, cached) client for owner `name` with `conf`."""
+def commit_owner(name: str, conf: dict[str, str] | None = None, kind: str = MANAGED_COMMIT) -> CommitOwnerClient:
+    """The (per-process, cached) client for owner `name` with `conf`, staging commits as `kind` says."""
     conf = dict(conf or {})
-    key = (name, json.dumps(conf, sort_keys=True), os.getpid())
+    key = (name, json.dumps(conf, sort_keys=True), os.getpid(), kind)
     with _LOCK:
         client = _CLIENTS.get(key)
         if client is not None:
@@ -72,20 +94,30 @@ def commit_owner(name: str, conf: dict[str, str] | None = None) -> CommitOwnerCl
                 f"known owners: {', '.join(known)} (register one with register_commit_owner)"
             )
         client = factory(conf)
+        if kind == CATALOG_MANAGED:
+            client.commits_dir = STAGED_COMMITS_DIR
         _CLIENTS[key] = client
         return client
 
 
 def owner_spec(metadata: Metadata | None, protocol: Protocol | None) -> OwnerSpec | None:
-    """The owner named by the table, or None for a file-system table.
+    """The owner (or catalog) named by the table, or None for a file-system table.
 
     Raises InvalidManagedCommitStateError for the states the RFC calls invalid: the owner
-    property without the managedCommit feature, or the feature without the property.
+    property without the managedCommit feature, or the feature without the property (and
+    the same for catalogManaged and `io.pydelta.catalog`); CatalogManagedTableError for a
+    catalogManaged table of a catalog pydelta has no client for.
     """
     if metadata is None or protocol is None:
         return None
+    catalog = _catalog_spec(metadata, protocol)
     name = metadata.configuration.get(COMMIT_OWNER_KEY)
     has_feature = FEATURE in (protocol.writer_features or frozenset())
+    if catalog is not None and (name is not None or has_feature):
+        raise InvalidManagedCommitStateError(
+            f"invalid table: it is both catalog-managed ({CATALOG_KEY}) and a managed-commit table ({COMMIT_OWNER_KEY})")
+    if catalog is not None:
+        return catalog
     if name is not None and not has_feature:
         raise InvalidManagedCommitStateError(
             f"invalid managed-commit table: {COMMIT_OWNER_KEY}={name!r} is set but the protocol does not "
@@ -107,7 +139,35 @@ def owner_spec(metadata: Metadata | None, protocol: Protocol | None) -> OwnerSpe
     return OwnerSpec(name, parse_owner_conf(metadata.configuration.get(COMMIT_OWNER_CONF_KEY)))
 
 
+def _catalog_spec(metadata: Metadata, protocol: Protocol) -> OwnerSpec | None:
+    """The pydelta catalog of a catalogManaged table (None for other tables)."""
+    features = (protocol.writer_features or frozenset()) | (protocol.reader_features or frozenset())
+    name = metadata.configuration.get(CATALOG_KEY)
+    if PREVIEW_CATALOG_FEATURE in features:  # the pre-release spelling: only other catalogs wrote it
+        raise CatalogManagedTableError(
+            f"this table is catalog-managed ('{PREVIEW_CATALOG_FEATURE}' table feature) by a catalog pydelta has no "
+            "client for: PROTOCOL.md requires readers and writers to go through the table's catalog, so read and "
+            "write it through that catalog's engine", frozenset({PREVIEW_CATALOG_FEATURE}))
+    if CATALOG_FEATURE not in features:
+        if name is not None or CATALOG_CONF_KEY in metadata.configuration:
+            raise InvalidManagedCommitStateError(
+                f"invalid table: {CATALOG_KEY} is set but the protocol does not support the "
+                f"'{CATALOG_FEATURE}' table feature")
+        return None
+    if name is None or not name.strip():
+        raise CatalogManagedTableError(
+            f"this table is catalog-managed ('{CATALOG_FEATURE}' table feature) by a catalog pydelta has no client "
+            f"for (no {CATALOG_KEY} property): PROTOCOL.md requires readers and writers to go through the table's "
+            "catalog, so read and write it through that catalog's engine", frozenset({CATALOG_FEATURE}))
+    return OwnerSpec(name, parse_owner_conf(metadata.configuration.get(CATALOG_CONF_KEY), CATALOG_CONF_KEY),
+                     CATALOG_MANAGED)
+
+
 def owner_of(metadata: Metadata | None, protocol: Protocol | None) -> CommitOwnerClient | None:
     """The client of the owner the table names (None: a file-system table)."""
     spec = owner_spec(metadata, protocol)
-    return None if spec is None else commit_owner(spec.name, spec.conf)
+    return None if spec is None else client_of(spec)
+
+
+def client_of(spec: OwnerSpec) -> CommitOwnerClient:
+    return commit_owner(spec.name, spec.conf, spec.kind)

@@ -20,7 +20,8 @@ _COMMIT_COLUMNS = "version, file_name, size, modification_time, commit_timestamp
 
 
 def schema(owned: str, commits: str, integer: str, boolean: str, false: str) -> list[str]:
-    """CREATE TABLE statements of the two tables, in the dialect's type names."""
+    """CREATE TABLE statements of the three tables, in the dialect's type names: owned tables,
+    ratified commits, and the maintenance operations granted on catalog-managed tables."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {owned} (
             table_id TEXT PRIMARY KEY,
@@ -38,7 +39,17 @@ def schema(owned: str, commits: str, integer: str, boolean: str, false: str) -> 
             backfilled {boolean} NOT NULL DEFAULT {false},
             PRIMARY KEY (table_id, version)
         )""",
+        f"""CREATE TABLE IF NOT EXISTS {grants_table(owned)} (
+            table_id TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            PRIMARY KEY (table_id, operation)
+        )""",
     ]
+
+
+def grants_table(owned: str) -> str:
+    """The maintenance-grants table that goes with an owned-tables table."""
+    return owned.replace("owned_tables", "maintenance_grants")
 
 
 class SqlCommitOwner(CommitOwnerClient):
@@ -57,7 +68,22 @@ class SqlCommitOwner(CommitOwnerClient):
         return self._txn()
 
     def _sql(self, statement: str) -> str:
-        return statement.format(owned=self.owned_table, commits=self.commits_table).replace("?", self.placeholder)
+        return statement.format(owned=self.owned_table, commits=self.commits_table,
+                                grants=grants_table(self.owned_table)).replace("?", self.placeholder)
+
+    def permits(self, table_id: str, operation: str) -> bool:
+        with self._read_txn() as conn:
+            row = conn.execute(self._sql("SELECT 1 FROM {grants} WHERE table_id = ? AND operation = ?"),
+                               (table_id, operation)).fetchone()
+        return row is not None
+
+    def grant(self, table_id: str, operation: str, allowed: bool = True) -> None:
+        """Permit (or, with allowed=False, forbid again) a maintenance operation on a catalog-managed table."""
+        with self._txn() as conn:
+            conn.execute(self._sql("DELETE FROM {grants} WHERE table_id = ? AND operation = ?"), (table_id, operation))
+            if allowed:
+                conn.execute(self._sql("INSERT INTO {grants} (table_id, operation) VALUES (?, ?)"),
+                             (table_id, operation))
 
     def _register(self, table_id: str, table_root: str, version: int) -> None:
         with self._txn() as conn:

@@ -184,6 +184,10 @@ def after_data_commit(spark: SparkSession, txn: Any, version: int | None, action
     configuration = (metadata.configuration if metadata is not None else {}) or {}
     if not is_enabled(spark, configuration):
         return
+    from pydelta.log.catalog_maintenance import maintenance_permitted
+
+    if txn.snapshot is not None and not maintenance_permitted(txn.snapshot, "optimize"):
+        return  # a catalog-managed table whose catalog does not permit OPTIMIZE: no auto compaction
     try:
         _compact(spark, txn, added)
     except DeltaError as e:

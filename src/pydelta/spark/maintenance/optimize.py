@@ -500,6 +500,7 @@ def optimize(
     `auto` is auto compaction's run (spark/maintenance/auto_compact.py): its own file sizes
     instead of the OPTIMIZE confs, recorded with `auto: true`.
     """
+    from pydelta.txn.commit_checks import require_maintenance_permitted
     from pydelta.txn.row_tracking import check_row_ids_preserved
 
     spark = table._spark
@@ -507,6 +508,7 @@ def optimize(
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()
     reorg = purge or rewrite_paths is not None
+    require_maintenance_permitted(snapshot, "reorg" if reorg else "optimize")
     check_row_ids_preserved(snapshot, "REORG" if reorg else "OPTIMIZE")
     filters = list(partition_filters)
     zorder_by = list(zorder_by)

@@ -98,6 +98,10 @@ def vacuum(
     from pyspark.sql.types import StringType, StructField, StructType
 
     spark = table._spark
+    if not dry_run:  # a catalog-managed table: only where its catalog permits it (a dry run deletes nothing)
+        from pydelta.txn.commit_checks import require_maintenance_permitted
+
+        require_maintenance_permitted(table.snapshot(), "vacuum")
     plan = _plan(table, retentionHours, now_ms, lite)
     if dry_run:
         rows = [(f"file:{p}",) for p in plan.paths]
