@@ -20,12 +20,14 @@ SUBSET=(
   tests/spark/test_stream_sink.py
   tests/spark/test_managed_commit_sql.py
 )
-# Streaming tests whose logic does not depend on the PySpark (option checks, error paths,
-# tables from other writers) run on the newest only, to keep CI inside its time budget.
+# Tests whose logic does not depend on the PySpark (streaming option checks, error paths,
+# tables from other writers, catalog-managed commits) run on the newest only, to keep CI
+# inside its time budget.
 SKIP_HERE="test_delete_update_fail_the_stream_unless_told or test_property_change_passes_and_exclude_regex_filters \
 or test_golden_tables_stream_like_a_batch_read or test_unknown_options_are_refused or test_deltalake_written_table \
 or test_partitioned_column_mapping_table or test_golden_change_feed_stream_matches_deltalake \
-or test_optimize_commits_are_skipped or test_schema_change_fails_with_version or test_change_feed_needs_cdf_enabled"
+or test_optimize_commits_are_skipped or test_schema_change_fails_with_version or test_change_feed_needs_cdf_enabled \
+or test_sql_creates_a_catalog_managed_table"
 
 # On versions newer than the oldest, DML, writes and CDF (DataFrame-API logic that does not
 # change between Spark versions) run their core tests only; streaming, SQL, skipping and
