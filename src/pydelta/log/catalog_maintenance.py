@@ -15,7 +15,8 @@ from pydelta.log.commit_owners.registry import client_of, owner_spec
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
 
-OPERATIONS = ("metadataCleanup", "vacuum", "optimize", "reorg")
+# The maintenance operations PROTOCOL.md leaves to a catalog-managed table's catalog, and their names.
+OPERATIONS = {"metadataCleanup": "metadata cleanup", "vacuum": "VACUUM", "optimize": "OPTIMIZE", "reorg": "REORG"}
 
 
 def maintenance_permitted(snapshot: "Snapshot", operation: str) -> bool:

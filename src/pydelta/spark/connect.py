@@ -62,6 +62,18 @@ def _installed(module: str) -> bool:
         return False
 
 
+def analyzed_plan(df: DataFrame) -> tuple[str, str] | None:
+    """(schema line, top node line) of the server's analyzed plan of a Connect DataFrame, read
+    from its explain text (a Connect client has no plan objects); None when the text does not
+    read as expected."""
+    lines = df._explain_string(extended=True).splitlines()  # type: ignore[operator]
+    try:
+        at = lines.index("== Analyzed Logical Plan ==")
+        return lines[at + 1], lines[at + 2]
+    except (ValueError, IndexError):
+        return None
+
+
 def reader_session(reader: Any) -> SparkSession:
     """The session behind a DataFrameReader (classic keeps it as `_spark`, Connect as `_client`)."""
     return reader.__dict__.get("_spark") or reader._client

@@ -56,19 +56,14 @@ def refuse_catalog_managed(protocol: Protocol, metadata: Metadata | None) -> Non
     )
 
 
-# Maintenance operations PROTOCOL.md leaves to the catalog of a catalog-managed table, by name.
-MAINTENANCE_OPERATIONS = {"metadataCleanup": "metadata cleanup", "vacuum": "VACUUM", "optimize": "OPTIMIZE",
-                          "reorg": "REORG"}
-
-
 def require_maintenance_permitted(snapshot: Any, operation: str) -> None:
     """CatalogManagedOperationBlockedError unless `operation` may run on the table."""
     from pydelta.errors import CatalogManagedOperationBlockedError
-    from pydelta.log.catalog_maintenance import maintenance_permitted
+    from pydelta.log.catalog_maintenance import OPERATIONS, maintenance_permitted
 
     if not maintenance_permitted(snapshot, operation):
         raise CatalogManagedOperationBlockedError(
-            f"[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] {MAINTENANCE_OPERATIONS[operation]} is blocked by "
+            f"[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] {OPERATIONS[operation]} is blocked by "
             f"the catalog for catalog-managed table {snapshot.table_root}: PROTOCOL.md allows it only where the "
             "managing catalog permits it (pydelta's catalogs: grant it with "
             "pydelta.log.catalog_maintenance.grant_maintenance)")

@@ -252,16 +252,19 @@ _NONDETERMINISTIC = re.compile(r"\b(rand|randn|random|uuid|shuffle|monotonically
 
 def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
     """(is an aggregate, is deterministic) of `SELECT <expr> AS check FROM table`."""
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect import analyzed_plan, is_connect
     from pydelta.spark.sql import jplan
 
     if not is_connect(checked.sparkSession):
         analyzed = checked._jdf.queryExecution().analyzed()
         return (analyzed.getClass().getSimpleName() == "Aggregate",
                 all(e.deterministic() for e in jplan.seq(analyzed.expressions())))
-    lines = checked._explain_string(extended=True).splitlines()  # the server's analyzed plan, as text
-    at = lines.index("== Analyzed Logical Plan ==") + 2  # after the header and the schema line
-    return lines[at].startswith("Aggregate"), _NONDETERMINISTIC.search(lines[at]) is None
+    plan = analyzed_plan(checked)
+    if plan is None:
+        raise DeltaAnalysisError("cannot check the CHECK constraint: the Spark Connect server's analyzed plan "
+                                 "did not read as expected")
+    top = plan[1]
+    return top.startswith("Aggregate"), _NONDETERMINISTIC.search(top) is None
 
 
 def drop_constraint(spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:

@@ -118,9 +118,10 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
     from pydelta.protocol.schema import parse_schema
     from pydelta.spark.read.connect_filters import translate_column
 
+    from pydelta.spark.connect import analyzed_plan
+
     try:
-        explained = df.select(col.alias(_CONDITION))._explain_string(extended=True)  # type: ignore[operator]
-        analyzed = _analyzed_condition(explained, df.columns)
+        analyzed = _analyzed_condition(analyzed_plan(df.select(col.alias(_CONDITION))), df.columns)
         dtype, text = analyzed if analyzed is not None else (
             df.select(col.alias(_CONDITION)).schema.fields[0].dataType.simpleString(),
             condition if isinstance(condition, str) else repr(col._expr))
@@ -135,17 +136,14 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
 _CONDITION = "_pydelta_condition"
 
 
-def _analyzed_condition(explained: str, columns: list[str]) -> tuple[str, str] | None:
-    """(type, text) of the condition in the server's analyzed plan of `SELECT <condition> AS
-    _pydelta_condition`: the text history records on classic sessions (the analyzed expression
-    with its implicit casts, e.g. `(id < cast(3 as bigint))`), its column ids (`id#12L`)
-    dropped. None when the plan does not read as expected."""
-    lines = explained.splitlines()
-    try:
-        at = lines.index("== Analyzed Logical Plan ==")
-        type_line, project = lines[at + 1], lines[at + 2]
-    except (ValueError, IndexError):
+def _analyzed_condition(plan: tuple[str, str] | None, columns: list[str]) -> tuple[str, str] | None:
+    """(type, text) of the condition in the server's analyzed plan (schema line, top node) of
+    `SELECT <condition> AS _pydelta_condition`: the text history records on classic sessions (the
+    analyzed expression with its implicit casts, e.g. `(id < cast(3 as bigint))`), its column ids
+    (`id#12L`) dropped. None when the plan does not read as expected."""
+    if plan is None:
         return None
+    type_line, project = plan
     found = re.fullmatch(rf"Project \[(.*) AS {_CONDITION}#\d+\]", project)
     if not type_line.startswith(f"{_CONDITION}: ") or found is None:
         return None

@@ -13,10 +13,9 @@ import json
 from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
-from pydelta.spark import catalog
 from pydelta.spark.sql import connect_grammar as g
 from pydelta.spark.sql.jplan import NOT_DELTA, empty_result
-from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, target_for_create
+from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
 from pydelta.spark._typing import DataFrame, SparkSession
 
 RunQuery = Callable[[str], "DataFrame"]  # spark.sql on this session, Delta relations served
@@ -26,7 +25,7 @@ def run_statement(spark: SparkSession, statement: g.Statement, query: RunQuery) 
     """Run `statement` (its target a Delta table) and return what spark.sql returns for it."""
     if isinstance(statement, g.CreateTable):
         return _create(spark, statement, query)
-    target = _resolve(spark, statement.target)
+    target = resolve(spark, statement.target.parts)
     if target is None:
         return NOT_DELTA
     if isinstance(statement, g.Delete):
@@ -50,18 +49,6 @@ def _catalog_name(parts: tuple[str, ...]) -> tuple[str, ...] | None:
     if len(parts) == 3 and parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     return parts if 1 <= len(parts) <= 2 else None
-
-
-def _resolve(spark: SparkSession, target: g.Target) -> DeltaTarget | None:
-    """The Delta table a statement names, or None when it names something else."""
-    path = path_parts(target.parts)
-    if path is not None:
-        return DeltaTarget(path)
-    parts = _catalog_name(target.parts)
-    if parts is None:
-        return None
-    location = catalog.delta_table_location(spark, quote_parts(parts))
-    return DeltaTarget(location, quote_parts(parts)) if location is not None else None
 
 
 def _delta_table(spark: SparkSession, target: DeltaTarget, alias: str | None, parts: tuple[str, ...]) -> tuple[Any, str]:
@@ -116,7 +103,7 @@ def _merge_source(spark: SparkSession, statement: g.Merge, query: RunQuery) -> D
         source = query(statement.source_query or "")
         return source.alias(statement.source_alias) if statement.source_alias else source
     alias = statement.source_alias or statement.source.parts[-1]
-    delta = _resolve(spark, statement.source)
+    delta = resolve(spark, statement.source.parts)
     if delta is not None:
         from pydelta.spark.read.options import read_delta
 
