@@ -90,8 +90,8 @@ def test_catalog_names_ctas_and_alter(spark, tmp_path):
 def test_statements_pydelta_cannot_serve_over_connect(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.range(3).write.format("delta").save(path)
-    for statement in (f"ALTER TABLE delta.`{path}` ALTER COLUMN id COMMENT 'x'",
-                      f"CREATE TABLE delta.`{path}` (id BIGINT DEFAULT 1) USING delta"):
+    for statement in (f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta OPTIONS ('a' = 'b')",
+                      f"SELECT * FROM delta.`{path}` TIMESTAMP AS OF current_timestamp()"):
         with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
             spark.sql(statement)
     assert deltalake.DeltaTable(path).version() == 0  # nothing committed

@@ -80,9 +80,50 @@ def test_alter_table_forms():
     assert g.column_parts("`a.b`.c") == ("a.b", "c")
 
 
+def test_alter_column_specs_in_both_forms():
+    specs = parse_statement("ALTER TABLE t ALTER COLUMN id SET NOT NULL, s.x TYPE DECIMAL(10, 2), "
+                            "name COMMENT 'first', n COMMENT NULL, a AFTER `b c`, d FIRST, e SET DEFAULT 1 + 2, "
+                            "f DROP DEFAULT, g DROP NOT NULL")
+    assert isinstance(specs, g.AlterTable) and specs.action == "changeColumns"
+    assert specs.changes == [
+        g.ColumnSpec("id", nullable=False), g.ColumnSpec("s.x", type="DECIMAL(10, 2)"),
+        g.ColumnSpec("name", comment="first"), g.ColumnSpec("n", drop_comment=True),
+        g.ColumnSpec("a", position="`b c`"), g.ColumnSpec("d", position="FIRST"),
+        g.ColumnSpec("e", default="1 + 2"), g.ColumnSpec("f", drop_default=True),
+        g.ColumnSpec("g", nullable=True)]
+    hive = parse_statement("ALTER TABLE t CHANGE COLUMN name name STRING COMMENT 'first name' FIRST")
+    assert isinstance(hive, g.AlterTable) and hive.changes == [
+        g.ColumnSpec("name", type="STRING", comment="first name", position="FIRST")]
+    with pytest.raises(DeltaParseError, match="RENAME COLUMN instead"):
+        parse_statement("ALTER TABLE t CHANGE name other STRING")
+    with pytest.raises(DeltaParseError, match="expected TYPE"):
+        parse_statement("ALTER TABLE t ALTER COLUMN name")
+
+
+def test_replace_columns_comment_on_and_refused_forms():
+    replace = parse_statement("ALTER TABLE t REPLACE COLUMNS (s STRUCT<a: INT, b: STRING> NOT NULL, id BIGINT "
+                              "COMMENT 'key')")
+    assert isinstance(replace, g.AlterTable) and replace.action == "replaceColumns" and replace.columns == [
+        g.ColumnDefinition("s", "STRUCT<a: INT, b: STRING>", nullable=False), g.ColumnDefinition("id", "BIGINT",
+                                                                                            comment="key")]
+    comment = parse_statement("COMMENT ON TABLE db.t IS 'about'")
+    assert isinstance(comment, g.AlterTable) and comment.properties == {"comment": "about"}
+    assert isinstance(cleared := parse_statement("COMMENT ON TABLE t IS NULL"), g.AlterTable)
+    assert cleared.properties == {"comment": ""}
+    commands = {text: getattr(parse_statement(text), "command", None) for text in (
+        "ALTER TABLE t ADD IF NOT EXISTS PARTITION (p = 1)", "ALTER TABLE t DROP PARTITION (p = 1)",
+        "ALTER TABLE t RECOVER PARTITIONS", "ALTER TABLE t SET SERDEPROPERTIES ('a' = 'b')",
+        "ALTER TABLE t PARTITION (p = 1) RENAME TO PARTITION (p = 2)")}
+    assert list(commands.values()) == [
+        "ALTER TABLE ... ADD PARTITION", "ALTER TABLE ... DROP PARTITION", "ALTER TABLE ... RECOVER PARTITIONS",
+        "ALTER TABLE ... SET [SERDE|SERDEPROPERTIES]", "ALTER TABLE ... RENAME TO PARTITION"]
+    assert getattr(parse_statement("ALTER TABLE t SET LOCATION '/x'"), "names", None) == ["/x"]
+    assert getattr(parse_statement("ALTER TABLE t RENAME TO u"), "action", None) == "renameTable"
+
+
 @pytest.mark.parametrize("text", [
     "SELECT 1", "CREATE VIEW v AS SELECT 1", "CREATE TABLE t (id INT) USING parquet",
-    "ALTER TABLE t ALTER COLUMN a COMMENT 'x'", "TRUNCATE TABLE t PARTITION (p = 1)", "SHOW TABLES",
+    "ALTER TABLE t SET OWNER TO me", "TRUNCATE TABLE t PARTITION (p = 1)", "SHOW TABLES",
 ])
 def test_statements_not_served_are_none(text):
     assert parse_statement(text) is None
@@ -95,3 +136,10 @@ def test_statements_not_served_are_none(text):
 def test_unreadable_statements_raise_parse_errors(text):
     with pytest.raises(DeltaParseError):
         parse_statement(text)
+
+
+def test_values_rows_keep_cells_as_text():
+    assert g.values_rows("VALUES (1, DEFAULT, named_struct('a', 1)), (2, 'x, y', f(3, 4))") == [
+        ["1", "DEFAULT", "named_struct('a', 1)"], ["2", "'x, y'", "f(3, 4)"]]
+    assert g.values_rows("VALUES 1, 2") == [["1"], ["2"]]
+    assert g.values_rows("SELECT 1") is None and g.values_rows("VALUES (1) AS v(a)") is None

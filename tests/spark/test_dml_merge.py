@@ -437,6 +437,34 @@ def test_merge_loses_to_concurrent_update_of_its_files(spark, table_path):
                 check_deltalake=False)
 
 
+def test_merge_reads_only_the_files_its_target_side_conditions_allow(spark, table_path):
+    """Target-only conjuncts of the condition (and, for matched-only merges, of the MATCHED
+    conditions) skip files: a concurrent rewrite of a skipped partition does not conflict."""
+    from pydelta.errors import DeltaConcurrentModificationException
+    from pydelta.spark.dml.merge import MergeClause, prepare_merge
+
+    rows = base_rows(40)
+    make_table(spark, table_path, rows, partition_by=["p"], files=1)
+    source = spark.createDataFrame([{"id": 4, "p": 0, "v": 0.0, "s": "m"}], SCHEMA).alias("s")
+    update = [MergeClause("matched", "update", None, None, star=True)]
+    prepared = prepare_merge(spark, pydelta.load_snapshot(table_path), source, "t.id = s.id AND t.p = 0", update,
+                             alias="t")
+    delta_table(spark, table_path).update("p = 1", {"s": "'concurrent'"})  # only files the merge skipped
+    prepared.commit()
+    prepared = prepare_merge(spark, pydelta.load_snapshot(table_path), source, "t.id = s.id",
+                             [MergeClause("matched", "update", "t.p IN (0, 2)", None, star=True)], alias="t")
+    delta_table(spark, table_path).update("p = 3", {"s": "'concurrent'"})
+    prepared.commit()
+    prepared = prepare_merge(spark, pydelta.load_snapshot(table_path), source, "t.id = s.id AND t.p = 0", update,
+                             alias="t")
+    delta_table(spark, table_path).update("p = 0 AND id = 8", {"s": "'concurrent'"})  # a file it read
+    with pytest.raises(DeltaConcurrentModificationException):
+        prepared.commit()
+    expected = [{**r, "s": "concurrent"} if r["p"] in (1, 3) or r["id"] == 8 else r for r in rows]
+    assert_rows(spark, table_path, [{**r, "v": 0.0, "s": "m"} if r["id"] == 4 else r for r in expected],
+                check_deltalake=False)
+
+
 @pytest.mark.parametrize("threshold", ["0", "1"])  # 0: search touched files (unique keys); 1: one pass
 def test_merge_with_unique_source_keys_fast_paths(spark, tmp_path, threshold):
     path = str(tmp_path / "u")

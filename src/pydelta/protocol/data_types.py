@@ -32,6 +32,8 @@ PARQUET_FIELD_ID_KEY = "parquet.field.id"
 PARQUET_FIELD_NESTED_IDS_KEY = "parquet.field.nested.ids"
 #: The Arrow field-metadata key pyarrow's Parquet writer/reader uses for field ids.
 ARROW_FIELD_ID_KEY = b"PARQUET:field_id"
+# A column's DEFAULT value (table feature allowColumnDefaults): its SQL text, as Spark stores it.
+CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 
 
 # ---- data types --------------------------------------------------------------------

@@ -29,6 +29,7 @@ from pydelta.protocol.column_mapping import (
 from pydelta.protocol.column_names import quote_identifier, quote_path, split_identifier
 from pydelta.protocol.data_types import (
     ARROW_FIELD_ID_KEY,
+    CURRENT_DEFAULT_KEY,
     BINARY,
     BOOLEAN,
     BYTE,
@@ -128,6 +129,7 @@ __all__ = [
     "PARQUET_FIELD_NESTED_IDS_KEY",
     "TYPE_CHANGES_KEY",
     "ARROW_FIELD_ID_KEY",
+    "CURRENT_DEFAULT_KEY",
     "quote_identifier",
     "quote_path",
     "split_identifier",

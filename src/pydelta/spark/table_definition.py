@@ -227,6 +227,13 @@ class TableDefinition:
         self._columns.append(StructField(colName, dataType, nullable, metadata))
         return self
 
+    def _default_last_column(self, sql: str) -> None:
+        """DEFAULT `sql` on the column added last: CREATE TABLE's column DEFAULT for the SQL fronts
+        (delta-spark's builder has no such argument; the caller checks the expression)."""
+        from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
+
+        self._columns[-1].metadata[CURRENT_DEFAULT_KEY] = sql
+
     def addColumns(self, cols: Any) -> Self:
         """Add several columns at once, e.g. the schema of an existing DataFrame.
 

@@ -26,7 +26,7 @@ from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import FEATURES, TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, known_feature
 from pydelta.protocol.features import FeatureSpec as FeatureSpec  # re-exported for callers
 from pydelta.protocol.features import feature_spec as feature_spec  # re-exported for callers
-from pydelta.protocol.schema import contains_geospatial, walk_fields
+from pydelta.protocol.schema import CURRENT_DEFAULT_KEY, contains_geospatial, walk_fields
 
 MIN_READER_VERSION_PROP = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROP = "delta.minWriterVersion"
@@ -287,8 +287,6 @@ def _implicit_of_request(reader: int, writer: int) -> frozenset[str]:
         return frozenset()
     return implicit_features(legacy_protocol(min(reader, 2), writer))
 
-
-CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 
 
 def _check_column_defaults(metadata: Metadata, features: set[str], new_table: bool) -> None:

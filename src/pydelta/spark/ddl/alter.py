@@ -41,6 +41,7 @@ from pydelta.protocol.properties import (  # noqa: F401 - validate_properties an
 from pydelta.protocol.schema import (
     COLUMN_MAPPING_MODE_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
+    CURRENT_DEFAULT_KEY,
     ArrayType,
     DataType,
     DecimalType,
@@ -83,7 +84,13 @@ from pydelta.spark._typing import SparkSession
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
 RESERVED_CONSTRAINT_NAME = "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
-CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
+SET_LOCATION_ON_PATH = ("[DELTA_CANNOT_SET_LOCATION_ON_PATH_IDENTIFIER] Cannot change the location of a path based "
+                        "table.")
+
+
+def operation_not_allowed(command: str) -> str:
+    """delta-spark's refusal of a statement Delta tables do not have (partitions, SerDe)."""
+    return f"[DELTA_OPERATION_NOT_ALLOWED] Operation not allowed: `{command}` is not supported for Delta tables"
 
 
 # ---- statement parts ---------------------------------------------------------------------

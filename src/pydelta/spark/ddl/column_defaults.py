@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pydelta.errors import DeltaAnalysisError
+from pydelta.protocol.schema import CURRENT_DEFAULT_KEY as CURRENT_DEFAULT_KEY  # re-exported for the SQL fronts
 from pydelta.spark.sql import jplan
 from pydelta.spark._typing import SparkSession
-
-CURRENT_DEFAULT_KEY = "CURRENT_DEFAULT"
 
 
 def checked_default(spark: SparkSession, sql: str, type_sql: str, column: str, command: str) -> str:
@@ -42,26 +41,33 @@ def is_default_keyword(expr: Any) -> bool:
 
 
 def values_with_defaults(spark: SparkSession, node: Any, columns: Sequence[str], field_of: Callable[[str], Any]) -> Any | None:
-    """INSERT ... VALUES with the DEFAULT keyword: a DataFrame with each DEFAULT replaced by the
-    column's default (NULL without one); None when `node` is not such a VALUES list."""
+    """INSERT ... VALUES with the DEFAULT keyword (Spark's parsed plan): a DataFrame with each
+    DEFAULT replaced by the column's default; None when `node` is not such a VALUES list."""
     if jplan.kind(node) != "UnresolvedInlineTable":
         return None
-    rows = [list(jplan.seq(r)) for r in jplan.seq(node.rows())]
-    if not any(is_default_keyword(e) for r in rows for e in r):
+    rows = [[None if is_default_keyword(e) else str(e.sql()) for e in jplan.seq(r)] for r in jplan.seq(node.rows())]
+    if not any(cell is None for row in rows for cell in row):
         return None
+    return values_frame(spark, rows, columns, field_of)
+
+
+def values_frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], columns: Sequence[str],
+                 field_of: Callable[[str], Any]) -> Any:
+    """A VALUES list as a DataFrame: each cell SQL text, None for the DEFAULT keyword, which
+    becomes the column's default (NULL without one), cast to the column's type."""
     texts = []
     for row in rows:
         if len(row) != len(columns):
             raise DeltaAnalysisError(f"[INSERT_COLUMN_ARITY_MISMATCH] the VALUES row has {len(row)} columns, the "
                                      f"target {len(columns)} ({', '.join(columns)})")
         cells = []
-        for name, expr in zip(columns, row):
-            if is_default_keyword(expr):
+        for name, cell in zip(columns, row):
+            if cell is None:
                 field = field_of(name)
                 sql = (field.metadata or {}).get(CURRENT_DEFAULT_KEY, "NULL")
                 cells.append(f"CAST(({sql}) AS {field.dataType.simpleString()})")
             else:
-                cells.append(str(expr.sql()))
+                cells.append(cell)
         texts.append("(" + ", ".join(cells) + ")")
     names = ", ".join(f"`col{i + 1}`" for i in range(len(columns)))
     return spark.sql(f"SELECT * FROM VALUES {', '.join(texts)} AS v({names})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from pydelta.errors import DeltaAnalysisError
+from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering
 from pydelta.protocol.internal_metadata import NESTED_INTERNAL_KEYS
@@ -87,3 +87,32 @@ def _lines(properties: Mapping[str, str]) -> str:
 def _shown(path: str) -> str:
     """The location as delta-spark prints it (a Hadoop path: `file:` for local files)."""
     return f"file:{path}" if path.startswith("/") else path
+
+
+def register_existing(spark: SparkSession, name: str | None, path: str, kind: str, properties: Mapping[str, str],
+                      comment: str | None, partition_by: Sequence[str]) -> None:
+    """CREATE [IF NOT EXISTS] TABLE t USING delta LOCATION '/existing' (no columns): name an
+    existing Delta table after checking the statement's definition against it."""
+    from pydelta.spark.catalog import lookup, register_table
+    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.transactions import try_load
+    from pydelta.spark.write.options import checked_table_properties
+
+    snapshot = try_load(path)
+    if snapshot is None:
+        raise DeltaAnalysisError(
+            f"[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided and {path} holds no Delta table: "
+            "give the columns, or use AS SELECT")
+    if kind not in ("create", "createIfNotExists"):
+        raise DeltaAnalysisError("REPLACE TABLE needs a schema (columns) or AS SELECT")
+    if name is None:
+        if kind == "createIfNotExists":
+            return
+        raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
+    if lookup(spark, name) is not None:
+        if kind == "createIfNotExists":
+            return
+        raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
+    verify_definition(spark, snapshot, schema=None, partition_by=list(partition_by), cluster_by=None,
+                      properties=checked_table_properties(spark, dict(properties)))
+    register_table(spark, name, path, spark_schema(snapshot.schema), comment)

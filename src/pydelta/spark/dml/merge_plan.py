@@ -18,7 +18,7 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import IdentitySpec, identity_columns
-from pydelta.protocol.predicates import Or, Predicate
+from pydelta.protocol.predicates import Or, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
 from pydelta.spark.connect import is_connect
@@ -135,12 +135,17 @@ def plan_merge(spark: SparkSession, snapshot: Snapshot, source: DataFrame, condi
     target = TargetColumns(alias or TARGET_ALIAS, {f.name.lower(): f.name for f in read_md.schema.fields},
                            metadata.schema)
 
-    analysis_df = _analysis_join(spark, snapshot, files, source, cond_col, target.alias)
+    empty_target = build_dataframe(spark, snapshot, files.slice(0, 0)).alias(target.alias)
+    analysis_df = _analysis_join(source, empty_target, cond_col)
     merge_cond = analyze(analysis_df, cond_col, "the merge condition")
-    # Over Spark Connect the client sees no analyzed plan: no join node, so the clauses' sides are
-    # not checked here and target files are not skipped by the condition (every file is a candidate).
+    # Over Spark Connect the client sees no analyzed plan (no join node): each clause's side is
+    # checked by the server analyzing its expressions against that side alone.
     join = None if is_connect(spark) else _join_node(analysis_df._jdf.queryExecution().analyzed())
     resolved = _resolve_clauses(clauses, source, analysis_df, join, read_md.schema, target, alias, evolve)
+    if join is None:
+        for r in resolved:
+            if r.clause.kind != "matched":
+                _check_side_on_server(source if r.clause.kind == "notMatched" else empty_target, r)
     identity_codes = _identity_inserts(target.out_schema, resolved)
     return MergePlan(
         spark=spark, snapshot=snapshot, txn=txn, source=source, condition=cond_col, merge_cond=merge_cond,
@@ -153,11 +158,9 @@ def plan_merge(spark: SparkSession, snapshot: Snapshot, source: DataFrame, condi
 # ---- analysis ------------------------------------------------------------------------------------------
 
 
-def _analysis_join(spark: SparkSession, snapshot: Snapshot, files: pa.Table, source: DataFrame, condition: Column,
-                   target_alias: str) -> DataFrame:
+def _analysis_join(source: DataFrame, empty_target: DataFrame, condition: Column) -> DataFrame:
     """`source FULL OUTER JOIN target` over no target files: every expression of the merge
     resolves against it without reading data."""
-    empty_target = build_dataframe(spark, snapshot, files.slice(0, 0)).alias(target_alias)
     try:
         return source.join(empty_target, condition, "full_outer")
     except Exception as e:
@@ -263,6 +266,27 @@ def _check_side(analysis_df: DataFrame, join: JavaObject, r: ResolvedClause) -> 
         )
 
 
+def _check_side_on_server(side: DataFrame, r: ResolvedClause) -> None:
+    """_check_side over Spark Connect: the clause's expressions must resolve against its side
+    alone (one round trip; a second, per expression, only to name the one that does not)."""
+    exprs = ([("condition", r.cond.column)] if r.cond is not None else []) + [
+        ("clause", value) for value in r.values.values()]
+    if not exprs:
+        return
+    try:
+        side.select(*[column.alias(f"v{i}") for i, (_, column) in enumerate(exprs)]).schema
+        return
+    except Exception:  # noqa: BLE001 - the server's analysis error; ours names the clause and side
+        pass
+    for where, column in exprs:
+        try:
+            side.select(column.alias("v")).schema
+        except Exception:  # noqa: BLE001
+            cols = ", ".join(quote_identifier(c) for c in side.columns)
+            raise DeltaAnalysisError(f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {column} in "
+                                     f"{r.clause.clause_name} {where} given columns {cols}.") from None
+
+
 def _identity_inserts(schema: StructType, resolved: list[ResolvedClause]) -> dict[str, list[int]]:
     """Identity column -> codes of the INSERT clauses that leave it to be generated."""
     out: dict[str, list[int]] = {}
@@ -285,7 +309,9 @@ def candidate_files(plan: MergePlan) -> pa.Table:
     """
     read_predicate: Predicate = READ_ALL
     target_attrs = plan.join.right().outputSet() if plan.join is not None else None
-    if not plan.by_source and target_attrs is not None:
+    if not plan.by_source and is_connect(plan.spark):
+        read_predicate = _connect_read_predicate(plan)
+    elif not plan.by_source and target_attrs is not None:
         pred = _target_only_predicate(plan.merge_cond.expr, target_attrs)
         parts = [pred] if pred is not None else []
         if not plan.inserts and plan.matched:
@@ -303,6 +329,24 @@ def candidate_files(plan: MergePlan) -> pa.Table:
     plan.txn.read_predicate(read_predicate)
     plan.txn.read_files(candidates.column("path").to_pylist())
     return candidates
+
+
+def _connect_read_predicate(plan: MergePlan) -> Predicate:
+    """Over Spark Connect (no analyzed plan): the same skipping as on classic sessions, from the
+    client's unresolved condition, translated over the target's columns only."""
+    from pydelta.spark.read.connect_filters import translate_target_column
+
+    def target_side(column: Column) -> Predicate:
+        return translate_target_column(column._expr, plan.read_schema, plan.target.alias, plan.source.columns)
+
+    parts = [target_side(plan.condition)]
+    if not plan.inserts and plan.matched and all(r.cond is not None for r in plan.matched):
+        conditions = [target_side(r.cond.column) for r in plan.matched if r.cond is not None]
+        ors = conditions[0]
+        for p in conditions[1:]:
+            ors = Or(ors, p)
+        parts.append(ors)
+    return and_all([p for p in parts if not isinstance(p, Unknown)])
 
 
 def _any_matched_condition(matched: list[ResolvedClause], target_attrs: JavaObject) -> Predicate | None:

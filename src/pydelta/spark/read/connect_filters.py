@@ -45,12 +45,23 @@ def _lit_kind(value: Any) -> str:
 
 
 class _Columns:
-    """Column names resolved against the table's schema as Spark resolves them (case-insensitively)."""
+    """Column names resolved against the table's schema as Spark resolves them (case-insensitively).
 
-    def __init__(self, schema: StructType) -> None:
+    Beside another relation (MERGE's source), only names that are surely the table's resolve:
+    qualified by the table's alias, or unqualified and not one of the other relation's columns.
+    """
+
+    def __init__(self, schema: StructType, alias: str | None = None, others: frozenset[str] | None = None) -> None:
         self.schema = schema
+        self.alias = alias.lower() if alias is not None else None
+        self.others = others
 
     def resolve(self, parts: list[str]) -> tuple[Col, str] | None:
+        if self.others is not None:
+            if self.alias is not None and len(parts) > 1 and parts[0].lower() == self.alias:
+                parts = parts[1:]
+            elif len(parts) > 1 or parts[0].lower() in self.others:
+                return None  # the other relation's, or qualified by its alias (Spark prefers qualifiers)
         fields: Any = self.schema
         path: list[str] = []
         field = None
@@ -83,8 +94,19 @@ def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, fl
 # -- Connect's unresolved expressions ----------------------------------------------------
 def translate_column(expr: Any, schema: StructType) -> Predicate:
     """A Connect `Column._expr` as a predicate over `schema`'s columns."""
+    return _translate(expr, _Columns(schema))
+
+
+def translate_target_column(expr: Any, schema: StructType, alias: str, other_columns: list[str]) -> Predicate:
+    """A join condition (MERGE's) as a predicate over the target's columns only: conjuncts that
+    name a source column (or any column not surely the target's) are Unknown, so only the
+    target-side conjuncts skip files."""
+    return _translate(expr, _Columns(schema, alias, frozenset(c.lower() for c in other_columns)))
+
+
+def _translate(expr: Any, columns: _Columns) -> Predicate:
     try:
-        return _expr(expr, _Columns(schema))
+        return _expr(expr, columns)
     except Exception as e:  # noqa: BLE001 - an expression shape we do not know: no skipping
         return Unknown(str(e))
 
@@ -92,7 +114,7 @@ def translate_column(expr: Any, schema: StructType) -> Predicate:
 def _expr(e: Any, columns: _Columns) -> Predicate:
     kind = type(e).__name__
     if kind == "SQLExpression":
-        return translate_sql(e._expr, columns.schema)
+        return _translate_sql(e._expr, columns)
     if kind != "UnresolvedFunction" or getattr(e, "_is_distinct", False):
         return Unknown(kind)
     name, args = e._name, list(e._args)
@@ -156,8 +178,12 @@ def _literal(e: Any) -> Any:
 def translate_sql(text: str, schema: StructType) -> Predicate:
     """A SQL boolean expression (the simple forms: comparisons of a column with a literal,
     IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown."""
+    return _translate_sql(text, _Columns(schema))
+
+
+def _translate_sql(text: str, columns: _Columns) -> Predicate:
     try:
-        parser = _SqlParser(text, _Columns(schema))
+        parser = _SqlParser(text, columns)
         out = parser.disjunction()
         if not parser.at_end():
             return Unknown("trailing SQL")

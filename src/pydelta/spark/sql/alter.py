@@ -210,16 +210,14 @@ def _not_allowed(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, _table_of(plan))
     if target is None:
         return NOT_DELTA
-    raise DeltaAnalysisError(f"[DELTA_OPERATION_NOT_ALLOWED] Operation not allowed: `{_command(plan)}` is not "
-                             "supported for Delta tables")
+    raise DeltaAnalysisError(alter.operation_not_allowed(_command(plan)))
 
 
 def _set_location(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None or target.name is not None:
         return NOT_DELTA  # a named table: Spark's catalog records the new location
-    raise DeltaAnalysisError("[DELTA_CANNOT_SET_LOCATION_ON_PATH_IDENTIFIER] Cannot change the location of a path "
-                             "based table.")
+    raise DeltaAnalysisError(alter.SET_LOCATION_ON_PATH)
 
 
 ALTER_HANDLERS: dict[str, Callable[[Any, str, Any], Any]] = {

@@ -6,13 +6,17 @@ alias, clauses) and keeps every expression, condition and query as its verbatim 
 Spark parses those itself when pydelta hands them to the DeltaTable API or `spark.sql`.
 
 Served: INSERT INTO/OVERWRITE, UPDATE, DELETE, MERGE, TRUNCATE, CREATE/REPLACE TABLE ... USING
-delta (with AS SELECT), and the common ALTER TABLE forms. Anything else is None (not served).
+delta (with AS SELECT), COMMENT ON TABLE and the ALTER TABLE forms Spark's own grammar has
+(properties, columns, constraints, ALTER/CHANGE COLUMN in both the standard and the Hive form,
+REPLACE COLUMNS, and the partition/SerDe/location forms Delta refuses). Anything else is None
+(not served).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pydelta.errors import DeltaParseError
 from pydelta.spark.sql.tokens import TokenStream
 
 # ---- statements -----------------------------------------------------------------------------
@@ -104,15 +108,33 @@ class CreateTable:
 
 
 @dataclass(frozen=True)
+class ColumnSpec:
+    """One spec of ALTER TABLE ... ALTER|CHANGE COLUMN; None (or False) leaves that aspect as it is."""
+
+    name: str
+    type: str | None = None
+    nullable: bool | None = None
+    comment: str | None = None
+    drop_comment: bool = False  # COMMENT NULL
+    position: str | None = None  # FIRST, or the column it goes AFTER
+    default: str | None = None  # SET DEFAULT <expression>
+    drop_default: bool = False
+
+
+@dataclass(frozen=True)
 class AlterTable:
     target: Target
-    action: str  # setProperties, unsetProperties, addColumns, addConstraint, dropConstraint, renameColumn, dropColumns
+    # setProperties, unsetProperties, addColumns, replaceColumns, changeColumns, addConstraint,
+    # dropConstraint, renameColumn, dropColumns, setLocation, renameTable, notAllowed
+    action: str
     properties: dict[str, str] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
     columns: list[ColumnDefinition] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # constraint name / column(s) / new name
+    changes: list[ColumnSpec] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # constraint name / column(s) / new name / location
     expression: str | None = None
     if_exists: bool = False
+    command: str | None = None  # Spark's name of a refused statement (notAllowed)
 
 
 Statement = Delete | Update | Merge | Insert | Truncate | CreateTable | AlterTable
@@ -302,6 +324,8 @@ def parse_statement(text: str) -> Statement | None:
         return _create(p)
     if p.accept("ALTER", "TABLE"):
         return _alter(p)
+    if p.accept("COMMENT", "ON", "TABLE"):
+        return _comment_on_table(p)
     return None
 
 
@@ -494,7 +518,119 @@ def _alter(p: _Parser) -> AlterTable | None:
         while p.accept_punct(","):
             names.append(p.column_name())
         return _ended(p, AlterTable(target, "dropColumns", names=names, if_exists=if_exists))
+    if p.at("ALTER") or p.at("CHANGE"):
+        return _change_columns(p, target)
+    if p.accept("REPLACE", "COLUMNS"):
+        p.expect_punct("(")
+        columns = [p.column_definition()]
+        while p.accept_punct(","):
+            columns.append(p.column_definition())
+        p.expect_punct(")")
+        return _ended(p, AlterTable(target, "replaceColumns", columns=columns))
+    if p.accept("SET", "LOCATION"):
+        return _ended(p, AlterTable(target, "setLocation", names=[p.string()]))
+    if p.accept("RENAME", "TO"):
+        return AlterTable(target, "renameTable")  # the catalog's business: Spark runs it
+    command = _refused_command(p)
+    return AlterTable(target, "notAllowed", command=command) if command is not None else None
+
+
+def _refused_command(p: _Parser) -> str | None:
+    """Spark's name of an ALTER TABLE form delta-spark refuses on Delta tables (partitions, SerDe,
+    a partition's location), for DELTA_OPERATION_NOT_ALLOWED; None for any other form."""
+    words = {t.upper for t in p.tokens[p.pos:] if t.kind == "word"}
+    if p.at("RECOVER", "PARTITIONS"):
+        return "ALTER TABLE ... RECOVER PARTITIONS"
+    if "SERDE" in words or "SERDEPROPERTIES" in words:
+        return "ALTER TABLE ... SET [SERDE|SERDEPROPERTIES]"
+    if p.at("ADD") and "PARTITION" in words:
+        return "ALTER TABLE ... ADD PARTITION"
+    if p.at("DROP") and "PARTITION" in words:
+        return "ALTER TABLE ... DROP PARTITION"
+    if p.at("PARTITION") and "RENAME" in words:
+        return "ALTER TABLE ... RENAME TO PARTITION"
+    if p.at("PARTITION") and "LOCATION" in words:
+        return "ALTER TABLE ... SET LOCATION"
     return None
+
+
+_SPEC_ACTIONS = ("TYPE", "COMMENT", "FIRST", "AFTER", "SET", "DROP")
+
+
+def _change_columns(p: _Parser, target: Target) -> AlterTable:
+    """ALTER|CHANGE [COLUMN] spec, spec... (one action each), or Hive's CHANGE [COLUMN] c c type
+    [COMMENT] [FIRST|AFTER] (the name given twice: Spark refuses a rename in that form)."""
+    hive_allowed = p.accept("CHANGE")
+    if not hive_allowed:
+        p.expect("ALTER")
+    p.accept("COLUMN")
+    name = p.column_name()
+    tok = p.peek()
+    if hive_allowed and tok is not None and tok.kind in ("word", "quoted") and tok.upper not in _SPEC_ACTIONS:
+        new = p.column_definition(alter=True)
+        if column_parts(new.name)[-1].lower() != column_parts(name)[-1].lower():
+            raise p.error("Renaming column is not supported in Hive-style ALTER COLUMN, please run RENAME COLUMN "
+                          "instead")
+        if not new.nullable or new.default is not None:
+            raise p.error("NOT NULL and DEFAULT are not supported in Hive-style ALTER COLUMN")
+        spec = ColumnSpec(name, type=new.type, comment=new.comment, position=new.position)
+        return _ended(p, AlterTable(target, "changeColumns", changes=[spec]))
+    specs = [_column_action(p, name)]
+    while p.accept_punct(","):
+        specs.append(_column_action(p, p.column_name()))
+    return _ended(p, AlterTable(target, "changeColumns", changes=specs))
+
+
+def _column_action(p: _Parser, name: str) -> ColumnSpec:
+    if p.accept("TYPE"):
+        return ColumnSpec(name, type=p.expression(commas=True))
+    if p.accept("COMMENT"):
+        return ColumnSpec(name, drop_comment=True) if p.accept("NULL") else ColumnSpec(name, comment=p.string())
+    if p.accept("FIRST"):
+        return ColumnSpec(name, position="FIRST")
+    if p.accept("AFTER"):
+        return ColumnSpec(name, position=p.column_name())
+    if p.accept("SET", "NOT", "NULL"):
+        return ColumnSpec(name, nullable=False)
+    if p.accept("DROP", "NOT", "NULL"):
+        return ColumnSpec(name, nullable=True)
+    if p.accept("SET", "DEFAULT"):
+        return ColumnSpec(name, default=p.expression(commas=True))
+    if p.accept("DROP", "DEFAULT"):
+        return ColumnSpec(name, drop_default=True)
+    raise p.error("expected TYPE, COMMENT, FIRST, AFTER, SET/DROP NOT NULL or SET/DROP DEFAULT")
+
+
+def _comment_on_table(p: _Parser) -> AlterTable:
+    """COMMENT ON TABLE t IS 'text' | NULL: as in delta-spark, SET TBLPROPERTIES ('comment' = ...),
+    with NULL as the empty string (Spark's parser does the same)."""
+    target = p.target()
+    p.expect("IS")
+    comment = "" if p.accept("NULL") else p.string()
+    return _ended(p, AlterTable(target, "setProperties", properties={"comment": comment}))
+
+
+def values_rows(query: str) -> list[list[str]] | None:
+    """The rows of a bare `VALUES (a, b), (c, d)` query as cell texts; None for any other query."""
+    p = _Parser(query)
+    if not p.accept("VALUES"):
+        return None
+    rows = []
+    try:
+        while True:
+            if p.accept_punct("("):
+                row = [p.expression(commas=True)]
+                while p.accept_punct(","):
+                    row.append(p.expression(commas=True))
+                p.expect_punct(")")
+            else:
+                row = [p.expression(commas=True)]
+            rows.append(row)
+            if not p.accept_punct(","):
+                break
+    except DeltaParseError:
+        return None
+    return rows if p.at_end() else None
 
 
 def _end(p: _Parser) -> None:

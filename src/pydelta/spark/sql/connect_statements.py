@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.sql import connect_grammar as g
 from pydelta.spark.sql.jplan import NOT_DELTA, empty_result
 from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
@@ -133,10 +133,27 @@ def _insert(spark: SparkSession, target: DeltaTarget, statement: g.Insert, query
     from pydelta.spark.sql.insert import insert_into
 
     snapshot = load_snapshot(target.path)
-    insert_into(spark, target, snapshot, query(statement.query), by_name=statement.by_name,
+    insert_into(spark, target, snapshot, _insert_data(spark, target, snapshot, statement, query),
+                by_name=statement.by_name,
                 user_cols=statement.columns, static=statement.partition, overwrite=statement.overwrite,
                 replace_where=statement.replace_where, evolve=False)
     return empty_result(spark)
+
+
+def _insert_data(spark: SparkSession, target: DeltaTarget, snapshot: Any, statement: g.Insert,
+                 query: RunQuery) -> DataFrame:
+    """The rows INSERT writes; a VALUES list's DEFAULT keywords become the columns' defaults."""
+    rows = None if statement.by_name else g.values_rows(statement.query)
+    cells = [[None if cell.strip().upper() == "DEFAULT" else cell for cell in row] for row in rows or []]
+    if not any(cell is None for row in cells for cell in row):
+        return query(statement.query)
+    from pydelta.spark.ddl.column_defaults import values_frame
+    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.sql.insert import field_lookup, positional_columns
+
+    schema = spark_schema(snapshot.schema)
+    return values_frame(spark, cells, positional_columns(schema, statement.columns, statement.partition),
+                        field_lookup(schema, target))
 
 
 def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> Any:
@@ -165,10 +182,11 @@ def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> A
                         cluster_by=statement.clustered_by)
         return empty_result(spark)
     if not statement.columns:
-        raise DeltaNotImplementedError(
-            "CREATE TABLE ... USING delta without columns (naming an existing table at its LOCATION) through "
-            "spark.sql over Spark Connect is not supported by pydelta yet: give the columns, or use "
-            "DeltaTable.forPath on this session")
+        from pydelta.spark.ddl.existing_table import register_existing
+
+        register_existing(spark, target.name, path, kind, statement.properties, statement.comment,
+                          statement.partitioned_by)
+        return empty_result(spark)
     builder = _table_builder(spark, kind, statement)
     if target.name is not None:
         builder = builder.tableName(target.name)
@@ -179,15 +197,11 @@ def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> A
 
 
 def _table_builder(spark: SparkSession, kind: str, statement: g.CreateTable) -> Any:
+    from pydelta.spark.ddl.column_defaults import checked_default
     from pydelta.spark.table_api import IdentityGenerator, TableBuilderApi
 
     builder = TableBuilderApi(spark, kind)
     for column in statement.columns:
-        if column.default is not None:
-            raise DeltaNotImplementedError(
-                "DEFAULT column values in CREATE TABLE through spark.sql over Spark Connect are not supported by "
-                "pydelta yet: create the table, then ALTER TABLE ... ALTER COLUMN ... SET DEFAULT on a classic "
-                "session")
         always: Any = column.generated
         by_default = None
         if column.identity is not None:
@@ -195,6 +209,9 @@ def _table_builder(spark: SparkSession, kind: str, statement: g.CreateTable) -> 
             by_default, always = (generator, None) if column.identity[0] else (None, generator)
         builder = builder.addColumn(column.name, column.type, column.nullable, generatedAlwaysAs=always,
                                     generatedByDefaultAs=by_default, comment=column.comment)
+        if column.default is not None:
+            builder._default_last_column(
+                checked_default(spark, column.default, column.type, column.name, "CREATE TABLE"))
     if statement.partitioned_by:
         builder = builder.partitionedBy(*statement.partitioned_by)
     if statement.clustered_by is not None:
@@ -215,16 +232,28 @@ def _delta_type(type_sql: str) -> Any:
     return parse_data_type(json.loads(_parse_datatype_string(type_sql).json()))
 
 
-def _alter(spark: SparkSession, target: DeltaTarget, statement: g.AlterTable) -> DataFrame:
+def _alter(spark: SparkSession, target: DeltaTarget, statement: g.AlterTable) -> Any:
     from pydelta.spark.ddl import alter, alter_mapping
 
     display, path, action = target.display(), target.path, statement.action
+    if action == "renameTable" or (action == "setLocation" and target.name is not None):
+        return NOT_DELTA  # the catalog's entry changes: Spark runs the statement
+    if action == "setLocation":
+        raise DeltaAnalysisError(alter.SET_LOCATION_ON_PATH)
+    if action == "notAllowed":
+        raise DeltaAnalysisError(alter.operation_not_allowed(statement.command or "this ALTER TABLE statement"))
     if action == "setProperties":
         alter.set_table_properties(spark, path, statement.properties, display=display)
     elif action == "unsetProperties":  # Spark's DSv2 path is always IF EXISTS, as on classic sessions
         alter.unset_table_properties(spark, path, statement.keys, True, display=display)
     elif action == "addColumns":
         alter.add_columns(spark, path, [_new_column(c) for c in statement.columns], display=display)
+    elif action == "replaceColumns":
+        from pydelta.spark.ddl.alter_replace import replace_columns
+
+        replace_columns(spark, path, [_new_column(c) for c in statement.columns], display=display)
+    elif action == "changeColumns":
+        alter.change_columns(spark, path, [_column_change(c) for c in statement.changes], display=display)
     elif action == "addConstraint":
         alter.add_constraint(spark, path, statement.names[0], statement.expression or "", display=display)
     elif action == "dropConstraint":
@@ -244,8 +273,23 @@ def _new_column(column: g.ColumnDefinition) -> Any:
 
     if column.default is not None:
         raise DeltaAnalysisError(DEFAULT_NOT_ALLOWED_ON_ADD)
-    position = None
-    if column.position is not None:
-        position = alter.Position() if column.position == "FIRST" else alter.Position(column.position)
     return alter.NewColumn(g.column_parts(column.name), _delta_type(column.type), column.nullable, column.comment,
-                           position)
+                           _position(column.position))
+
+
+def _position(position: str | None) -> Any:
+    """FIRST / AFTER <column> as ddl.alter's Position; None when the statement gives none."""
+    from pydelta.spark.ddl import alter
+
+    if position is None:
+        return None
+    return alter.Position() if position == "FIRST" else alter.Position(g.column_parts(position)[-1])
+
+
+def _column_change(spec: g.ColumnSpec) -> Any:
+    from pydelta.spark.ddl import alter
+
+    return alter.ColumnChange(
+        g.column_parts(spec.name), data_type=_delta_type(spec.type) if spec.type is not None else None,
+        nullable=spec.nullable, comment=spec.comment, drop_comment=spec.drop_comment, drop_default=spec.drop_default,
+        position=_position(spec.position), default=spec.default)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.conf import conf_bool
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
@@ -121,7 +121,10 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
                           write_options)
     columns = jplan.seq(plan.columns())
     if not columns:
-        return _register_existing(spark, target.name, path, builder_kind, spec, partition_by)
+        from pydelta.spark.ddl.existing_table import register_existing
+
+        register_existing(spark, target.name, path, builder_kind, spec.properties, spec.comment, partition_by)
+        return jplan.empty_result(spark)
     from pydelta.spark.table_api import TableBuilderApi as DeltaTableBuilder
 
     builder = DeltaTableBuilder(spark, builder_kind)
@@ -148,11 +151,11 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         )
         default = jplan.option(col.defaultValue())
         if default is not None:
-            from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY, checked_default
+            from pydelta.spark.ddl.column_defaults import checked_default
 
             sql = str(default.originalSQL())
-            checked_default(spark, sql, str(col.dataType().sql()), str(col.name()), "CREATE TABLE")
-            builder._columns[-1].metadata[CURRENT_DEFAULT_KEY] = sql
+            builder._default_last_column(
+                checked_default(spark, sql, str(col.dataType().sql()), str(col.name()), "CREATE TABLE"))
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
     cluster_by = _cluster_columns(plan)
@@ -163,38 +166,6 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     if spec.comment is not None:
         builder = builder.comment(spec.comment)
     builder.execute()
-    return jplan.empty_result(spark)
-
-
-def _register_existing(spark: SparkSession, name: str | None, path: str, kind: str, spec: _Spec,
-                       partition_by: list[str]) -> Any:
-    """CREATE TABLE t USING DELTA LOCATION '/existing': name an existing Delta table."""
-    from pydelta.spark.catalog import lookup, register_table
-    from pydelta.spark.read.scan import spark_schema
-    from pydelta.spark.transactions import try_load
-
-    snapshot = try_load(path)
-    if snapshot is None:
-        raise DeltaAnalysisError(
-            f"[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided and {path} holds no Delta table: "
-            "give the columns, or use AS SELECT")
-    if kind not in ("create", "createIfNotExists"):
-        raise DeltaAnalysisError("REPLACE TABLE needs a schema (columns) or AS SELECT")
-    if name is None:
-        if kind == "createIfNotExists":
-            return jplan.empty_result(spark)
-        raise TableAlreadyExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{path}` already exists")
-    if lookup(spark, name) is None:
-        from pydelta.spark.ddl.existing_table import verify_definition
-        from pydelta.spark.write.options import checked_table_properties
-
-        verify_definition(spark, snapshot, schema=None, partition_by=partition_by, cluster_by=None,
-                          properties=checked_table_properties(spark, spec.properties))
-    else:
-        if kind == "createIfNotExists":
-            return jplan.empty_result(spark)
-        raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
-    register_table(spark, name, path, spark_schema(snapshot.schema), spec.comment)
     return jplan.empty_result(spark)
 
 
