@@ -210,3 +210,23 @@ def test_streaming_source(spark, tmp_path):
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start(out))
     query.awaitTermination(300)
     assert _rows(spark.read.parquet(out), "id") == [(i,) for i in range(15)]
+
+
+def test_filters_skip_through_selects_and_renames(spark, tmp_path):
+    path = str(tmp_path / "through")
+    spark.range(0, 100, 1, 10).selectExpr("id", "CAST(id AS STRING) AS s", "id % 3 AS k") \
+        .write.format("delta").save(path)
+    t = spark.read.format("delta").load(path)
+    selected = t.select("id", "s").withColumn("twice", F.col("id") * 2).alias("x")
+    kept = selected.filter("x.id < 20").where(selected.twice > 10)
+    assert kept._pydelta_files.num_rows == 2
+    assert _rows(kept, "id", "twice") == [(i, 2 * i) for i in range(6, 20)]
+    # A column a step recomputes or renames is no longer the table's: its conditions never skip.
+    rebound = t.withColumn("id", F.col("id") + 1000).filter("id < 20")
+    assert rebound._pydelta_files.num_rows == 10 and rebound.count() == 0
+    renamed = t.withColumnRenamed("s", "id2").drop("k").withColumnRenamed("id", "s").filter("s < 20")
+    assert renamed._pydelta_files.num_rows == 10 and renamed.count() == 20
+    aliased = t.select(F.col("k").alias("id"), "s").filter("id < 20")
+    assert aliased._pydelta_files.num_rows == 10 and aliased.count() == 100
+    star = t.select("*", (F.col("k") + 1).alias("k1")).filter(F.col("id") >= 90)
+    assert star._pydelta_files.num_rows == 1 and _rows(star, "id") == [(i,) for i in range(90, 100)]

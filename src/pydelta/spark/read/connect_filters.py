@@ -47,8 +47,9 @@ def _lit_kind(value: Any) -> str:
 class _Columns:
     """Column names resolved against the table's schema as Spark resolves them (case-insensitively).
 
-    Beside another relation (MERGE's source), only names that are surely the table's resolve:
-    qualified by the table's alias, or unqualified and not one of the other relation's columns.
+    A name may be qualified by the table's alias. Beside another relation (MERGE's source),
+    only names that are surely the table's resolve: qualified by the table's alias, or
+    unqualified and not one of the other relation's columns.
     """
 
     def __init__(self, schema: StructType, alias: str | None = None, others: frozenset[str] | None = None) -> None:
@@ -57,11 +58,10 @@ class _Columns:
         self.others = others
 
     def resolve(self, parts: list[str]) -> tuple[Col, str] | None:
-        if self.others is not None:
-            if self.alias is not None and len(parts) > 1 and parts[0].lower() == self.alias:
-                parts = parts[1:]
-            elif len(parts) > 1 or parts[0].lower() in self.others:
-                return None  # the other relation's, or qualified by its alias (Spark prefers qualifiers)
+        if self.alias is not None and len(parts) > 1 and parts[0].lower() == self.alias:
+            parts = parts[1:]  # Spark prefers the qualifier over a struct column of that name
+        elif self.others is not None and (len(parts) > 1 or parts[0].lower() in self.others):
+            return None  # the other relation's, or qualified by its alias
         fields: Any = self.schema
         path: list[str] = []
         field = None
@@ -92,9 +92,9 @@ def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, fl
 
 
 # -- Connect's unresolved expressions ----------------------------------------------------
-def translate_column(expr: Any, schema: StructType) -> Predicate:
-    """A Connect `Column._expr` as a predicate over `schema`'s columns."""
-    return _translate(expr, _Columns(schema))
+def translate_column(expr: Any, schema: StructType, alias: str | None = None) -> Predicate:
+    """A Connect `Column._expr` as a predicate over `schema`'s columns (`alias`: the table's)."""
+    return _translate(expr, _Columns(schema, alias))
 
 
 def translate_target_column(expr: Any, schema: StructType, alias: str, other_columns: list[str]) -> Predicate:
@@ -175,10 +175,10 @@ def _literal(e: Any) -> Any:
 
 
 # -- SQL text (`df.filter("id < 10 AND p = 'a'")`) ------------------------------------------
-def translate_sql(text: str, schema: StructType) -> Predicate:
+def translate_sql(text: str, schema: StructType, alias: str | None = None) -> Predicate:
     """A SQL boolean expression (the simple forms: comparisons of a column with a literal,
     IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown."""
-    return _translate_sql(text, _Columns(schema))
+    return _translate_sql(text, _Columns(schema, alias))
 
 
 def _translate_sql(text: str, columns: _Columns) -> Predicate:

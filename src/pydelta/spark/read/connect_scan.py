@@ -7,10 +7,18 @@ filters applied to it so far. A filter that rules out files makes pydelta build 
 again over fewer files and apply the same filters on top, each plan node keeping the plan
 id of the node it replaces, so column references taken from the earlier DataFrames
 (`df.id`, `df["p"]`) still resolve on the server.
+
+The same holds through the row-preserving steps a query puts between the read and its filter:
+`select`, `withColumn(s)`, `withColumnRenamed`, `drop` and `alias`. Each step is recorded and
+replayed on a rebuild, and a later filter is translated only over the table columns that
+still reach it unchanged (a column a step recomputes or renames is no longer the table's, so
+conditions on it never skip). Steps that change which rows exist (limit, join, aggregate...)
+end the Delta DataFrame: filters after them do not skip.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -18,44 +26,155 @@ import pyarrow as pa
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
+from pydelta.protocol.schema import StructType
 
 ScanBuilder = Callable[[Any, Snapshot, pa.Table], Any]
 
 _CLASS: type | None = None
 
 
-def _translate(condition: Any, snapshot: Snapshot) -> Predicate:
-    from pydelta.spark.read.connect_filters import translate_column, translate_sql
+@dataclass(frozen=True)
+class _Step:
+    """One DataFrame method applied above the scan, replayed on a rebuild under its plan id."""
 
-    if isinstance(condition, str):
-        return translate_sql(condition, snapshot.schema)
-    return translate_column(condition._expr, snapshot.schema)
+    method: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    plan_id: int
+
+
+@dataclass(frozen=True)
+class _Lineage:
+    """What a Delta DataFrame was built from: the scan, and the steps above it."""
+
+    snapshot: Snapshot
+    files: pa.Table  # the files the scan reads
+    build: ScanBuilder  # builds the scan over given files
+    scan_id: int  # plan id of the scan's root node
+    steps: tuple[_Step, ...] = ()
+    visible: frozenset[str] | None = None  # lower-case table columns still reaching here unchanged (None: all)
+    alias: str | None = None
+
+    def schema(self) -> StructType:
+        """The table columns a condition here may be translated over."""
+        fields = self.snapshot.schema.fields
+        if self.visible is None:
+            return self.snapshot.schema
+        return StructType(tuple(f for f in fields if f.name.lower() in self.visible))
+
+    def names(self) -> frozenset[str]:
+        if self.visible is not None:
+            return self.visible
+        return frozenset(f.name.lower() for f in self.snapshot.schema.fields)
+
+    def translate(self, condition: Any) -> Predicate:
+        from pydelta.spark.read.connect_filters import translate_column, translate_sql
+
+        if isinstance(condition, str):
+            return translate_sql(condition, self.schema(), self.alias)
+        return translate_column(condition._expr, self.schema(), self.alias)
+
+
+def _plain_name(column: Any) -> str | None:
+    """The column name of `select("a")` / `select(df.a)` (a reference, not an expression)."""
+    if isinstance(column, str):
+        return None if "*" in column or "." in column or "`" in column else column
+    expr: Any = getattr(column, "_expr", None)
+    if type(expr).__name__ == "ColumnReference":
+        name = expr._unparsed_identifier
+        return None if "." in name or "`" in name or "*" in name else name
+    return None
+
+
+def _is_star(column: Any) -> bool:
+    """`*` or `F.col("*")`, every column of the input (`t.*` too: the input has one relation)."""
+    if isinstance(column, str):
+        return column == "*" or column.endswith(".*")
+    return type(getattr(column, "_expr", None)).__name__ == "UnresolvedStar"
+
+
+def _output_name(column: Any) -> str | None:
+    """The name an aliased expression produces; None when it is not known on the client."""
+    expr: Any = getattr(column, "_expr", None)
+    if type(expr).__name__ == "ColumnAlias" and len(expr._alias) == 1:
+        return str(expr._alias[0])
+    return _plain_name(column)
+
+
+def _visible_after(lineage: _Lineage, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str]:
+    """The table columns that reach past `method(*args)` unchanged."""
+    names = lineage.names()
+    columns = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    if method == "select":
+        kept = {n.lower() for n in (_plain_name(c) for c in columns) if n is not None} & names
+        if any(_is_star(c) for c in columns):
+            outputs = [_output_name(c) for c in columns if not _is_star(c) and _plain_name(c) is None]
+            if any(o is None for o in outputs):
+                return frozenset()  # an expression of unknown name may shadow a table column
+            kept |= names - {o.lower() for o in outputs if o is not None}
+        return frozenset(kept)
+    if method == "withColumn":
+        return names - {str(args[0]).lower()}
+    if method == "withColumns":
+        return names - {str(k).lower() for mapping in args for k in mapping}
+    if method == "withColumnRenamed":
+        return names - {str(a).lower() for a in args[:2]}
+    if method == "drop":
+        return names - {c.lower() for c in columns if isinstance(c, str)}
+    return names  # alias
 
 
 def _dataframe_class() -> type:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
     class DeltaScanConnectDataFrame(ConnectDataFrame):
-        """A Delta read over Spark Connect. `filter`/`where` on it also skip files, by the
-        log's partition values and min/max/nullCount stats."""
+        """A Delta read over Spark Connect. `filter`/`where` on it (also after select,
+        withColumn(s), withColumnRenamed, drop, alias) skip files, by the log's partition
+        values and min/max/nullCount stats."""
 
-        _pydelta_snapshot: Snapshot
-        _pydelta_files: pa.Table  # the files this DataFrame's scan reads
-        _pydelta_build: ScanBuilder  # builds the scan over given files
-        _pydelta_scan_id: int  # plan id of the scan's root node
-        _pydelta_filters: tuple[tuple[Any, int], ...]  # (condition, plan id of its Filter node)
+        _pydelta_lineage: _Lineage
+
+        @property
+        def _pydelta_files(self) -> pa.Table:
+            """The files this DataFrame's scan reads (after skipping)."""
+            return self._pydelta_lineage.files
 
         def filter(self, condition: Any) -> Any:  # noqa: A003
             out: Any = super().filter(condition)
-            filters = self._pydelta_filters + ((condition, out._plan._plan_id),)
-            snapshot, files = self._pydelta_snapshot, self._pydelta_files
-            pruned = FileSkipper.for_metadata(files, snapshot.metadata).prune(_translate(condition, snapshot))
-            if pruned.num_rows < files.num_rows:
-                out = _rebuild(self.sparkSession, self._pydelta_build, snapshot, pruned,
-                               self._pydelta_scan_id, filters)
-            else:
-                pruned = files
-            return _wrap(out, snapshot, pruned, self._pydelta_build, self._pydelta_scan_id, filters)
+            lineage = self._pydelta_lineage
+            lineage = replace(lineage, steps=lineage.steps + (_Step("filter", (condition,), (), out._plan._plan_id),))
+            pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(
+                self._pydelta_lineage.translate(condition))
+            if pruned.num_rows < lineage.files.num_rows:
+                lineage = replace(lineage, files=pruned)
+                out = _rebuild(self.sparkSession, lineage)
+            return _wrap(out, lineage)
+
+        def _step(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            out = getattr(ConnectDataFrame, method)(self, *args, **kwargs)
+            lineage = self._pydelta_lineage
+            return _wrap(out, replace(
+                lineage, visible=_visible_after(lineage, method, args, kwargs),
+                alias=str(args[0]) if method == "alias" else lineage.alias,
+                steps=lineage.steps + (_Step(method, args, tuple(kwargs.items()), out._plan._plan_id),)))
+
+        def select(self, *cols: Any) -> Any:
+            return self._step("select", cols, {})
+
+        def withColumn(self, colName: str, col: Any) -> Any:
+            return self._step("withColumn", (colName, col), {})
+
+        def withColumns(self, *colsMap: Any) -> Any:
+            return self._step("withColumns", colsMap, {})
+
+        def withColumnRenamed(self, existing: str, new: str) -> Any:
+            return self._step("withColumnRenamed", (existing, new), {})
+
+        def drop(self, *cols: Any) -> Any:
+            return self._step("drop", cols, {})
+
+        def alias(self, alias: str) -> Any:
+            return self._step("alias", (alias,), {})
 
     return DeltaScanConnectDataFrame
 
@@ -64,33 +183,30 @@ def _set_plan_id(df: Any, plan_id: int) -> None:
     df._plan._root_plan_id = plan_id
 
 
-def _rebuild(spark: Any, build: ScanBuilder, snapshot: Snapshot, files: pa.Table, scan_id: int,
-             filters: tuple[tuple[Any, int], ...]) -> Any:
-    """The scan over `files` (at least one: the filters drop its rows when none may match,
-    and the scan keeps the table's schema and hidden columns), with `filters` on top."""
-    df = build(spark, snapshot, files if files.num_rows else snapshot.files().slice(0, 1))
-    _set_plan_id(df, scan_id)
-    for condition, plan_id in filters:
-        df = df.filter(condition)
-        _set_plan_id(df, plan_id)
+def _rebuild(spark: Any, lineage: _Lineage) -> Any:
+    """The scan over the lineage's files (at least one: the filters drop its rows when none may
+    match, and the scan keeps the table's schema and hidden columns), with its steps on top."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    files = lineage.files if lineage.files.num_rows else lineage.snapshot.files().slice(0, 1)
+    df = lineage.build(spark, lineage.snapshot, files)
+    _set_plan_id(df, lineage.scan_id)
+    for step in lineage.steps:
+        df = getattr(ConnectDataFrame, step.method)(df, *step.args, **dict(step.kwargs))
+        _set_plan_id(df, step.plan_id)
     return df
 
 
-def _wrap(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder, scan_id: int,
-          filters: tuple[tuple[Any, int], ...]) -> Any:
+def _wrap(df: Any, lineage: _Lineage) -> Any:
     global _CLASS
     if _CLASS is None:
         _CLASS = _dataframe_class()
     out = _CLASS(df._plan, df.sparkSession)
-    out._pydelta_snapshot = snapshot
-    out._pydelta_files = files
-    out._pydelta_build = build
-    out._pydelta_scan_id = scan_id
-    out._pydelta_filters = filters
+    out._pydelta_lineage = lineage
     return out
 
 
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
     """`df` (a Connect DataFrame reading `files` of `snapshot`, made by `build`) as a Delta
     read whose filters skip files."""
-    return _wrap(df, snapshot, files, build, df._plan._plan_id, ())
+    return _wrap(df, _Lineage(snapshot, files, build, df._plan._plan_id))
