@@ -143,3 +143,15 @@ def test_values_rows_keep_cells_as_text():
         ["1", "DEFAULT", "named_struct('a', 1)"], ["2", "'x, y'", "f(3, 4)"]]
     assert g.values_rows("VALUES 1, 2") == [["1"], ["2"]]
     assert g.values_rows("SELECT 1") is None and g.values_rows("VALUES (1) AS v(a)") is None
+
+
+def test_time_travel_takes_a_literal_only():
+    from pydelta.errors import DeltaNotImplementedError
+    from pydelta.spark.sql.connect_router import _time_travel
+    from pydelta.spark.sql.tokens import tokenize
+
+    tokens = tokenize("SELECT * FROM t VERSION AS OF 3 WHERE x")
+    assert _time_travel(tokens, 4) == (8, {"versionAsOf": "3"})
+    for text in ("SELECT * FROM t VERSION AS OF 1 + 0", "SELECT * FROM t TIMESTAMP AS OF now()"):
+        with pytest.raises(DeltaNotImplementedError, match="time travel to an expression"):
+            _time_travel(tokenize(text), 4)
