@@ -9,7 +9,7 @@ target files by data skipping. The result, a MergePlan, is all the later stages 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -308,15 +308,12 @@ def candidate_files(plan: MergePlan) -> pa.Table:
     file is a candidate.
     """
     read_predicate: Predicate = READ_ALL
-    target_attrs = plan.join.right().outputSet() if plan.join is not None else None
-    if not plan.by_source and is_connect(plan.spark):
-        read_predicate = _connect_read_predicate(plan)
-    elif not plan.by_source and target_attrs is not None:
-        pred = _target_only_predicate(plan.merge_cond.expr, target_attrs)
-        parts = [pred] if pred is not None else []
+    side = None if plan.by_source else _target_side(plan)
+    if side is not None:
+        parts = [p for p in [side(plan.merge_cond)] if p is not None]
         if not plan.inserts and plan.matched:
             # Matched-only merges also skip files no matched clause condition can touch.
-            ors = _any_matched_condition(plan.matched, target_attrs)
+            ors = _any_matched_condition(plan.matched, side)
             if ors is not None:
                 parts.append(ors)
         if parts:
@@ -331,29 +328,33 @@ def candidate_files(plan: MergePlan) -> pa.Table:
     return candidates
 
 
-def _connect_read_predicate(plan: MergePlan) -> Predicate:
-    """Over Spark Connect (no analyzed plan): the same skipping as on classic sessions, from the
-    client's unresolved condition, translated over the target's columns only."""
-    from pydelta.spark.read.connect_filters import translate_target_column
-
-    def target_side(column: Column) -> Predicate:
-        return translate_target_column(column._expr, plan.read_schema, plan.target.alias, plan.source.columns)
-
-    parts = [target_side(plan.condition)]
-    if not plan.inserts and plan.matched and all(r.cond is not None for r in plan.matched):
-        conditions = [target_side(r.cond.column) for r in plan.matched if r.cond is not None]
-        ors = conditions[0]
-        for p in conditions[1:]:
-            ors = Or(ors, p)
-        parts.append(ors)
-    return and_all([p for p in parts if not isinstance(p, Unknown)])
+TargetSide = Callable[[Condition], "Predicate | None"]
 
 
-def _any_matched_condition(matched: list[ResolvedClause], target_attrs: JavaObject) -> Predicate | None:
+def _target_side(plan: MergePlan) -> TargetSide | None:
+    """How to take a condition's target-only conjuncts for skipping: from Spark's analyzed plan
+    on classic sessions; over Spark Connect (no plan) from the client's own unresolved
+    expression, over the target's columns only. None when there is no way."""
+    if is_connect(plan.spark):
+        from pydelta.spark.read.connect_filters import translate_target_column
+
+        def connect_side(condition: Condition) -> Predicate | None:
+            p = translate_target_column(condition.column._expr, plan.read_schema, plan.target.alias,
+                                        plan.source.columns)
+            return None if isinstance(p, Unknown) else p
+
+        return connect_side
+    if plan.join is None:
+        return None
+    target_attrs = plan.join.right().outputSet()
+    return lambda condition: _target_only_predicate(condition.expr, target_attrs)
+
+
+def _any_matched_condition(matched: list[ResolvedClause], side: TargetSide) -> Predicate | None:
     """The OR of the MATCHED clauses' target-only conditions; None when one has none (it can hit any file)."""
     ors: Predicate | None = None
     for r in matched:
-        p = _target_only_predicate(r.cond.expr, target_attrs) if r.cond is not None else None
+        p = side(r.cond) if r.cond is not None else None
         if p is None:
             return None
         ors = p if ors is None else Or(ors, p)

@@ -39,7 +39,6 @@ class _Step:
 
     method: str
     args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...]
     plan_id: int
 
 
@@ -77,13 +76,10 @@ class _Lineage:
 
 def _plain_name(column: Any) -> str | None:
     """The column name of `select("a")` / `select(df.a)` (a reference, not an expression)."""
-    if isinstance(column, str):
-        return None if "*" in column or "." in column or "`" in column else column
     expr: Any = getattr(column, "_expr", None)
-    if type(expr).__name__ == "ColumnReference":
-        name = expr._unparsed_identifier
-        return None if "." in name or "`" in name or "*" in name else name
-    return None
+    name = column if isinstance(column, str) else \
+        expr._unparsed_identifier if type(expr).__name__ == "ColumnReference" else None
+    return None if name is None or any(c in name for c in "*.`") else name
 
 
 def _is_star(column: Any) -> bool:
@@ -101,7 +97,7 @@ def _output_name(column: Any) -> str | None:
     return _plain_name(column)
 
 
-def _visible_after(lineage: _Lineage, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str]:
+def _visible_after(lineage: _Lineage, method: str, args: tuple[Any, ...]) -> frozenset[str]:
     """The table columns that reach past `method(*args)` unchanged."""
     names = lineage.names()
     columns = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
@@ -142,39 +138,39 @@ def _dataframe_class() -> type:
         def filter(self, condition: Any) -> Any:  # noqa: A003
             out: Any = super().filter(condition)
             lineage = self._pydelta_lineage
-            lineage = replace(lineage, steps=lineage.steps + (_Step("filter", (condition,), (), out._plan._plan_id),))
+            lineage = replace(lineage, steps=lineage.steps + (_Step("filter", (condition,), out._plan._plan_id),))
             pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(
-                self._pydelta_lineage.translate(condition))
+                lineage.translate(condition))
             if pruned.num_rows < lineage.files.num_rows:
                 lineage = replace(lineage, files=pruned)
                 out = _rebuild(self.sparkSession, lineage)
             return _wrap(out, lineage)
 
-        def _step(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            out = getattr(ConnectDataFrame, method)(self, *args, **kwargs)
+        def _step(self, method: str, args: tuple[Any, ...]) -> Any:
+            out = getattr(ConnectDataFrame, method)(self, *args)
             lineage = self._pydelta_lineage
             return _wrap(out, replace(
-                lineage, visible=_visible_after(lineage, method, args, kwargs),
+                lineage, visible=_visible_after(lineage, method, args),
                 alias=str(args[0]) if method == "alias" else lineage.alias,
-                steps=lineage.steps + (_Step(method, args, tuple(kwargs.items()), out._plan._plan_id),)))
+                steps=lineage.steps + (_Step(method, args, out._plan._plan_id),)))
 
         def select(self, *cols: Any) -> Any:
-            return self._step("select", cols, {})
+            return self._step("select", cols)
 
         def withColumn(self, colName: str, col: Any) -> Any:
-            return self._step("withColumn", (colName, col), {})
+            return self._step("withColumn", (colName, col))
 
         def withColumns(self, *colsMap: Any) -> Any:
-            return self._step("withColumns", colsMap, {})
+            return self._step("withColumns", colsMap)
 
         def withColumnRenamed(self, existing: str, new: str) -> Any:
-            return self._step("withColumnRenamed", (existing, new), {})
+            return self._step("withColumnRenamed", (existing, new))
 
         def drop(self, *cols: Any) -> Any:
-            return self._step("drop", cols, {})
+            return self._step("drop", cols)
 
         def alias(self, alias: str) -> Any:
-            return self._step("alias", (alias,), {})
+            return self._step("alias", (alias,))
 
     return DeltaScanConnectDataFrame
 
@@ -192,7 +188,7 @@ def _rebuild(spark: Any, lineage: _Lineage) -> Any:
     df = lineage.build(spark, lineage.snapshot, files)
     _set_plan_id(df, lineage.scan_id)
     for step in lineage.steps:
-        df = getattr(ConnectDataFrame, step.method)(df, *step.args, **dict(step.kwargs))
+        df = getattr(ConnectDataFrame, step.method)(df, *step.args)
         _set_plan_id(df, step.plan_id)
     return df
 

@@ -52,7 +52,7 @@ def _time_travel(tokens: list[Token], i: int) -> tuple[int, dict[str, str]]:
         return i, {}
     follows = tokens[j + 1] if j + 1 < len(tokens) else None
     if j >= len(tokens) or tokens[j].kind not in ("number", "string") or (
-            follows is not None and follows.kind == "punct" and follows.text in "+-*/%||"):
+            follows is not None and follows.kind == "punct" and follows.text in ("+", "-", "*", "/", "%", "||")):
         raise DeltaNotImplementedError(
             "time travel to an expression through spark.sql over Spark Connect is not supported by pydelta yet: "
             "give a version number or a timestamp string, or use the reader's versionAsOf / timestampAsOf")
