@@ -24,12 +24,13 @@ from pydelta.spark.streaming.source import HAS_ADMISSION_CONTROL
 
 
 def _stream(spark, path: str, checkpoint: str, options: dict[str, str] | None = None, *,
-            trigger: dict[str, Any] | None = None, paced_until: int | None = None):
+            trigger: dict[str, Any] | None = None, paced_until: int | None = None, seen: list = ()):
     """Run a query to completion (AvailableNow by default): ([(batch id, sorted rows)], query).
 
     `paced_until`: the query's rate limit must shape its batches. PySpark 4.2+ honours it under
     AvailableNow; before 4.2 Spark runs AvailableNow in one batch for Python sources, so there
-    the query runs on a processing-time trigger until that many distinct rows arrived.
+    the query runs on a processing-time trigger until that many distinct rows arrived, counting
+    the rows of `seen` (batches of an earlier run of the query: a restart may replay its last batch).
     """
     batches: list[tuple[int, list[tuple]]] = []
     if paced_until is not None and not HAS_ADMISSION_CONTROL:
@@ -46,7 +47,7 @@ def _stream(spark, path: str, checkpoint: str, options: dict[str, str] | None = 
     try:
         if paced_until is not None and not HAS_ADMISSION_CONTROL:
             deadline = time.monotonic() + 300
-            while (len({r for _, rows in batches for r in rows}) < paced_until and time.monotonic() < deadline
+            while (len({r for _, rows in [*seen, *batches] for r in rows}) < paced_until and time.monotonic() < deadline
                    and query.exception() is None):
                 time.sleep(0.1)
             time.sleep(1)  # no further batch may follow
@@ -104,7 +105,7 @@ def test_max_files_per_trigger_batches_and_restart_mid_stream(spark, tmp_path):
     early, _ = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"}, trigger={"processingTime": "1 hour"})
     assert [len(rows) for _, rows in early] == [20]
     _append(spark, path, 50, 60, files=2)
-    rest, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"}, paced_until=40)
+    rest, query = _stream(spark, path, ck, {"maxFilesPerTrigger": "2"}, paced_until=60, seen=early)
     by_id: dict[int, list[tuple]] = {}
     for batch_id, rows in early + rest:
         assert by_id.setdefault(batch_id, rows) == rows  # a replayed batch has exactly the same rows
