@@ -1,6 +1,7 @@
-"""ALTER TABLE, COMMENT ON, column DEFAULTs and CREATE TABLE ... LOCATION through spark.sql on a
-Spark Connect session: the classic suite's own test functions, run here on the Connect session
-(pydelta's client-side grammar instead of Spark's parser), plus what only Connect needs."""
+"""ALTER TABLE, COMMENT ON, column DEFAULTs, CREATE TABLE ... LOCATION / OPTIONS and SHALLOW
+CLONE through spark.sql on a Spark Connect session: the classic suite's own test functions, run
+here on the Connect session (pydelta's client-side grammar instead of Spark's parser), plus what
+only Connect needs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ from tests.spark.test_column_defaults import (  # noqa: F401
     test_defaults_fill_inserts,
     test_defaults_in_merge_and_update,
 )
+from tests.spark.test_sql_clone import (  # noqa: F401
+    source,
+    test_clone_refusals_leave_nothing,
+    test_clone_to_path_location_and_properties,
+    test_shallow_clone_of_a_name_and_time_travel,
+)
+from tests.spark.test_sql_parity import test_create_table_options  # noqa: F401
 from tests.spark.test_sql_alter import (  # noqa: F401
     people,
     test_add_columns_with_positions_comments_and_nested_fields,
@@ -62,3 +70,12 @@ def test_create_table_naming_an_existing_location(spark, tmp_path):
     finally:
         spark.sql("DROP TABLE IF EXISTS connect_existing")
         spark.sql("DROP TABLE IF EXISTS connect_renamed")
+
+
+def test_create_table_clause_refusals(spark, tmp_path):
+    path = str(tmp_path / "t")
+    with pytest.raises(errors.DeltaAnalysisError, match="STORED AS cannot be used with USING DELTA"):
+        spark.sql(f"CREATE TABLE delta.`{path}` (id INT) USING delta STORED AS PARQUET")
+    with pytest.raises(errors.DeltaAnalysisError, match="only specify one of them"):
+        spark.sql(f"CREATE TABLE connect_two_paths (id INT) USING delta LOCATION '{path}' OPTIONS (path '{path}')")
+    assert not (tmp_path / "t").exists()  # nothing written

@@ -90,7 +90,7 @@ def test_catalog_names_ctas_and_alter(spark, tmp_path):
 def test_statements_pydelta_cannot_serve_over_connect(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.range(3).write.format("delta").save(path)
-    for statement in (f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta OPTIONS ('a' = 'b')",
+    for statement in (f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta CLUSTERED BY (id) INTO 4 BUCKETS",
                       f"SELECT * FROM delta.`{path}` TIMESTAMP AS OF current_timestamp()"):
         with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
             spark.sql(statement)

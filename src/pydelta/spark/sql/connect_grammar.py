@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydelta.errors import DeltaParseError
+from pydelta.errors import DeltaAnalysisError, DeltaParseError
 from pydelta.spark.sql.tokens import TokenStream
 
 # ---- statements -----------------------------------------------------------------------------
@@ -105,6 +105,7 @@ class CreateTable:
     comment: str | None
     properties: dict[str, str]
     query: str | None
+    options: dict[str, str] = field(default_factory=dict)  # OPTIONS (...) but `path` (the location)
 
 
 @dataclass(frozen=True)
@@ -470,11 +471,21 @@ def _create(p: _Parser) -> CreateTable | None:
             spec["comment"] = p.string()
         elif p.accept("TBLPROPERTIES"):
             spec["properties"] = p.string_map()
+        elif p.accept("OPTIONS"):
+            spec["options"] = p.string_map()
+        elif (p.at("STORED") or p.at("ROW", "FORMAT")) and provider == "delta":
+            raise DeltaAnalysisError("ROW FORMAT / STORED AS cannot be used with USING DELTA")  # as classic
         else:
-            return None  # a clause not served here (OPTIONS, STORED AS, ...)
+            return None  # a clause not served here (bucketing, a Hive table's STORED AS, ...)
     if provider != "delta":
         return None
     query = p.rest() if p.accept("AS") else None
+    path_keys = [key for key in spec.get("options", {}) if key.lower() == "path"]
+    if path_keys:  # as Spark's parser: OPTIONS (path ...) is the table's location
+        if spec["location"] is not None:
+            raise DeltaAnalysisError("LOCATION and 'path' in OPTIONS are both used to indicate the custom table "
+                                  "path, you can only specify one of them")
+        spec["location"] = spec["options"].pop(path_keys[0])
     return CreateTable(target, replace, create, if_not_exists, columns, query=query, **spec)
 
 

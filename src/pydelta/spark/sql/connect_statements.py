@@ -13,6 +13,7 @@ import json
 from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError
+from pydelta.spark.ddl.create_options import split_options
 from pydelta.spark.sql import connect_grammar as g
 from pydelta.spark.sql.jplan import NOT_DELTA, empty_result
 from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
@@ -171,23 +172,24 @@ def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> A
         kind = "createOrReplace" if statement.replace else "createIfNotExists" if statement.if_not_exists else "create"
     else:
         kind = "replace"
+    plain_create = statement.create and not statement.replace and statement.query is None
+    properties, write_options = split_options(spark, plain_create, statement.properties, statement.options)
     if statement.query is not None:
         from pydelta.spark.ddl.table_as_select import table_as_select
 
         table_as_select(query(statement.query), path, name=target.name,
                         kind="create" if kind == "createIfNotExists" else kind,
                         if_not_exists=kind == "createIfNotExists", partition_by=statement.partitioned_by or None,
-                        properties=statement.properties, comment=statement.comment,
+                        properties=properties, comment=statement.comment,
                         managed=None if target.name is not None and location is None else False,
-                        cluster_by=statement.clustered_by)
+                        cluster_by=statement.clustered_by, options=write_options)
         return empty_result(spark)
     if not statement.columns:
         from pydelta.spark.ddl.existing_table import register_existing
 
-        register_existing(spark, target.name, path, kind, statement.properties, statement.comment,
-                          statement.partitioned_by)
+        register_existing(spark, target.name, path, kind, properties, statement.comment, statement.partitioned_by)
         return empty_result(spark)
-    builder = _table_builder(spark, kind, statement)
+    builder = _table_builder(spark, kind, statement, properties)
     if target.name is not None:
         builder = builder.tableName(target.name)
     if location is not None or target.name is None:
@@ -196,7 +198,7 @@ def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> A
     return empty_result(spark)
 
 
-def _table_builder(spark: SparkSession, kind: str, statement: g.CreateTable) -> Any:
+def _table_builder(spark: SparkSession, kind: str, statement: g.CreateTable, properties: dict[str, str]) -> Any:
     from pydelta.spark.ddl.column_defaults import checked_default
     from pydelta.spark.table_api import IdentityGenerator, TableBuilderApi
 
@@ -216,7 +218,7 @@ def _table_builder(spark: SparkSession, kind: str, statement: g.CreateTable) -> 
         builder = builder.partitionedBy(*statement.partitioned_by)
     if statement.clustered_by is not None:
         builder = builder.clusterBy(*statement.clustered_by)
-    for key, value in statement.properties.items():
+    for key, value in properties.items():
         builder = builder.property(key, value)
     if statement.comment is not None:
         builder = builder.comment(statement.comment)

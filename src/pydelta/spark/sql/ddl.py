@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.ddl.create_options import split_options
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
@@ -50,30 +50,6 @@ def _option_value(expression: Any) -> str:
     return str(value.toString()) if hasattr(value, "toString") else str(value)  # a JVM string or decimal
 
 
-LEGACY_OPTIONS_AS_PROPERTIES = "spark.databricks.delta.legacy.storeOptionsAsProperties"
-
-
-def _with_options(spark: SparkSession, kind: str, spec: "_Spec") -> tuple[dict[str, str], dict[str, str]]:
-    """(table properties, write options) of CREATE/REPLACE TABLE ... OPTIONS (...), as delta-spark.
-
-    A plain CREATE TABLE stores every option as a table property twice, as given and
-    `option.`-prefixed (Spark hands the catalog both). REPLACE and AS SELECT statements take
-    only `delta.*` options as properties (all of them with the legacy conf); the rest are
-    options of the write.
-    """
-    properties = dict(spec.properties)
-    if kind == "CreateTable":
-        for key, value in spec.options.items():
-            properties.setdefault(key, value)
-            properties[f"option.{key}"] = value
-        return properties, {}
-    legacy = conf_bool(spark, LEGACY_OPTIONS_AS_PROPERTIES, False)
-    for key, value in spec.options.items():
-        if legacy or key.lower().startswith("delta."):
-            properties.setdefault(key, value)
-    return properties, dict(spec.options)
-
-
 class _Spec:
     """The parts of Spark's UnresolvedTableSpec a Delta table uses."""
 
@@ -100,7 +76,7 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     spec = _Spec(plan.tableSpec())
     if not spec.is_delta:
         return NOT_DELTA
-    spec.properties, write_options = _with_options(spark, kind, spec)
+    spec.properties, write_options = split_options(spark, kind == "CreateTable", spec.properties, spec.options)
     parts = jplan.identifier_parts(plan.name())
     target = target_for_create(spark, parts)
     location = spec.location
