@@ -95,3 +95,30 @@ def test_statements_pydelta_cannot_serve_over_connect(spark, tmp_path):
         with pytest.raises(DeltaNotImplementedError, match="Spark Connect"):
             spark.sql(statement)
     assert deltalake.DeltaTable(path).version() == 0  # nothing committed
+
+
+def _files_read(df) -> int:
+    return len(df.inputFiles())
+
+
+def test_queries_skip_files_by_their_where_clause(spark, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    spark.range(0, 40, 1, 1).selectExpr("id AS k", "id % 4 AS p", "id AS x").write.format("delta") \
+        .partitionBy("p").save(a)  # 4 files, one per p
+    spark.range(0, 40, 1, 4).selectExpr("id AS k", "id AS y").write.format("delta").save(b)  # 4 files by y ranges
+    ta, tb = f"delta.`{a}`", f"delta.`{b}`"
+    assert _files_read(spark.sql(f"SELECT * FROM {ta} JOIN {tb} USING (k)")) == 8
+    single = spark.sql(f"SELECT k FROM {ta} WHERE p = 1 AND upper(CAST(x AS STRING)) <> 'Z'")
+    assert _files_read(single) == 1 and sorted(r.k for r in single.collect()) == list(range(1, 40, 4))
+    # an inner join: each side by its own conjuncts (qualified, or unqualified and only its column)
+    joined = spark.sql(f"SELECT t.k, u.y FROM {ta} AS t JOIN {tb} u ON t.k = u.k WHERE t.p = 2 AND y < 10")
+    assert _files_read(joined) == 2
+    assert sorted(tuple(r) for r in joined.collect()) == [(2, 2), (6, 6)]
+    # a LEFT JOIN keeps every file of its null-supplying side: rows of b's skipped files would match
+    outer = spark.sql(f"SELECT t.k, u.y FROM {ta} t LEFT JOIN {tb} u ON t.k = u.k AND u.y < 10 "
+                      "WHERE t.p = 3 AND u.y IS NULL")
+    assert _files_read(outer) == 1 + 4
+    assert sorted(r.k for r in outer.collect()) == list(range(11, 40, 4))
+    # a name qualified by another relation's alias is never taken for the table's own column
+    other = spark.sql(f"SELECT t.k FROM {ta} t JOIN {tb} p ON t.k = p.k WHERE p.y = 5")
+    assert _files_read(other) == 4 + 1 and [r.k for r in other.collect()] == [5]

@@ -175,10 +175,12 @@ def _literal(e: Any) -> Any:
 
 
 # -- SQL text (`df.filter("id < 10 AND p = 'a'")`) ------------------------------------------
-def translate_sql(text: str, schema: StructType, alias: str | None = None) -> Predicate:
+def translate_sql(text: str, schema: StructType, alias: str | None = None,
+                  others: frozenset[str] | None = None) -> Predicate:
     """A SQL boolean expression (the simple forms: comparisons of a column with a literal,
-    IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown."""
-    return _translate_sql(text, _Columns(schema, alias))
+    IN lists, IS [NOT] NULL, AND/OR/NOT, parentheses) as a predicate; anything else Unknown.
+    `others`: the columns of relations beside the table (see _Columns)."""
+    return _translate_sql(text, _Columns(schema, alias, others))
 
 
 def _translate_sql(text: str, columns: _Columns) -> Predicate:

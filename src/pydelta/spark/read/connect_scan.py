@@ -202,6 +202,27 @@ def _wrap(df: Any, lineage: _Lineage) -> Any:
     return out
 
 
+def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alone: bool) -> Any:
+    """`df` (a Delta read) over only the files that may hold rows meeting every condition (SQL
+    text), with no filter added: for a query that applies those conditions itself. Beside other
+    relations (`alone` false) only names qualified by `qualifier`, or unqualified, are the table's."""
+    from pydelta.protocol.predicates import And
+    from pydelta.spark.read.connect_filters import translate_sql
+
+    lineage: _Lineage | None = getattr(df, "_pydelta_lineage", None)
+    if lineage is None or not conditions:
+        return df  # not a plain Delta scan (a change feed read)
+    others: frozenset[str] | None = None if alone else frozenset()
+    predicate: Predicate = translate_sql(conditions[0], lineage.schema(), qualifier, others)
+    for condition in conditions[1:]:
+        predicate = And(predicate, translate_sql(condition, lineage.schema(), qualifier, others))
+    pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(predicate)
+    if pruned.num_rows == lineage.files.num_rows:
+        return df
+    lineage = replace(lineage, files=pruned)
+    return _wrap(_rebuild(df.sparkSession, lineage), lineage)
+
+
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
     """`df` (a Connect DataFrame reading `files` of `snapshot`, made by `build`) as a Delta
     read whose filters skip files."""

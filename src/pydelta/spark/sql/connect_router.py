@@ -10,7 +10,8 @@ and serve each Delta target; a Connect client has no parser of Spark's. What is 
    expression kept as SQL text, and run by `connect_statements`.
 3. Queries that read Delta tables by path (`delta.`/path``) or by catalog name (after FROM or
    JOIN): each such relation becomes a temporary view of pydelta's scan, and Spark runs the
-   rewritten query.
+   rewritten query. In a plain query block the scans skip files by the WHERE clause
+   (`connect_query_pruning` says which relations may).
 
 Any other statement on a Delta table raises DeltaNotImplementedError naming Spark Connect
 before anything runs. Statements that touch no Delta table reach Spark unchanged.
@@ -172,14 +173,20 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     relations = sorted(paths + (_named_relations(spark, tokens) if opening in _QUERY_OPENINGS else []))
     if not relations:
         return original(text)
+    from pydelta.spark.read.connect_scan import skip_files
     from pydelta.spark.read.options import read_delta
+    from pydelta.spark.sql.connect_query_pruning import prunable_relations
 
+    prunable = prunable_relations(text, tokens, [(first, end) for first, end, _, _ in relations])
     # The views stay: a Connect DataFrame is analyzed again whenever it runs.
     pieces, views, last = [], [], 0
     try:
         for first, end, location, options in relations:
             view = f"_pydelta_{uuid.uuid4().hex[:12]}"
-            read_delta(spark, location, options).createOrReplaceTempView(view)
+            scan = read_delta(spark, location, options)
+            if first in prunable:  # the WHERE clause's conjuncts rule files out
+                scan = skip_files(scan, prunable[first].conjuncts, prunable[first].qualifier, prunable[first].alone)
+            scan.createOrReplaceTempView(view)
             views.append(view)
             pieces.append(text[last:tokens[first].start])
             pieces.append(f"`{view}`")
