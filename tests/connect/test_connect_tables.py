@@ -230,3 +230,38 @@ def test_filters_skip_through_selects_and_renames(spark, tmp_path):
     assert aliased._pydelta_files.num_rows == 10 and aliased.count() == 100
     star = t.select("*", (F.col("k") + 1).alias("k1")).filter(F.col("id") >= 90)
     assert star._pydelta_files.num_rows == 1 and _rows(star, "id") == [(i,) for i in range(90, 100)]
+
+
+def _join_files(df) -> tuple[int, int | None]:
+    """(files the left Delta scan reads, files the right one reads or None) of a filtered join."""
+    join = df._pydelta_join
+    return join.left.files.num_rows, join.right.files.num_rows if join.right is not None else None
+
+
+def test_filters_skip_through_joins(spark, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    spark.range(0, 100, 1, 10).selectExpr("id AS k", "id % 7 AS v").write.format("delta").save(a)
+    spark.range(0, 100, 1, 5).selectExpr("id AS k", "id AS w").write.format("delta").save(b)
+    ta, tb = spark.read.format("delta").load(a), spark.read.format("delta").load(b)
+    inner = ta.join(tb, ta.k == tb.k).filter(ta.k < 10).filter(tb.w < 5)
+    assert _join_files(inner) == (1, 1)
+    assert sorted((r[0], r[3]) for r in inner.collect()) == [(i, i) for i in range(5)]
+    # by alias, and unqualified names that are only one side's
+    x, y = ta.alias("x"), tb.select("k", "w").alias("y")
+    aliased = x.join(y, F.col("x.k") == F.col("y.k")).where("x.k >= 90 AND w >= 95 AND v = 4")
+    assert _join_files(aliased) == (1, 1)
+    assert sorted(r[0] for r in aliased.collect()) == [95]
+    # `k` is both sides' (the USING column): a filter on it skips only where the join allows
+    using = ta.join(tb, "k", "left").filter(F.col("k") < 10).filter(tb.w.isNull())
+    assert _join_files(using) == (10, 5) and using.count() == 0
+    # a left join keeps every file of its null-supplying right side
+    left = ta.join(tb, (ta.k == tb.k) & (tb.w < 50), "left_outer").filter(ta.k >= 90).filter(tb.w.isNull())
+    assert _join_files(left) == (1, 5) and sorted(r[0] for r in left.collect()) == list(range(90, 100))
+    full = ta.join(tb, ta.k == tb.k, "full").filter(ta.k < 10)
+    assert _join_files(full) == (10, 5) and full.count() == 10
+    semi = ta.join(tb.filter(tb.w < 20), "k", "left_semi").filter(ta.v == 0)
+    assert _join_files(semi) == (10, 1) and sorted(r.k for r in semi.collect()) == [0, 7, 14]
+    # a right side that is not a Delta read: only the left skips; its column names are never the table's
+    plain = spark.range(0, 100).selectExpr("id AS k", "id AS v2")
+    mixed = ta.join(plain, "k").filter(plain.v2 < 10).filter(ta.k < 10).filter("v = 1")
+    assert _join_files(mixed) == (1, None) and sorted(r.k for r in mixed.collect()) == [1, 8]

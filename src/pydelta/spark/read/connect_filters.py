@@ -52,15 +52,31 @@ class _Columns:
     unqualified and not one of the other relation's columns.
     """
 
-    def __init__(self, schema: StructType, alias: str | None = None, others: frozenset[str] | None = None) -> None:
+    def __init__(self, schema: StructType, alias: str | None = None, others: frozenset[str] | None = None,
+                 plan_ids: tuple[frozenset[int], frozenset[int]] | None = None) -> None:
         self.schema = schema
         self.alias = alias.lower() if alias is not None else None
         self.others = others
+        self.plan_ids = plan_ids  # (the table side's plan ids, the other side's) in a DataFrame join
 
-    def resolve(self, parts: list[str]) -> tuple[Col, str] | None:
+    def resolve_reference(self, e: Any) -> tuple[Col, str] | None:
+        """A ColumnReference (`df.col`, `F.col(...)`): a reference tied to a DataFrame's plan is
+        the table's only when that plan is on the table's side of a join (and not the other's)."""
+        parts = _column_parts(e)
+        if parts is None:
+            return None
+        plan_id = getattr(e, "_plan_id", None)
+        if self.plan_ids is not None and plan_id is not None:
+            ours, theirs = self.plan_ids
+            if plan_id not in ours or plan_id in theirs:
+                return None
+            return self.resolve(parts, surely_ours=True)
+        return self.resolve(parts)
+
+    def resolve(self, parts: list[str], surely_ours: bool = False) -> tuple[Col, str] | None:
         if self.alias is not None and len(parts) > 1 and parts[0].lower() == self.alias:
             parts = parts[1:]  # Spark prefers the qualifier over a struct column of that name
-        elif self.others is not None and (len(parts) > 1 or parts[0].lower() in self.others):
+        elif self.others is not None and not surely_ours and (len(parts) > 1 or parts[0].lower() in self.others):
             return None  # the other relation's, or qualified by its alias
         fields: Any = self.schema
         path: list[str] = []
@@ -79,8 +95,9 @@ class _Columns:
         return Col(tuple(path)), str(field.type)
 
 
-def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, flipped: bool = False) -> Predicate:
-    resolved = columns.resolve(parts) if parts else None
+def _compare(columns: _Columns, op: str, column: list[str] | Any, value: Any, flipped: bool = False) -> Predicate:
+    """`column op value`; `column` is a name's parts (SQL text) or a Connect ColumnReference."""
+    resolved = columns.resolve(column) if isinstance(column, list) else columns.resolve_reference(column)
     if resolved is None:
         return Unknown("not a column of the table")
     col, type_name = resolved
@@ -95,6 +112,17 @@ def _compare(columns: _Columns, op: str, parts: list[str] | None, value: Any, fl
 def translate_column(expr: Any, schema: StructType, alias: str | None = None) -> Predicate:
     """A Connect `Column._expr` as a predicate over `schema`'s columns (`alias`: the table's)."""
     return _translate(expr, _Columns(schema, alias))
+
+
+def translate_join_side(expr: Any, schema: StructType, alias: str | None, other_columns: list[str],
+                        plan_ids: tuple[frozenset[int], frozenset[int]]) -> Predicate:
+    """A filter above a DataFrame join as a predicate over one side's table columns: a
+    reference belongs to that side by its DataFrame's plan id (`df.col`), its alias, or,
+    unqualified, by being no column of the other side; any other conjunct is Unknown."""
+    columns = _Columns(schema, alias, frozenset(c.lower() for c in other_columns), plan_ids)
+    if isinstance(expr, str):
+        return _translate_sql(expr, columns)
+    return _translate(expr._expr, columns)
 
 
 def translate_target_column(expr: Any, schema: StructType, alias: str, other_columns: list[str]) -> Predicate:
@@ -125,19 +153,19 @@ def _expr(e: Any, columns: _Columns) -> Predicate:
     if name == "not" and len(args) == 1:
         return Not(_expr(args[0], columns))
     if name in ("isNull", "isnull", "isNotNull", "isnotnull") and len(args) == 1:
-        resolved = columns.resolve(_column_parts(args[0]) or [])
+        resolved = columns.resolve_reference(args[0])
         if resolved is None:
             return Unknown(name)
         return IsNull(resolved[0]) if name.lower() == "isnull" else IsNotNull(resolved[0])
     if name in _OPS and len(args) == 2:
         left, right = args
         if _column_parts(left) is not None and _is_literal(right):
-            return _compare(columns, _OPS[name], _column_parts(left), _literal(right))
+            return _compare(columns, _OPS[name], left, _literal(right))
         if _column_parts(right) is not None and _is_literal(left):
-            return _compare(columns, _OPS[name], _column_parts(right), _literal(left), flipped=True)
+            return _compare(columns, _OPS[name], right, _literal(left), flipped=True)
         return Unknown(name)
     if name == "in" and len(args) >= 2 and all(_is_literal(a) for a in args[1:]):
-        resolved = columns.resolve(_column_parts(args[0]) or [])
+        resolved = columns.resolve_reference(args[0])
         values = [_literal(a) for a in args[1:]]
         if resolved is None or any(v is not None and _lit_kind(v) != _kind(resolved[1]) for v in values):
             return Unknown(name)

@@ -12,7 +12,8 @@ The same holds through the row-preserving steps a query puts between the read an
 `select`, `withColumn(s)`, `withColumnRenamed`, `drop` and `alias`. Each step is recorded and
 replayed on a rebuild, and a later filter is translated only over the table columns that
 still reach it unchanged (a column a step recomputes or renames is no longer the table's, so
-conditions on it never skip). Steps that change which rows exist (limit, join, aggregate...)
+conditions on it never skip). A join with another DataFrame keeps skipping on each side the
+join lets skip (`connect_join`). Other steps that change which rows exist (limit, aggregate...)
 end the Delta DataFrame: filters after them do not skip.
 """
 
@@ -31,6 +32,7 @@ from pydelta.protocol.schema import StructType
 ScanBuilder = Callable[[Any, Snapshot, pa.Table], Any]
 
 _CLASS: type | None = None
+_JOIN_CLASS: type | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,33 @@ def _dataframe_class() -> type:
         def alias(self, alias: str) -> Any:
             return self._step("alias", (alias,))
 
+        def join(self, other: Any, on: Any = None, how: str | None = None) -> Any:
+            from pydelta.spark.read.connect_join import JoinLineage
+
+            out: Any = super().join(other, on, how)
+            return _wrap_join(out, JoinLineage(
+                self._pydelta_lineage, lineage_of(other), self, other, on,
+                how.lower().replace("_", "") if isinstance(how, str) else how, out._plan._plan_id))
+
     return DeltaScanConnectDataFrame
+
+
+def _join_dataframe_class() -> type:
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    class DeltaJoinConnectDataFrame(ConnectDataFrame):
+        """A join of a Delta read (left) with another DataFrame over Connect: `filter`/`where`
+        on it skip the files of each side the join lets skip (see connect_join)."""
+
+        _pydelta_join: Any
+
+        def filter(self, condition: Any) -> Any:  # noqa: A003
+            from pydelta.spark.read.connect_join import filter_join
+
+            out, join = filter_join(self._pydelta_join, condition, super().filter(condition))
+            return _wrap_join(out, join)
+
+    return DeltaJoinConnectDataFrame
 
 
 def _set_plan_id(df: Any, plan_id: int) -> None:
@@ -202,6 +230,12 @@ def _wrap(df: Any, lineage: _Lineage) -> Any:
     return out
 
 
+def lineage_of(df: Any) -> _Lineage | None:
+    """The lineage of a Delta read's DataFrame; None for any other DataFrame (whose attributes
+    are its columns: getattr would give a Column)."""
+    return vars(df).get("_pydelta_lineage")
+
+
 def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alone: bool) -> Any:
     """`df` (a Delta read) over only the files that may hold rows meeting every condition (SQL
     text), with no filter added: for a query that applies those conditions itself. Beside other
@@ -209,7 +243,7 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
     from pydelta.protocol.predicates import And
     from pydelta.spark.read.connect_filters import translate_sql
 
-    lineage: _Lineage | None = getattr(df, "_pydelta_lineage", None)
+    lineage = lineage_of(df)
     if lineage is None or not conditions:
         return df  # not a plain Delta scan (a change feed read)
     others: frozenset[str] | None = None if alone else frozenset()
@@ -221,6 +255,15 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
         return df
     lineage = replace(lineage, files=pruned)
     return _wrap(_rebuild(df.sparkSession, lineage), lineage)
+
+
+def _wrap_join(df: Any, join: Any) -> Any:
+    global _JOIN_CLASS
+    if _JOIN_CLASS is None:
+        _JOIN_CLASS = _join_dataframe_class()
+    out = _JOIN_CLASS(df._plan, df.sparkSession)
+    out._pydelta_join = join
+    return out
 
 
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
