@@ -48,8 +48,9 @@ test: setup lint typecheck docs
 test-connect: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" tests/connect
 
+# Two workers here too: the multi-process tests wait on their processes (measured: 21m -> 15m).
 test-slow: setup
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow -n $(PYTEST_WORKERS) --dist loadfile --durations=10
 
 # The cross-version subset on the older PySparks pydelta supports (own venvs, ~/.cache/pydelta);
 # .ci/run runs it; one version: `make test-versions PYSPARK_VERSIONS=4.1`.
