@@ -29,7 +29,9 @@ def _add(i: int) -> dict:
                     "stats": json.dumps(stats, separators=(",", ":"))}}
 
 
-def generate(root: str, n_files: int, n_commits: int = 100) -> None:
+def generate(root: str, n_files: int, n_commits: int = 100, checkpoint: bool = True) -> None:
+    """Version 0 adds `n_files` files (checkpointed when `checkpoint`); then `n_commits` commits
+    of 10 adds and one remove each."""
     import pydelta
     from pydelta.log.checkpoint_writer import write_checkpoint
 
@@ -43,7 +45,8 @@ def generate(root: str, n_files: int, n_commits: int = 100) -> None:
                                          "createdTime": 1_700_000_000_000}}) + "\n")
         for i in range(n_files):
             f.write(json.dumps(_add(i)) + "\n")
-    write_checkpoint(pydelta.load_snapshot(root))
+    if checkpoint:
+        write_checkpoint(pydelta.load_snapshot(root))
     next_id = n_files
     for v in range(1, n_commits + 1):
         with open(os.path.join(log, f"{v:020d}.json"), "w") as f:

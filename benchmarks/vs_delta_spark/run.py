@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from benchmarks.common import record
-from benchmarks.vs_delta_spark.workloads import NAMES
+from benchmarks.vs_delta_spark.workloads import NAMES, SHARED_LOGS, SNAPSHOT_LOGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "benchmarks", "vs_delta_spark", "worker.py")
@@ -70,6 +70,15 @@ def _witness() -> tuple[str, str]:
     return values["jars"], values["python"]
 
 
+def _generate_logs(shared: str, names: list[str]) -> None:
+    """The logs the snapshot workloads load, written once by pydelta's generator for both engines."""
+    from benchmarks.bench_snapshot import generate
+
+    for name in names:
+        files, checkpoint = SHARED_LOGS[name]
+        generate(os.path.join(shared, name), files, checkpoint=checkpoint)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
@@ -81,6 +90,8 @@ def main() -> None:
         sys.exit(f"{args.pydelta_python} is missing: `make test-versions PYSPARK_VERSIONS=4.2` makes that venv")
     jars, witness_python = _witness()
     scratch = tempfile.mkdtemp(prefix="pydelta-vs-delta-spark-")
+    _generate_logs(os.path.join(scratch, "shared"), [SNAPSHOT_LOGS[w] for w in args.workloads if w in SNAPSHOT_LOGS])
+    os.environ["BENCH_SHARED"] = os.path.join(scratch, "shared")
     engines = [Engine("pydelta", args.pydelta_python, scratch, None, args.rows),
                Engine("delta-spark", witness_python, scratch, jars, args.rows)]
     assert engines[0].pyspark == engines[1].pyspark, "both engines must run the same Spark"

@@ -30,6 +30,7 @@ class Workloads:
         self.base = base
         self._templates: dict[str, str] = {}
         self.result_path: str | None = None  # the table the last workload wrote, for `checksum`
+        self.detail: list[int] | None = None  # (numFiles, sizeInBytes) the last snapshot load saw
 
     # -- tables ------------------------------------------------------------------------
     def _fresh_path(self, name: str) -> str:
@@ -63,6 +64,9 @@ class Workloads:
         """Rows and a hash of every value of the table the last workload wrote (None if it wrote
         none): the driver checks both engines ended with the same table."""
         path, self.result_path = self.result_path, None
+        if self.detail is not None:
+            detail, self.detail = self.detail, None
+            return detail
         if path is None:
             return None
         row = self.spark.read.format("delta").load(path).selectExpr("count(*)", "sum(CAST(hash(*) AS BIGINT))").first()
@@ -177,7 +181,41 @@ class Workloads:
                 f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('bench.n' = '{i}')")))
         return sorted(times)[len(times) // 2]
 
+    def _snapshot_load(self, name: str) -> float:
+        """DESCRIBE DETAIL (numFiles and size need the whole snapshot) of a fresh copy of a log the
+        driver generated (`BENCH_SHARED`): no engine's snapshot cache helps. The table has no
+        data files; loading its snapshot reads only the log."""
+        source = os.path.join(os.environ["BENCH_SHARED"], name)
+        path = self._fresh_path(name)
+        shutil.copytree(source, path)
+        rows: list[Any] = []
+        seconds = self._timed(lambda: rows.extend(self.spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()))
+        self.detail = [int(rows[0]["numFiles"]), int(rows[0]["sizeInBytes"])]
+        shutil.rmtree(path)
+        return seconds
+
+    def snapshot_300k_json(self) -> float:
+        """Snapshot load of a 300k-file log, JSON commits only."""
+        return self._snapshot_load("json-300000")
+
+    def snapshot_300k_checkpoint(self) -> float:
+        """Snapshot load of a 300k-file log: a checkpoint and 100 commits after it."""
+        return self._snapshot_load("checkpoint-300000")
+
+    def snapshot_1m_json(self) -> float:
+        return self._snapshot_load("json-1000000")
+
+    def snapshot_1m_checkpoint(self) -> float:
+        return self._snapshot_load("checkpoint-1000000")
+
+
+# Logs the driver generates for the snapshot workloads (bench_snapshot's table): name -> (files, checkpoint).
+SHARED_LOGS = {"json-300000": (300_000, False), "checkpoint-300000": (300_000, True),
+               "json-1000000": (1_000_000, False), "checkpoint-1000000": (1_000_000, True)}
+SNAPSHOT_LOGS = {"snapshot_300k_json": "json-300000", "snapshot_300k_checkpoint": "checkpoint-300000",
+                 "snapshot_1m_json": "json-1000000", "snapshot_1m_checkpoint": "checkpoint-1000000"}
 
 NAMES = ["write", "write_partitioned", "full_scan", "selective_scan", "join_selective", "merge_upsert",
          "merge_upsert_dv", "merge_few_files", "merge_few_files_dv", "update_1pct", "update_1pct_dv",
-         "delete_01pct", "delete_01pct_dv", "scan_with_dvs", "optimize_small_files", "metadata_commit"]
+         "delete_01pct", "delete_01pct_dv", "scan_with_dvs", "optimize_small_files", "metadata_commit",
+         "snapshot_300k_json", "snapshot_300k_checkpoint"]  # snapshot_1m_* by name

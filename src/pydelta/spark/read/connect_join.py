@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pydelta.log.data_skipping import FileSkipper
+from pydelta.spark.read.connect_lineage import Lineage, Step, rebuild, set_plan_id
 
 _PRESERVED = {  # how -> (left may skip, right may skip)
     "inner": (True, True), "cross": (True, True),
@@ -31,14 +32,14 @@ _PRESERVED = {  # how -> (left may skip, right may skip)
 class JoinLineage:
     """What a filtered join of Delta reads was built from."""
 
-    left: Any  # connect_scan._Lineage of the left side
+    left: Any  # connect_scan.Lineage of the left side
     right: Any | None  # the right side's lineage, when it is a Delta read
     left_df: Any  # the left DataFrame as given
     other: Any  # the right DataFrame as given
     on: Any
     how: str | None
     plan_id: int  # the join node's
-    filters: tuple[Any, ...] = ()  # connect_scan._Step of each filter above the join
+    filters: tuple[Step, ...] = ()  # a Step of each filter above the join
     columns: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # each side's output columns, once asked
 
     def may_skip(self) -> tuple[bool, bool]:
@@ -46,11 +47,11 @@ class JoinLineage:
         return _PRESERVED.get(key, (False, False))
 
 
-def _plan_ids(lineage: Any) -> frozenset[int]:
+def _plan_ids(lineage: Lineage) -> frozenset[int]:
     return frozenset([lineage.scan_id, *(step.plan_id for step in lineage.steps)])
 
 
-def _pruned(lineage: Any, condition: Any, other_columns: tuple[str, ...], theirs: frozenset[int]) -> Any:
+def _pruned(lineage: Lineage, condition: Any, other_columns: tuple[str, ...], theirs: frozenset[int]) -> Lineage:
     """The side's lineage over the files `condition` leaves it (itself when none drop out)."""
     from pydelta.spark.read.connect_filters import translate_join_side
 
@@ -63,9 +64,7 @@ def _pruned(lineage: Any, condition: Any, other_columns: tuple[str, ...], theirs
 def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinLineage]:
     """`out` (the joined DataFrame's `filter(condition)`) over fewer files where the condition
     allows, and the join lineage that describes it."""
-    from pydelta.spark.read.connect_scan import _Step
-
-    join = replace(join, filters=join.filters + (_Step("filter", (condition,), out._plan._plan_id),))
+    join = replace(join, filters=join.filters + (Step("filter", (condition,), out._plan._plan_id),))
     if join.columns is None:  # two schema round trips, on the first filter only
         join = replace(join, columns=(tuple(join.left_df.columns), tuple(join.other.columns)))
     assert join.columns is not None
@@ -85,13 +84,12 @@ def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinL
 def _rebuild_join(spark: Any, join: JoinLineage) -> Any:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-    from pydelta.spark.read.connect_scan import _rebuild, _set_plan_id
 
-    left = _rebuild(spark, join.left)
-    right = _rebuild(spark, join.right) if join.right is not None else join.other
+    left = rebuild(spark, join.left)
+    right = rebuild(spark, join.right) if join.right is not None else join.other
     df: Any = ConnectDataFrame.join(left, right, join.on, join.how)
-    _set_plan_id(df, join.plan_id)
+    set_plan_id(df, join.plan_id)
     for step in join.filters:
         df = ConnectDataFrame.filter(df, *step.args)
-        _set_plan_id(df, step.plan_id)
+        set_plan_id(df, step.plan_id)
     return df

@@ -19,61 +19,18 @@ end the Delta DataFrame: filters after them do not skip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
-from pydelta.protocol.schema import StructType
-
-ScanBuilder = Callable[[Any, Snapshot, pa.Table], Any]
+from pydelta.spark.read.connect_lineage import ScanBuilder, Lineage, rebuild, Step
 
 _CLASS: type | None = None
 _JOIN_CLASS: type | None = None
-
-
-@dataclass(frozen=True)
-class _Step:
-    """One DataFrame method applied above the scan, replayed on a rebuild under its plan id."""
-
-    method: str
-    args: tuple[Any, ...]
-    plan_id: int
-
-
-@dataclass(frozen=True)
-class _Lineage:
-    """What a Delta DataFrame was built from: the scan, and the steps above it."""
-
-    snapshot: Snapshot
-    files: pa.Table  # the files the scan reads
-    build: ScanBuilder  # builds the scan over given files
-    scan_id: int  # plan id of the scan's root node
-    steps: tuple[_Step, ...] = ()
-    visible: frozenset[str] | None = None  # lower-case table columns still reaching here unchanged (None: all)
-    alias: str | None = None
-
-    def schema(self) -> StructType:
-        """The table columns a condition here may be translated over."""
-        fields = self.snapshot.schema.fields
-        if self.visible is None:
-            return self.snapshot.schema
-        return StructType(tuple(f for f in fields if f.name.lower() in self.visible))
-
-    def names(self) -> frozenset[str]:
-        if self.visible is not None:
-            return self.visible
-        return frozenset(f.name.lower() for f in self.snapshot.schema.fields)
-
-    def translate(self, condition: Any) -> Predicate:
-        from pydelta.spark.read.connect_filters import translate_column, translate_sql
-
-        if isinstance(condition, str):
-            return translate_sql(condition, self.schema(), self.alias)
-        return translate_column(condition._expr, self.schema(), self.alias)
 
 
 def _plain_name(column: Any) -> str | None:
@@ -99,7 +56,7 @@ def _output_name(column: Any) -> str | None:
     return _plain_name(column)
 
 
-def _visible_after(lineage: _Lineage, method: str, args: tuple[Any, ...]) -> frozenset[str]:
+def _visible_after(lineage: Lineage, method: str, args: tuple[Any, ...]) -> frozenset[str]:
     """The table columns that reach past `method(*args)` unchanged."""
     names = lineage.names()
     columns = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
@@ -130,7 +87,7 @@ def _dataframe_class() -> type:
         withColumn(s), withColumnRenamed, drop, alias) skip files, by the log's partition
         values and min/max/nullCount stats."""
 
-        _pydelta_lineage: _Lineage
+        _pydelta_lineage: Lineage
 
         @property
         def _pydelta_files(self) -> pa.Table:
@@ -140,12 +97,12 @@ def _dataframe_class() -> type:
         def filter(self, condition: Any) -> Any:  # noqa: A003
             out: Any = super().filter(condition)
             lineage = self._pydelta_lineage
-            lineage = replace(lineage, steps=lineage.steps + (_Step("filter", (condition,), out._plan._plan_id),))
+            lineage = replace(lineage, steps=lineage.steps + (Step("filter", (condition,), out._plan._plan_id),))
             pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(
                 lineage.translate(condition))
             if pruned.num_rows < lineage.files.num_rows:
                 lineage = replace(lineage, files=pruned)
-                out = _rebuild(self.sparkSession, lineage)
+                out = rebuild(self.sparkSession, lineage)
             return _wrap(out, lineage)
 
         def _step(self, method: str, args: tuple[Any, ...]) -> Any:
@@ -154,7 +111,7 @@ def _dataframe_class() -> type:
             return _wrap(out, replace(
                 lineage, visible=_visible_after(lineage, method, args),
                 alias=str(args[0]) if method == "alias" else lineage.alias,
-                steps=lineage.steps + (_Step(method, args, out._plan._plan_id),)))
+                steps=lineage.steps + (Step(method, args, out._plan._plan_id),)))
 
         def select(self, *cols: Any) -> Any:
             return self._step("select", cols)
@@ -203,25 +160,7 @@ def _join_dataframe_class() -> type:
     return DeltaJoinConnectDataFrame
 
 
-def _set_plan_id(df: Any, plan_id: int) -> None:
-    df._plan._root_plan_id = plan_id
-
-
-def _rebuild(spark: Any, lineage: _Lineage) -> Any:
-    """The scan over the lineage's files (at least one: the filters drop its rows when none may
-    match, and the scan keeps the table's schema and hidden columns), with its steps on top."""
-    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
-    files = lineage.files if lineage.files.num_rows else lineage.snapshot.files().slice(0, 1)
-    df = lineage.build(spark, lineage.snapshot, files)
-    _set_plan_id(df, lineage.scan_id)
-    for step in lineage.steps:
-        df = getattr(ConnectDataFrame, step.method)(df, *step.args)
-        _set_plan_id(df, step.plan_id)
-    return df
-
-
-def _wrap(df: Any, lineage: _Lineage) -> Any:
+def _wrap(df: Any, lineage: Lineage) -> Any:
     global _CLASS
     if _CLASS is None:
         _CLASS = _dataframe_class()
@@ -230,7 +169,7 @@ def _wrap(df: Any, lineage: _Lineage) -> Any:
     return out
 
 
-def lineage_of(df: Any) -> _Lineage | None:
+def lineage_of(df: Any) -> Lineage | None:
     """The lineage of a Delta read's DataFrame; None for any other DataFrame (whose attributes
     are its columns: getattr would give a Column)."""
     return vars(df).get("_pydelta_lineage")
@@ -254,7 +193,7 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
     if pruned.num_rows == lineage.files.num_rows:
         return df
     lineage = replace(lineage, files=pruned)
-    return _wrap(_rebuild(df.sparkSession, lineage), lineage)
+    return _wrap(rebuild(df.sparkSession, lineage), lineage)
 
 
 def _wrap_join(df: Any, join: Any) -> Any:
@@ -269,4 +208,4 @@ def _wrap_join(df: Any, join: Any) -> Any:
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
     """`df` (a Connect DataFrame reading `files` of `snapshot`, made by `build`) as a Delta
     read whose filters skip files."""
-    return _wrap(df, _Lineage(snapshot, files, build, df._plan._plan_id))
+    return _wrap(df, Lineage(snapshot, files, build, df._plan._plan_id))
