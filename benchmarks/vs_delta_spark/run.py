@@ -54,6 +54,12 @@ class Engine:
             raise RuntimeError(f"{self.name} {workload}: {reply['error']}\n{reply.get('traceback', '')}")
         return float(reply["seconds"]), reply.get("check")
 
+    def memory(self) -> dict[str, float]:
+        """Peak RSS so far (MB) of the worker's Python process and of its driver JVM."""
+        self.proc.stdin.write(json.dumps({"memory": True}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._readline())
+
     def stop(self) -> None:
         try:
             self.proc.stdin.write(json.dumps({"stop": True}) + "\n")

@@ -47,6 +47,12 @@ def session(engine: str, jars_dir: str | None):
     return spark
 
 
+def _peak_mb(pid: int) -> float:
+    """A process's peak resident set (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
 def main() -> None:
     engine, base = sys.argv[1], sys.argv[2]
     jars_dir = sys.argv[3] if len(sys.argv) > 3 else None
@@ -64,6 +70,11 @@ def main() -> None:
         request = json.loads(line)
         if request.get("stop"):
             break
+        if request.get("memory"):  # peak RSS so far of this process and of its Spark driver JVM
+            jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+            out.write(json.dumps({"python_mb": _peak_mb(os.getpid()), "jvm_mb": _peak_mb(jvm_pid)}) + "\n")
+            out.flush()
+            continue
         try:
             seconds = getattr(work, request["workload"])()
             reply = {"seconds": seconds, "check": work.checksum()}

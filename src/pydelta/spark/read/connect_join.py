@@ -84,7 +84,6 @@ def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinL
 def _rebuild_join(spark: Any, join: JoinLineage) -> Any:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-
     left = rebuild(spark, join.left)
     right = rebuild(spark, join.right) if join.right is not None else join.other
     df: Any = ConnectDataFrame.join(left, right, join.on, join.how)

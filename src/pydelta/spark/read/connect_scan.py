@@ -29,8 +29,7 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
 from pydelta.spark.read.connect_lineage import ScanBuilder, Lineage, rebuild, Step
 
-_CLASS: type | None = None
-_JOIN_CLASS: type | None = None
+_CLASSES: dict[str, type] = {}  # the Delta DataFrame classes, by the attribute they carry
 
 
 def _plain_name(column: Any) -> str | None:
@@ -160,13 +159,22 @@ def _join_dataframe_class() -> type:
     return DeltaJoinConnectDataFrame
 
 
-def _wrap(df: Any, lineage: Lineage) -> Any:
-    global _CLASS
-    if _CLASS is None:
-        _CLASS = _dataframe_class()
-    out = _CLASS(df._plan, df.sparkSession)
-    out._pydelta_lineage = lineage
+def _wrap_as(df: Any, attribute: str, value: Any) -> Any:
+    """`df` as the Delta DataFrame class that carries `attribute` (each class made once: it
+    subclasses Connect's DataFrame, imported on Connect sessions only)."""
+    if attribute not in _CLASSES:
+        _CLASSES[attribute] = {"_pydelta_lineage": _dataframe_class, "_pydelta_join": _join_dataframe_class}[attribute]()
+    out = _CLASSES[attribute](df._plan, df.sparkSession)
+    setattr(out, attribute, value)
     return out
+
+
+def _wrap(df: Any, lineage: Lineage) -> Any:
+    return _wrap_as(df, "_pydelta_lineage", lineage)
+
+
+def _wrap_join(df: Any, join: Any) -> Any:
+    return _wrap_as(df, "_pydelta_join", join)
 
 
 def lineage_of(df: Any) -> Lineage | None:
@@ -194,15 +202,6 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
         return df
     lineage = replace(lineage, files=pruned)
     return _wrap(rebuild(df.sparkSession, lineage), lineage)
-
-
-def _wrap_join(df: Any, join: Any) -> Any:
-    global _JOIN_CLASS
-    if _JOIN_CLASS is None:
-        _JOIN_CLASS = _join_dataframe_class()
-    out = _JOIN_CLASS(df._plan, df.sparkSession)
-    out._pydelta_join = join
-    return out
 
 
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
