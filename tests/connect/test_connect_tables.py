@@ -265,3 +265,10 @@ def test_filters_skip_through_joins(spark, tmp_path):
     plain = spark.range(0, 100).selectExpr("id AS k", "id AS v2")
     mixed = ta.join(plain, "k").filter(plain.v2 < 10).filter(ta.k < 10).filter("v = 1")
     assert _join_files(mixed) == (1, None) and sorted(r.k for r in mixed.collect()) == [1, 8]
+    # a Delta read on the right of a plain DataFrame: the right skips (inner), or not (left outer)
+    mirrored = plain.join(ta, "k").filter(ta.k >= 90).filter(plain.v2 < 95)
+    assert mirrored._pydelta_join.left is None and mirrored._pydelta_join.right.files.num_rows == 1
+    assert sorted(r.k for r in mirrored.collect()) == list(range(90, 95))
+    outer = plain.join(ta, "k", "left").filter(ta.k >= 90)
+    assert outer._pydelta_join.right.files.num_rows == 10 and outer.count() == 10
+    assert type(plain.join(plain.alias("q"), "k")).__name__ == "DataFrame"  # no Delta read: untouched

@@ -87,6 +87,11 @@ def install() -> None:
     _install_reader(DataFrameReader, SparkSession)
     if connect is not None:
         _install_reader(connect.reader, connect.session)
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+        from pydelta.spark.read.connect_scan import install_join_hook
+
+        install_join_hook(ConnectDataFrame)
 
     from pydelta.spark.read import plan_pruning
     from pydelta.spark.hooks import writer as write_hooks

@@ -1,4 +1,4 @@
-"""A join of Delta reads over Spark Connect whose later filters skip each side's files.
+"""A join with a Delta read over Spark Connect whose later filters skip each side's files.
 
 `a.join(b, ...).filter(cond)`: a classic session's optimizer pushes `cond` into each scan; a
 Connect client keeps the join's parts instead (each Delta side's lineage, the other
@@ -8,7 +8,9 @@ right join, both of a full join) or hide (the right of a semi/anti join), since 
 a skipped file holds is one the filter rejects anyway. A reference belongs to a side by its
 DataFrame's plan id (`a.col`), its alias (`"a.col"` after `a.alias("a")`), or, unqualified,
 by being no column of the other side. When a side's files shrink, the join is built again
-over the pruned scans under the same plan ids, and the filters are replayed on top.
+over the pruned scans under the same plan ids, and the filters are replayed on top. A join
+whose left side is not a Delta read is seen through a hook on Connect's DataFrame.join
+(`connect_scan.install_join_hook`), which changes nothing unless the right side is one.
 """
 
 from __future__ import annotations
@@ -69,12 +71,13 @@ def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinL
         join = replace(join, columns=(tuple(join.left_df.columns), tuple(join.other.columns)))
     assert join.columns is not None
     left_skips, right_skips = join.may_skip()
+    left_ids = _plan_ids(join.left) if join.left is not None else frozenset([join.left_df._plan._plan_id])
     right_ids = _plan_ids(join.right) if join.right is not None else frozenset([join.other._plan._plan_id])
     left, right = join.left, join.right
-    if left_skips:
+    if left_skips and left is not None:
         left = _pruned(left, condition, join.columns[1], right_ids)
     if right_skips and right is not None:
-        right = _pruned(right, condition, join.columns[0], _plan_ids(join.left))
+        right = _pruned(right, condition, join.columns[0], left_ids)
     if left is join.left and right is join.right:
         return out, join
     join = replace(join, left=left, right=right)
@@ -84,7 +87,7 @@ def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinL
 def _rebuild_join(spark: Any, join: JoinLineage) -> Any:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-    left = rebuild(spark, join.left)
+    left = rebuild(spark, join.left) if join.left is not None else join.left_df
     right = rebuild(spark, join.right) if join.right is not None else join.other
     df: Any = ConnectDataFrame.join(left, right, join.on, join.how)
     set_plan_id(df, join.plan_id)
@@ -92,3 +95,7 @@ def _rebuild_join(spark: Any, join: JoinLineage) -> Any:
         df = ConnectDataFrame.filter(df, *step.args)
         set_plan_id(df, step.plan_id)
     return df
+
+
+def normalized_how(how: str | None) -> str | None:
+    return how.lower().replace("_", "") if isinstance(how, str) else how

@@ -131,12 +131,11 @@ def _dataframe_class() -> type:
             return self._step("alias", (alias,))
 
         def join(self, other: Any, on: Any = None, how: str | None = None) -> Any:
-            from pydelta.spark.read.connect_join import JoinLineage
+            from pydelta.spark.read.connect_join import JoinLineage, normalized_how
 
             out: Any = super().join(other, on, how)
-            return _wrap_join(out, JoinLineage(
-                self._pydelta_lineage, lineage_of(other), self, other, on,
-                how.lower().replace("_", "") if isinstance(how, str) else how, out._plan._plan_id))
+            return wrap_join(out, JoinLineage(
+                self._pydelta_lineage, lineage_of(other), self, other, on, normalized_how(how), out._plan._plan_id))
 
     return DeltaScanConnectDataFrame
 
@@ -154,7 +153,7 @@ def _join_dataframe_class() -> type:
             from pydelta.spark.read.connect_join import filter_join
 
             out, join = filter_join(self._pydelta_join, condition, super().filter(condition))
-            return _wrap_join(out, join)
+            return wrap_join(out, join)
 
     return DeltaJoinConnectDataFrame
 
@@ -173,7 +172,7 @@ def _wrap(df: Any, lineage: Lineage) -> Any:
     return _wrap_as(df, "_pydelta_lineage", lineage)
 
 
-def _wrap_join(df: Any, join: Any) -> Any:
+def wrap_join(df: Any, join: Any) -> Any:
     return _wrap_as(df, "_pydelta_join", join)
 
 
@@ -208,3 +207,24 @@ def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) 
     """`df` (a Connect DataFrame reading `files` of `snapshot`, made by `build`) as a Delta
     read whose filters skip files."""
     return _wrap(df, Lineage(snapshot, files, build, df._plan._plan_id))
+
+
+def install_join_hook(dataframe_class: type) -> None:
+    """Connect's DataFrame.join: a plain DataFrame joined with a Delta read (on its right)
+    becomes a join whose filters skip the Delta side's files."""
+    if dataframe_class.__dict__.get("_pydelta_join_hooked", False):
+        return
+    original = getattr(dataframe_class, "join")
+
+    def join(self: Any, other: Any, on: Any = None, how: str | None = None) -> Any:
+        from pydelta.spark.read.connect_join import JoinLineage, normalized_how
+
+        out = original(self, other, on, how)
+        right = lineage_of(other)
+        if right is None or lineage_of(self) is not None:
+            return out  # no Delta read on the right, or a Delta left side (its own join does it)
+        return wrap_join(out, JoinLineage(None, right, self, other, on, normalized_how(how), out._plan._plan_id))
+
+    join.__doc__ = original.__doc__
+    setattr(dataframe_class, "join", join)
+    setattr(dataframe_class, "_pydelta_join_hooked", True)
