@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydelta.log.data_skipping import FileSkipper
 from pydelta.spark.read.connect_lineage import Lineage, Step, rebuild, set_plan_id
 
 _PRESERVED = {  # how -> (left may skip, right may skip)
@@ -32,21 +31,20 @@ _PRESERVED = {  # how -> (left may skip, right may skip)
 
 @dataclass(frozen=True)
 class JoinLineage:
-    """What a filtered join of Delta reads was built from."""
+    """What a join with a Delta read (and the filters above it) was built from."""
 
-    left: Any  # connect_scan.Lineage of the left side
-    right: Any | None  # the right side's lineage, when it is a Delta read
+    left: Lineage | None  # the left side's, when it is a Delta read
+    right: Lineage | None  # the right side's, when it is a Delta read
     left_df: Any  # the left DataFrame as given
     other: Any  # the right DataFrame as given
     on: Any
-    how: str | None
+    how: str | None  # normalized (normalized_how)
     plan_id: int  # the join node's
     filters: tuple[Step, ...] = ()  # a Step of each filter above the join
     columns: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # each side's output columns, once asked
 
     def may_skip(self) -> tuple[bool, bool]:
-        key = (self.how or "inner").lower().replace("_", "")
-        return _PRESERVED.get(key, (False, False))
+        return _PRESERVED.get(self.how or "inner", (False, False))
 
 
 def _plan_ids(lineage: Lineage) -> frozenset[int]:
@@ -59,8 +57,7 @@ def _pruned(lineage: Lineage, condition: Any, other_columns: tuple[str, ...], th
 
     predicate = translate_join_side(condition, lineage.schema(), lineage.alias, list(other_columns),
                                     (_plan_ids(lineage), theirs))
-    files = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(predicate)
-    return lineage if files.num_rows == lineage.files.num_rows else replace(lineage, files=files)
+    return lineage.pruned(predicate)
 
 
 def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinLineage]:

@@ -8,11 +8,12 @@ earlier DataFrames still resolve). Used by connect_scan (single reads) and conne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import pyarrow as pa
 
+from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
 from pydelta.protocol.schema import StructType
@@ -52,6 +53,11 @@ class Lineage:
         if self.visible is not None:
             return self.visible
         return frozenset(f.name.lower() for f in self.snapshot.schema.fields)
+
+    def pruned(self, predicate: Predicate) -> Lineage:
+        """This lineage over the files `predicate` may hold rows of (itself when none drop out)."""
+        files = FileSkipper.for_metadata(self.files, self.snapshot.metadata).prune(predicate)
+        return self if files.num_rows == self.files.num_rows else replace(self, files=files)
 
     def translate(self, condition: Any) -> Predicate:
         from pydelta.spark.read.connect_filters import translate_column, translate_sql

@@ -24,7 +24,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
 from pydelta.spark.read.connect_lineage import ScanBuilder, Lineage, rebuild, Step
@@ -97,12 +96,10 @@ def _dataframe_class() -> type:
             out: Any = super().filter(condition)
             lineage = self._pydelta_lineage
             lineage = replace(lineage, steps=lineage.steps + (Step("filter", (condition,), out._plan._plan_id),))
-            pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(
-                lineage.translate(condition))
-            if pruned.num_rows < lineage.files.num_rows:
-                lineage = replace(lineage, files=pruned)
-                out = rebuild(self.sparkSession, lineage)
-            return _wrap(out, lineage)
+            pruned = lineage.pruned(lineage.translate(condition))
+            if pruned is not lineage:
+                out = rebuild(self.sparkSession, pruned)
+            return _wrap(out, pruned)
 
         def _step(self, method: str, args: tuple[Any, ...]) -> Any:
             out = getattr(ConnectDataFrame, method)(self, *args)
@@ -144,8 +141,8 @@ def _join_dataframe_class() -> type:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
     class DeltaJoinConnectDataFrame(ConnectDataFrame):
-        """A join of a Delta read (left) with another DataFrame over Connect: `filter`/`where`
-        on it skip the files of each side the join lets skip (see connect_join)."""
+        """A join with a Delta read on either side over Connect: `filter`/`where` on it skip
+        the files of each Delta side the join lets skip (see connect_join)."""
 
         _pydelta_join: Any
 
@@ -196,11 +193,8 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
     predicate: Predicate = translate_sql(conditions[0], lineage.schema(), qualifier, others)
     for condition in conditions[1:]:
         predicate = And(predicate, translate_sql(condition, lineage.schema(), qualifier, others))
-    pruned = FileSkipper.for_metadata(lineage.files, lineage.snapshot.metadata).prune(predicate)
-    if pruned.num_rows == lineage.files.num_rows:
-        return df
-    lineage = replace(lineage, files=pruned)
-    return _wrap(rebuild(df.sparkSession, lineage), lineage)
+    pruned = lineage.pruned(predicate)
+    return df if pruned is lineage else _wrap(rebuild(df.sparkSession, pruned), pruned)
 
 
 def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
