@@ -153,3 +153,19 @@ def pydelta_writes_then_delta_spark_reads(spark: Any, ds: Any, path: Any, *state
     for v in range(before + 1, latest + 1):
         assert (commit_info(path, v).get("engineInfo") or "").startswith(PYDELTA_ENGINE)
     return latest
+
+
+ROW_TRACKING_READ = ("SELECT *, _metadata.row_id AS row_id, _metadata.row_commit_version AS row_commit_version "
+                     "FROM delta.`{p}` VERSION AS OF {v}")
+
+
+def same_row_tracking(spark: Any, ds: Any, path: str, since: int) -> None:
+    """Both engines read the same rows and schema, each row with the same stable row ID and
+    row commit version, at every version from `since`."""
+    versions = range(since, version(path) + 1)
+    theirs, ours = both(lambda: [ds.sql(ROW_TRACKING_READ.format(p=path, v=v)) for v in versions],
+                        lambda: [canon(spark.sql(ROW_TRACKING_READ.format(p=path, v=v))) for v in versions])
+    for v, t, o in zip(versions, theirs, ours):
+        assert o == t, f"rows and row IDs at version {v}"
+        ids = [r[-2] for r in t["rows"]]
+        assert len(ids) == len(set(ids)) and None not in ids, f"row IDs unique at version {v}"

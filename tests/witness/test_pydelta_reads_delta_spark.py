@@ -21,7 +21,6 @@ import pydelta
 from tests.witness._compare import (
     DELTA_SPARK_ENGINE,
     PYDELTA_ENGINE,
-    both,
     commit_info,
     commits,
     delta_spark_writes_then_pydelta_reads,
@@ -30,6 +29,7 @@ from tests.witness._compare import (
     read,
     same_at_every_version,
     same_history,
+    same_row_tracking,
     version,
 )
 from tests.witness.delta_spark import WitnessError, canon
@@ -168,22 +168,6 @@ def test_liquid_clustering(spark, delta_spark, tmp_path):
                                           "OPTIMIZE {t}")
 
 
-ROW_TRACKING_READ = ("SELECT *, _metadata.row_id AS row_id, _metadata.row_commit_version AS row_commit_version "
-                     "FROM delta.`{p}` VERSION AS OF {v}")
-
-
-def _same_row_tracking(spark, ds, path: str, since: int) -> None:
-    """Both engines read the same rows and schema, each row with the same stable row ID and
-    row commit version, at every version from `since`."""
-    versions = range(since, version(path) + 1)
-    theirs, ours = both(lambda: [ds.sql(ROW_TRACKING_READ.format(p=path, v=v)) for v in versions],
-                        lambda: [canon(spark.sql(ROW_TRACKING_READ.format(p=path, v=v))) for v in versions])
-    for v, t, o in zip(versions, theirs, ours):
-        assert o == t, f"rows and row IDs at version {v}"
-        ids = [r[-2] for r in t["rows"]]
-        assert len(ids) == len(set(ids)) and None not in ids, f"row IDs unique at version {v}"
-
-
 def test_row_tracking(spark, delta_spark, tmp_path):
     path = str(tmp_path / "rt")
     ds_latest = _ds_writes(
@@ -205,7 +189,7 @@ def test_row_tracking(spark, delta_spark, tmp_path):
             for f in spark.read.format("delta").load(path).select("_metadata.*").schema]
     assert ours == theirs
     assert [f[0] for f in ours[-4:]] == ["row_id", "base_row_id", "default_row_commit_version", "row_commit_version"]
-    _same_row_tracking(spark, delta_spark, path, since=1)
+    same_row_tracking(spark, delta_spark, path, since=1)
     for statement in ("INSERT INTO {t} VALUES (100, 'p')",                                # v7
                       "UPDATE {t} SET v = 'pu' WHERE id IN (1, 100)",                     # v8
                       "MERGE INTO {t} t USING (SELECT id FROM range(16, 20)) s ON t.id = s.id "
@@ -213,7 +197,7 @@ def test_row_tracking(spark, delta_spark, tmp_path):
                       "OPTIMIZE {t}"):                                                    # v10
         spark.sql(statement.format(t=f"delta.`{path}`"))
     _ds_writes(delta_spark, path, "UPDATE {t} SET v = 'last' WHERE id = 100")              # v11
-    _same_row_tracking(spark, delta_spark, path, since=ds_latest + 1)
+    same_row_tracking(spark, delta_spark, path, since=ds_latest + 1)
     assert [_writer(commit_info(path, v)) for v in range(1, 12)] == ["delta-spark"] * 6 + ["pydelta"] * 4 + ["delta-spark"]
     same_history(spark, delta_spark, path)
 
