@@ -172,3 +172,23 @@ def spark_session(master: str, endpoint: str, jars: list[str], app: str = "pydel
     spark = pydelta.enable(pydelta.configure_spark(builder).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def connect_session(endpoint: str, jars: list[str], app: str = "pydelta-s3a-connect") -> tuple[Any, Any]:
+    """(server, client session): a Spark Connect server from pyspark's distribution set up as users
+    set a cluster up for S3A (hadoop-aws in spark.jars, the store in spark.hadoop.fs.s3a.*), and a
+    pydelta client session to it. The client is given no S3 setting: it reads the server's."""
+    import pydelta
+    from pydelta.spark.connect_server import LocalConnectServer
+
+    connector, bundle = split_jars(jars)
+    conf = {"spark.jars": ",".join(connector), "spark.driver.extraClassPath": os.pathsep.join(bundle),
+            "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC"}
+    conf.update({f"spark.hadoop.{key}": value for key, value in s3a_settings(endpoint).items()})
+    server = LocalConnectServer.start(conf=conf)
+    try:
+        return server, pydelta.remote_session(server.url, app_name=app)
+    except BaseException:
+        server.stop()
+        raise

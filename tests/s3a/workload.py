@@ -1,9 +1,10 @@
 """The s3a workload: pydelta on Spark against s3a:// tables, as a user runs it, in its own process.
 
-    python -m tests.s3a.workload <master-url> <endpoint> <root s3a:// URI> <jar> [<jar>...]
+    python -m tests.s3a.workload <master-url | connect> <endpoint> <root s3a:// URI> <jar> [<jar>...]
 
 The session has hadoop-aws and the store's endpoint and credentials in spark.hadoop.fs.s3a.*
-only (no AWS_* variables: see _s3.script_env). On tables under <root>: SQL CREATE TABLE on
+only (no AWS_* variables: see _s3.script_env); with `connect` instead of a master URL, a Spark
+Connect server has them and the workload runs on a pydelta client session to it. On tables under <root>: SQL CREATE TABLE on
 delta.`s3a://...` with properties, DataFrame writes, a filtered read (the files it plans),
 DELETE / UPDATE / MERGE copy-on-write (DeltaTable.forPath, SQL) and with deletion vectors
 (SQL), OPTIMIZE, the change feed and time travel, VACUUM, and a Delta-to-Delta stream (s3a to
@@ -42,11 +43,15 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
     import pydelta
     from pydelta import DeltaTable
     from pydelta.log.storage import default_storage_options
-    from tests.s3a._s3 import spark_session
+    from tests.s3a._s3 import connect_session, spark_session
 
     started = time.time()
     clock = _Clock()
-    spark = spark_session(master, endpoint, jars, "pydelta-s3a-workload")
+    server = None
+    if master == "connect":
+        server, spark = connect_session(endpoint, jars, "pydelta-s3a-workload")
+    else:
+        spark = spark_session(master, endpoint, jars, "pydelta-s3a-workload")
     clock("session")
     out: dict = {"steps": clock.steps}
     t, dv, events, copy, ckpt = (f"{root}/{n}" for n in ("t", "dv", "events", "copy", "checkpoint"))
@@ -137,11 +142,14 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
                                           DeltaTable.forPath(spark, copy).history().orderBy("version").collect()]}
         clock("stream")
         out["versions_latest"] = {n: pydelta.load_snapshot(f"{root}/{n}").version for n in ("t", "dv", "events", "copy")}
-        out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+        if server is None:
+            out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
         out["seconds"] = round(time.time() - started, 1)
         return out
     finally:
         spark.stop()
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -254,6 +254,13 @@ class ObjectStoreStorage:
         except FileNotFoundError:
             pass
 
+    def rename(self, source: str, dest: str) -> None:
+        """Move an object within the bucket (a server-side copy, then the source deleted)."""
+        import obstore
+
+        with _storage_errors("renaming", source):
+            obstore.rename(self._store, self._key(source), self._key(dest))
+
     def exists(self, path: str) -> bool:
         try:
             self.file_info(path)

@@ -31,6 +31,7 @@ class ConnectClasses:
     writer: type
     writer_v2: type
     stream_writer: type
+    stream_reader: type
 
 
 # The modules PySpark's Connect client needs beyond classic PySpark (`pyspark[connect]`).
@@ -49,10 +50,11 @@ def connect_classes() -> ConnectClasses | None:
     try:
         from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
         from pyspark.sql.connect.session import SparkSession as ConnectSession
-        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+        from pyspark.sql.connect.streaming.readwriter import DataStreamReader, DataStreamWriter
     except (ImportError, SystemExit):  # a dependency the list above does not name (zstandard on 4.2+)
         return None
-    return ConnectClasses(ConnectSession, DataFrameReader, DataFrameWriter, DataFrameWriterV2, DataStreamWriter)
+    return ConnectClasses(ConnectSession, DataFrameReader, DataFrameWriter, DataFrameWriterV2, DataStreamWriter,
+                          DataStreamReader)
 
 
 def _installed(module: str) -> bool:

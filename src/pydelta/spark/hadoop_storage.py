@@ -196,6 +196,12 @@ def install(spark: SparkSession, schemes: tuple[str, ...] = HADOOP_SCHEMES) -> N
 
     for scheme in schemes:
         register_scheme(scheme, factory)
+    install_s3a_options(spark)
+
+
+def install_s3a_options(spark: SparkSession) -> None:
+    """Give the log core's object-store clients the session's S3A settings (`S3A_SCHEMES`):
+    classic and Spark Connect sessions alike (over Connect, the client commits the log)."""
 
     def s3_options(path: str) -> dict[str, str] | None:
         return s3a_storage_options(session_s3a_settings(spark), urlparse(path).netloc)
@@ -228,13 +234,34 @@ def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None 
     """The session's fs.s3a.* Hadoop settings (defaults, spark.hadoop.*, SQL confs, `options` over them).
 
     One JVM round trip: Hadoop's own lookup (variable expansion included) serialized as JSON.
+    A Spark Connect session has no JVM on this side: `_connect_s3a_settings`.
     """
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):
+        return _connect_s3a_settings(spark, options)
     found = hadoop_conf(spark, options).getValByRegex(r"^fs\.s3a\.")
     java = jvm(spark)
     mapper = _JSON_WRITERS.get(id(java))
     if mapper is None:  # making one costs more than the lookup: one per JVM gateway
         mapper = _JSON_WRITERS[id(java)] = java.com.fasterxml.jackson.databind.ObjectMapper()
     return {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
+
+
+def _connect_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None) -> dict[str, str]:
+    """A Spark Connect session's fs.s3a.* settings as its server's Hadoop configuration holds them:
+    `spark.hadoop.fs.s3a.*` (the server's Spark conf, which its session confs include), under
+    `fs.s3a.*` session confs (Spark lays every session conf over the Hadoop configuration), under
+    `options`. Hadoop's defaults are not seen here; `s3a_storage_options` applies S3A's own.
+    Spark Connect never hands a client the server's secrets (access and secret keys, session
+    tokens are left out of its confs): the client signs its log requests with its own
+    credentials (AWS_* variables, its instance profile), as obstore finds them."""
+    prefix = "spark.hadoop."
+    confs = spark.conf.getAll  # one round trip to the server
+    settings = {k[len(prefix):]: v for k, v in confs.items() if k.startswith(prefix + _S3A)}
+    settings.update((k, v) for k, v in confs.items() if k.startswith(_S3A))
+    settings.update((k, v) for k, v in (options or {}).items() if k.startswith(_S3A))
+    return settings
 
 
 def _duration(value: str) -> str | None:
@@ -590,8 +617,10 @@ def require_connector(spark: SparkSession, uri: str) -> None:
 
     from pydelta.errors import MissingConnectorError
 
+    from pydelta.spark.connect import is_connect
+
     scheme = urlparse(str(uri)).scheme.lower()
-    if scheme not in CONNECTORS:
+    if scheme not in CONNECTORS or is_connect(spark):  # a Connect client cannot see the server's classpath
         return
     default_class, artifact = CONNECTORS[scheme]
     conf = hadoop_conf(spark)

@@ -335,7 +335,11 @@ class ConnectBatchWriter:
         return str(json.loads(storage_for(root).read(f"{root}/metadata"))["id"])
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        # The worker's session is a clone of the client's: pydelta's settings are already on it.
+        # The worker's session is a clone of the client's: pydelta's settings are already on it;
+        # this process's log clients still need the server's fs.s3a.* settings for s3a:// tables.
+        from pydelta.spark.hadoop_storage import install_s3a_options
+
+        install_s3a_options(batch_df.sparkSession)
         write_batch(self.spec, batch_df, int(batch_id), self.query_id())
 
 

@@ -18,37 +18,41 @@ from typing import Any, Mapping
 # The reader option carrying the table's storage options (a JSON object), set by `load`.
 OPTION = "pydelta.storageOptions"
 
-_ORIGINAL: dict[str, Any] = {}
-
-
 def install() -> None:
-    """Hook DataStreamReader.format and .load once per process."""
+    """Hook DataStreamReader.format and .load once per process (classic, and Connect's)."""
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
-    if getattr(DataStreamReader, "_pydelta_storage_hooked", False):
+    from pydelta.spark.connect import connect_classes
+
+    connect = connect_classes()
+    for cls in (DataStreamReader, *([connect.stream_reader] if connect else [])):
+        _hook(cls)
+
+
+def _hook(cls: type) -> None:
+    if cls.__dict__.get("_pydelta_storage_hooked", False):
         return
-    _ORIGINAL["format"], _ORIGINAL["load"] = DataStreamReader.format, DataStreamReader.load
-    # Deliberate patches of PySpark's methods (hence the method-assign ignores).
-    DataStreamReader.format = _format  # type: ignore[method-assign]
-    DataStreamReader.load = _load  # type: ignore[method-assign]
-    setattr(DataStreamReader, "_pydelta_storage_hooked", True)  # the marker checked above
+    original_format, original_load = cls.format, cls.load  # type: ignore[attr-defined]
 
+    def _format(self: Any, source: str) -> Any:
+        self._pydelta_format = source
+        return original_format(self, source)
 
-def _format(self: Any, source: str) -> Any:
-    self._pydelta_format = source
-    return _ORIGINAL["format"](self, source)
+    def _load(self: Any, path: str | None = None, format: str | None = None,  # noqa: A002 - PySpark's names
+              schema: Any = None, **options: Any) -> Any:
+        source = format or getattr(self, "_pydelta_format", None)
+        if isinstance(path, str) and isinstance(source, str) and source.lower() == "delta":
+            from pydelta.log.storage import default_storage_options
 
+            derived = default_storage_options(path)
+            if derived:
+                self.option(OPTION, json.dumps(dict(derived), sort_keys=True))
+        return original_load(self, path, format, schema, **options)
 
-def _load(self: Any, path: str | None = None, format: str | None = None,  # noqa: A002 - PySpark's names
-          schema: Any = None, **options: Any) -> Any:
-    source = format or getattr(self, "_pydelta_format", None)
-    if isinstance(path, str) and isinstance(source, str) and source.lower() == "delta":
-        from pydelta.log.storage import default_storage_options
-
-        derived = default_storage_options(path)
-        if derived:
-            self.option(OPTION, json.dumps(dict(derived), sort_keys=True))
-    return _ORIGINAL["load"](self, path, format, schema, **options)
+    # Deliberate patches of PySpark's methods.
+    setattr(cls, "format", _format)
+    setattr(cls, "load", _load)
+    setattr(cls, "_pydelta_storage_hooked", True)  # the marker checked above
 
 
 def apply(options: Mapping[str, Any], path: str) -> dict[str, str] | None:

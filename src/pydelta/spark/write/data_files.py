@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import (
@@ -175,8 +176,11 @@ class _DataFiles:
 
     @staticmethod
     def for_table(spark: SparkSession, table_root: str) -> Any:
-        from pydelta.log.storage import is_remote_uri
+        from pydelta.log.storage import OBJECT_STORE_SCHEMES, is_remote_uri
+        from pydelta.spark.connect import is_connect
 
+        if is_remote_uri(table_root) and is_connect(spark) and _scheme(table_root) in OBJECT_STORE_SCHEMES:
+            return _ObjectStoreFiles(table_root)
         if is_remote_uri(table_root):
             from pydelta.spark.hadoop_storage import HadoopDataFiles
 
@@ -238,6 +242,62 @@ class _HadoopFiles:
             self.files.remove(staging_root, recursive=False)
         except Exception:  # noqa: BLE001 - not empty: left for the last writer
             pass
+
+
+class _ObjectStoreFiles:
+    """A write's staged files in an object store, through the log core's client: for a Spark
+    Connect client, which has no JVM to reach them with the server's Hadoop FileSystem (its
+    data files are the server's to write; listing, footers and moves are the client's)."""
+
+    def __init__(self, table_root: str) -> None:
+        from pydelta.log.object_store import ObjectStoreStorage
+        from pydelta.log.storage import storage_for
+
+        storage = storage_for(table_root)
+        if not isinstance(storage, ObjectStoreStorage):  # a scheme registered to another client
+            raise DeltaNotImplementedError(
+                f"writing data files of {table_root} over Spark Connect needs pydelta's object-store client "
+                f"for its scheme, not {type(storage).__name__}")
+        self.storage = storage
+
+    def list_staged(self, staging: str) -> list[Any]:
+        found = [info for info in self.storage.list_recursive(staging)
+                 if info.path.endswith(".parquet")
+                 and not any(p.startswith(("_", ".")) for p in self.relative(info, staging).split("/"))]
+        return sorted(found, key=lambda f: f.path)
+
+    def stats(self, infos: list[Any], data_schema: StructType, **kw: Any) -> list[tuple[int, str]]:
+        import pyarrow.parquet as pq
+
+        from pydelta.protocol.file_stats import collect_stats
+
+        out = []
+        for info in infos:
+            with self.storage.open_input(info.path) as f:  # the footer's ranges only
+                metadata = pq.read_metadata(f)
+            out.append((metadata.num_rows, collect_stats(metadata, data_schema, **kw)))
+        return out
+
+    def relative(self, info: Any, staging: str) -> str:
+        return info.path[len(staging.rstrip("/")) + 1:]
+
+    def move(self, info: Any, dest: str) -> tuple[int, int]:
+        self.storage.rename(info.path, dest)
+        moved = self.storage.file_info(dest)
+        return moved.size, moved.modification_time
+
+    def remove(self, info: Any) -> None:
+        self.storage.delete(info.path)
+
+    def remove_staging(self, staging: str, staging_root: str) -> None:
+        for info in list(self.storage.list_recursive(staging)):  # Spark's markers (_SUCCESS); no directories
+            self.storage.delete(info.path)
+
+
+def _scheme(uri: str) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(uri).scheme.lower()
 
 
 def remove_action(add: dict[str, Any], *, data_change: bool = True, timestamp_ms: int | None = None) -> dict[str, Any]:
