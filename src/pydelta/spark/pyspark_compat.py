@@ -31,3 +31,25 @@ def collect_arrow_batches(df: Any, large_types: bool) -> list[pa.RecordBatch]:
     if "prefers_large_var_types" in inspect.signature(collect).parameters:
         return collect(split_batches=False, empty_list_if_zero_records=False, prefers_large_var_types=large_types)
     return collect(split_batches=False, empty_list_if_zero_records=False)
+
+
+def _pyspark_before(major: int, minor: int) -> bool:
+    import pyspark
+
+    return tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (major, minor)
+
+
+_EMPTY_ALIAS_METADATA_IGNORED = _pyspark_before(4, 1)
+
+
+def alias(column: Any, name: str, metadata: dict[str, Any], data_type: Any) -> Any:
+    """`column.alias(name, metadata=metadata)`, with empty metadata meaning none on every version.
+
+    PySpark 4.0 ignores an empty dict (`if metadata:`), and Spark 4.0 an empty `Metadata` too, so
+    the column would keep the metadata it had (a column mapping's field id, Delta's internal
+    keys); 4.1+ sets it. On 4.0 the column goes through a cast to its own `data_type` first: a
+    cast carries no metadata, and the optimizer removes it (filters still reach the scan).
+    """
+    if metadata or not _EMPTY_ALIAS_METADATA_IGNORED:
+        return column.alias(name, metadata=metadata)
+    return column.cast(data_type).alias(name)

@@ -15,6 +15,7 @@ import json
 import time
 from typing import Any, Sequence
 
+from pydelta.spark.pyspark_compat import alias
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
@@ -92,7 +93,7 @@ def _without_field_ids(df: DataFrame, metadata: Metadata) -> Any:
     from pydelta.spark.read.scan import spark_schema
 
     fields = spark_schema(metadata.schema).fields
-    table = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in fields]
+    table = [alias(F.col(quote_identifier(f.name)).cast(f.dataType), f.name, f.metadata, f.dataType) for f in fields]
     others = [F.col(quote_identifier(c)) for c in df.columns[len(fields):]]  # row-tracking columns follow
     return df.select(*table, *others)
 

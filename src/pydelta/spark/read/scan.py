@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pydelta.spark.pyspark_compat import alias
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.internal_metadata import remove_internal_metadata
@@ -148,18 +149,18 @@ def build_dataframe(
         spark_type = logical[field.name].dataType
         exposed = logical[field.name].metadata  # set explicitly: a cast or physical column has other metadata
         if field.name in partition_cols and hive:
-            columns.append(F.col(quote_identifier(field.name)).alias(field.name, metadata=exposed))
+            columns.append(alias(F.col(quote_identifier(field.name)), field.name, exposed, spark_type))
         elif field.name in partition_cols:
             # Like delta-spark: zone-less timestamp partition values are in the session time zone.
             part = F.col(f"{_PART_PREFIX}{partition_cols.index(field.name)}")
-            columns.append(part.cast(spark_type).alias(field.name, metadata=exposed))
+            columns.append(alias(part.cast(spark_type), field.name, exposed, spark_type))
         else:
             is_extra = field in extra_fields
             phys = physical_name(field) if mode != "none" and not is_extra else field.name
             col = F.col(quote_identifier(phys))
             if mode != "none" and not _is_primitive(spark_type):
                 col = col.cast(spark_type)  # nested physical names -> logical (by position)
-            columns.append(col.alias(field.name, metadata=exposed))
+            columns.append(alias(col, field.name, exposed, spark_type))
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
     if hidden_metadata:

@@ -145,12 +145,24 @@ def _alter_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
             nullable=bool(nullable) if nullable is not None else None,
             comment=jplan.option(spec.newComment()),
             drop_comment=bool(spec.dropComment()) if jplan.has_method(spec, "dropComment") else False,
-            drop_default=bool(spec.dropDefault()),
+            drop_default=_drops_default(spec, new_default),
             position=_position(jplan.option(spec.newPosition())),
-            default=str(new_default.originalSQL()) if new_default is not None else None,
+            default=_new_default(new_default),
         ))
     alter.change_columns(spark, target.path, changes, display=target.display())
     return jplan.empty_result(spark)
+
+
+def _drops_default(spec: JavaObject, new_default: Any) -> bool:
+    """ALTER COLUMN ... DROP DEFAULT: a flag of its own on Spark 4.1+, an empty default text on 4.0."""
+    if jplan.has_method(spec, "dropDefault"):
+        return bool(spec.dropDefault())
+    return new_default is not None and jplan.expression_sql(new_default) == ""
+
+
+def _new_default(new_default: Any) -> str | None:
+    text = jplan.expression_sql(new_default) if new_default is not None else ""
+    return text or None
 
 
 def _add_check_constraint(spark: SparkSession, text: str, plan: JavaObject) -> Any:

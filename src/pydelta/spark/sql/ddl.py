@@ -111,7 +111,7 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     for col in columns:
         identity = jplan.option(col.identityColumnSpec())
         generated = jplan.option(col.generationExpression())
-        always: Any = str(generated.originalSQL()) if generated is not None else None
+        always: Any = jplan.expression_sql(generated) if generated is not None else None
         by_default = None
         if identity is not None:
             from pydelta.spark.table_api import IdentityGenerator
@@ -129,7 +129,7 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         if default is not None:
             from pydelta.spark.ddl.column_defaults import checked_default
 
-            sql = str(default.originalSQL())
+            sql = jplan.expression_sql(default)
             builder._default_last_column(
                 checked_default(spark, sql, str(col.dataType().sql()), str(col.name()), "CREATE TABLE"))
     if partition_by:

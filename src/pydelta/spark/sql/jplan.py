@@ -103,6 +103,18 @@ def has_method(obj: Any, name: str) -> bool:
     return any(m.getName() == name for m in obj.getClass().getMethods())
 
 
+def has_static_method(jv: Any, class_name: str, name: str) -> bool:
+    """Whether the JVM class `class_name` has a (static) method `name`: for helpers only some
+    Spark versions have."""
+    return any(m.getName() == name for m in jv.java.lang.Class.forName(class_name).getMethods())
+
+
+def expression_sql(expression: Any) -> str:
+    """The SQL text of a column's default or generation expression as the parser kept it: a
+    `DefaultValueExpression`/`GeneratedColumn` (`originalSQL`) on Spark 4.1+, a plain string on 4.0."""
+    return expression if isinstance(expression, str) else str(expression.originalSQL())
+
+
 def string_literal(value: str) -> str:
     """`value` as a SQL string literal."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from pydelta.spark.pyspark_compat import alias
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol.actions import Metadata
@@ -62,7 +63,7 @@ def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough
         spark_field = next(physical)
         if spark_field.dataType.typeName() in ("struct", "array", "map"):
             col = col.cast(spark_field.dataType)  # renames nested fields by position
-        columns.append(col.alias(spark_field.name, metadata=spark_field.metadata))
+        columns.append(alias(col, spark_field.name, spark_field.metadata, spark_field.dataType))
     return df.select(*columns, *extra)
 
 
