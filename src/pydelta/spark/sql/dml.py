@@ -275,6 +275,24 @@ def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     return jplan.empty_result(spark)
 
 
+def _replace_where(spark: SparkSession, text: str, plan: JavaObject) -> Any:
+    """INSERT INTO t REPLACE WHERE cond SELECT ... as Spark 4.0's parser gives it (an
+    OverwriteByExpression by position; 4.1+ gives an InsertIntoStatement with replaceCriteriaOpt)."""
+    if jplan.kind(plan.table()) != "UnresolvedRelation":
+        return NOT_DELTA
+    target, _, _ = _relation_target(spark, plan.table())
+    if target is None:
+        return NOT_DELTA
+    from pydelta.log.snapshot import load_snapshot
+    from pydelta.spark.sql.insert import insert_into
+
+    cond = plan.deleteExpr()
+    replace_where = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
+    insert_into(spark, target, load_snapshot(target.path), _dataframe_of(spark, text, plan.query()), by_name=False,
+                user_cols=[], static={}, overwrite=False, replace_where=replace_where, evolve=False)
+    return jplan.empty_result(spark)
+
+
 def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = resolve(spark, jplan.identifier_parts(plan.table()))
     if target is None:
@@ -314,6 +332,7 @@ DML_HANDLERS = {
     "UpdateTable": _update,
     "MergeIntoTable": _merge,
     "InsertIntoStatement": _insert,
+    "OverwriteByExpression": _replace_where,
     "TruncateTable": _truncate,
     "TruncatePartition": _truncate_partition,
 }
