@@ -20,7 +20,7 @@ import time
 
 from benchmarks.common import record
 from benchmarks.vs_delta_spark.run import Engine, _generate_logs, _witness
-from benchmarks.vs_delta_spark.workloads import SNAPSHOT_LOGS
+from benchmarks.vs_delta_spark.workloads import SHARED_FOR
 
 
 def _peaks(name: str, python: str, scratch: str, jars: str | None, workload: str | None) -> dict[str, float]:
@@ -41,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     jars, witness_python = _witness()
     scratch = tempfile.mkdtemp(prefix="pydelta-vs-delta-spark-memory-")
-    _generate_logs(os.path.join(scratch, "shared"), [SNAPSHOT_LOGS[w] for w in args.workloads])
+    _generate_logs(os.path.join(scratch, "shared"), [SHARED_FOR[w] for w in args.workloads])
     os.environ["BENCH_SHARED"] = os.path.join(scratch, "shared")
     engines = {"pydelta": (args.pydelta_python, None), "delta-spark": (witness_python, jars)}
     for workload in args.workloads:

@@ -6,7 +6,9 @@ Two long-lived worker processes, one per engine, each in its own venv with the s
 pydelta in ~/.cache/pydelta/pyspark-<v> (tests/pyspark_versions.sh makes it) with this
 checkout on its path; delta-spark in the test witness's venv with its Maven jars
 (tests/witness/setup.sh). Runs are interleaved (the engine that goes first alternates) after
-one warm-up run each; the table gives medians and the ratio pydelta / delta-spark.
+one warm-up run each; the table gives medians and the ratio pydelta / delta-spark. Inputs too
+slow to build per engine (1M-file logs, a 1000-commit table: `workloads.SHARED`) are written
+once here, before the workers start, and each run copies them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import tempfile
 import time
 
 from benchmarks.common import record
-from benchmarks.vs_delta_spark.workloads import NAMES, SHARED_LOGS, SNAPSHOT_LOGS
+from benchmarks.vs_delta_spark.workloads import NAMES, SHARED, SHARED_FOR
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "benchmarks", "vs_delta_spark", "worker.py")
@@ -77,12 +79,10 @@ def _witness() -> tuple[str, str]:
 
 
 def _generate_logs(shared: str, names: list[str]) -> None:
-    """The logs the snapshot workloads load, written once by pydelta's generator for both engines."""
-    from benchmarks.bench_snapshot import generate
-
-    for name in names:
-        files, checkpoint = SHARED_LOGS[name]
-        generate(os.path.join(shared, name), files, checkpoint=checkpoint)
+    """The inputs the workloads copy (generated logs, the 1000-commit table), written once here
+    for both engines."""
+    for name in dict.fromkeys(names):
+        SHARED[name](os.path.join(shared, name))
 
 
 def main() -> None:
@@ -96,7 +96,7 @@ def main() -> None:
         sys.exit(f"{args.pydelta_python} is missing: `make test-versions PYSPARK_VERSIONS=4.2` makes that venv")
     jars, witness_python = _witness()
     scratch = tempfile.mkdtemp(prefix="pydelta-vs-delta-spark-")
-    _generate_logs(os.path.join(scratch, "shared"), [SNAPSHOT_LOGS[w] for w in args.workloads if w in SNAPSHOT_LOGS])
+    _generate_logs(os.path.join(scratch, "shared"), [SHARED_FOR[w] for w in args.workloads if w in SHARED_FOR])
     os.environ["BENCH_SHARED"] = os.path.join(scratch, "shared")
     engines = [Engine("pydelta", args.pydelta_python, scratch, None, args.rows),
                Engine("delta-spark", witness_python, scratch, jars, args.rows)]
