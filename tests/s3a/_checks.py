@@ -141,3 +141,15 @@ def delta_spark_reads(report: dict, server: S3Server, root: str) -> None:
     for name, rows in expected_tables(report).items():
         assert seen["rows"][name] == rows, name
     assert seen["versions"] == report["versions_latest"]
+
+
+def whole_workload(report: dict, server: S3Server, bucket: str, prefix: str, root: str) -> None:
+    """Every check above but delta-spark's read: for the runs checked in one test each."""
+    dml_rows(report)
+    skipping(report)
+    deletion_vectors(report, server, bucket, prefix, root)
+    optimize_and_vacuum(report, server, bucket, prefix, root)
+    checkpoints(report, server, bucket, prefix, root)
+    change_feed(report)
+    stream(report, server, bucket, prefix)
+    deltalake_reads(report, server, root)

@@ -28,11 +28,4 @@ def test_workload_on_a_standalone_cluster(s3_server, s3a_jars, tmp_path):
         report = run_script("tests.s3a.workload", master, s3_server.endpoint, root, *s3a_jars, env=env, timeout=1500)
     print(f"\ns3a workload on the cluster: {report['seconds']}s, steps {report['steps']}")
     assert report["executors"] == 2  # two executor JVMs, not the driver
-    _checks.dml_rows(report)
-    _checks.skipping(report)
-    _checks.deletion_vectors(report, s3_server, BUCKET, prefix, root)
-    _checks.optimize_and_vacuum(report, s3_server, BUCKET, prefix, root)
-    _checks.checkpoints(report, s3_server, BUCKET, prefix, root)
-    _checks.change_feed(report)
-    _checks.stream(report, s3_server, BUCKET, prefix)
-    _checks.deltalake_reads(report, s3_server, root)
+    _checks.whole_workload(report, s3_server, BUCKET, prefix, root)

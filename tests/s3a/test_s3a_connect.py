@@ -32,12 +32,5 @@ def test_workload_over_spark_connect(s3_server, s3a_jars):
     # from the server's confs: where the store is and how to address it, no secret
     assert {"aws_endpoint", "aws_region", "allow_http", "aws_virtual_hosted_style_request"} \
         == set(report["derived_option_keys"])
-    _checks.dml_rows(report)
-    _checks.skipping(report)
-    _checks.deletion_vectors(report, s3_server, BUCKET, prefix, root)
-    _checks.optimize_and_vacuum(report, s3_server, BUCKET, prefix, root)
-    _checks.checkpoints(report, s3_server, BUCKET, prefix, root)
-    _checks.change_feed(report)
-    _checks.stream(report, s3_server, BUCKET, prefix)
-    _checks.deltalake_reads(report, s3_server, root)
+    _checks.whole_workload(report, s3_server, BUCKET, prefix, root)
     _checks.delta_spark_reads(report, s3_server, root)
