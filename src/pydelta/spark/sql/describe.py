@@ -200,6 +200,9 @@ def describe_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     table = load_table(spark, plan.relation())
     if table is None:
         return NOT_DELTA
+    if jplan.has_method(plan, "partitionSpec") and not plan.partitionSpec().isEmpty():
+        # Spark 4.0 keeps DESCRIBE ... PARTITION in DescribeRelation (4.1+: DescribeTablePartition)
+        raise DeltaAnalysisError("DESCRIBE does not support partition for v2 tables.")
     return spark.createDataFrame(describe_rows(spark, table, bool(plan.isExtended())), DESCRIBE_SCHEMA)
 
 
