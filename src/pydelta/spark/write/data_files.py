@@ -68,6 +68,7 @@ def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough
 
 
 VARIANT_INFER_SHREDDING = "spark.sql.variant.inferShreddingSchema"
+FIELD_ID_WRITE = "spark.sql.parquet.fieldId.write.enabled"
 
 
 def _table_conf_int(metadata: Metadata, key: str, default: int) -> int:
@@ -118,7 +119,11 @@ def write_data_files(
     conf = df.sparkSession.conf
     ts_key = "spark.sql.parquet.outputTimestampType"
     previous_ts_type = conf.get(ts_key, None)
+    previous_field_ids = conf.get(FIELD_ID_WRITE, None)
     conf.set(ts_key, "TIMESTAMP_MICROS")  # INT96 has no footer statistics; Delta stats need micros
+    # Field ids in the files only for id-mode column mapping: a column can still carry one from an
+    # id-mode read (Spark 4.0 keeps it through an alias), which a table without ids must not get.
+    conf.set(FIELD_ID_WRITE, "true" if mode == "id" else "false")
     try:
         writer = pdf.write.option("compression", compression or "snappy")
         # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table without
@@ -168,6 +173,10 @@ def write_data_files(
     finally:
         if previous_ts_type is not None:
             conf.set(ts_key, previous_ts_type)
+        if previous_field_ids is not None:
+            conf.set(FIELD_ID_WRITE, previous_field_ids)
+        else:
+            conf.unset(FIELD_ID_WRITE)
         files.remove_staging(staging, f"{table_root.rstrip('/')}/{STAGING_DIR}")
 
 
