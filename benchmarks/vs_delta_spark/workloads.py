@@ -351,7 +351,7 @@ def _small_commits(root: str, commits: int = 1000, rows: int = 10) -> None:
 SHARED: dict[str, Callable[[str], None]] = {
     "json-300000": _snapshot_log(300_000, False), "checkpoint-300000": _snapshot_log(300_000, True),
     "json-1000000": _snapshot_log(1_000_000, False), "checkpoint-1000000": _snapshot_log(1_000_000, True),
-    "checkpoint-due-1000000": _snapshot_log(1_000_000, False, commits=99),  # versions 0..99: 100 checkpoints
+    "checkpoint-due-1000000": _snapshot_log(1_000_000, False, commits=99),  # versions 0..99: commit 100 checkpoints
     "commits-1000": _small_commits,
 }
 SHARED_FOR = {"snapshot_300k_json": "json-300000", "snapshot_300k_checkpoint": "checkpoint-300000",

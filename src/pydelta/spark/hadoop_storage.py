@@ -33,7 +33,7 @@ import json
 import re
 import threading
 import uuid
-from typing import Any, Callable, Concatenate, Iterator, Mapping, ParamSpec, Protocol, TypeVar
+from typing import Any, Callable, Concatenate, Iterable, Iterator, Mapping, ParamSpec, Protocol, TypeVar
 from urllib.parse import quote, urlparse
 
 from pydelta.errors import DeltaNotImplementedError
@@ -525,6 +525,16 @@ class HadoopScopedBuilder:
         return f"{self._builder!r} (with the table's hadoopConf)"
 
 
+def staged_data_files(infos: Iterable[Any], relative: Callable[[str], str]) -> list[Any]:
+    """The Parquet data files in a listing of a write's staging directory, sorted by path: names
+    starting with `_` or `.` (Spark's markers, hidden files) are skipped at any depth, as in a
+    local walk (write/data_files.py `_staged_files`). `relative` gives a listed path below the
+    staging directory. Serves the JVM's listing here and the object-store client's over Connect."""
+    found = [info for info in infos if info.path.endswith(".parquet")
+             and not any(part.startswith(("_", ".")) for part in relative(info.path).split("/"))]
+    return sorted(found, key=lambda f: f.path)
+
+
 class HadoopDataFiles:
     """The data-file side of a write to a table only the cluster can reach (hdfs://, viewfs://...).
 
@@ -539,12 +549,7 @@ class HadoopDataFiles:
 
     def list_staged(self, staging: str) -> list[FileInfo]:
         """The Parquet files under `staging`, recursively (hidden and `_` names skipped), sorted."""
-        out = []
-        for info in self.storage.list_recursive(staging):
-            parts = self.relative(info.path, staging).split("/")
-            if info.path.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in parts):
-                out.append(info)
-        return sorted(out, key=lambda f: f.path)
+        return staged_data_files(self.storage.list_recursive(staging), lambda path: self.relative(path, staging))
 
     def relative(self, path: str, staging: str) -> str:
         """`path` relative to the directory `staging` (both URIs, possibly qualified differently)."""
@@ -616,7 +621,6 @@ def require_connector(spark: SparkSession, uri: str) -> None:
     from urllib.parse import urlparse
 
     from pydelta.errors import MissingConnectorError
-
     from pydelta.spark.connect import is_connect
 
     scheme = urlparse(str(uri)).scheme.lower()

@@ -15,7 +15,6 @@ import json
 import time
 from typing import Any, Sequence
 
-from pydelta.spark.pyspark_compat import alias
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
@@ -25,6 +24,7 @@ from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.pyspark_compat import alias
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
 PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"

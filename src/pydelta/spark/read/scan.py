@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pydelta.spark.pyspark_compat import alias
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.internal_metadata import remove_internal_metadata
@@ -30,6 +29,7 @@ from pydelta.spark.connect import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
+from pydelta.spark.pyspark_compat import alias
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark._typing import DataFrame, SparkSession
 

@@ -335,8 +335,8 @@ def _column_ddl(spark: SparkSession, field: Any) -> str:
     metadata = field.metadata()
     raw = jplan.option(jv.org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(metadata))
     data_type = raw if raw is not None else field.dataType()
-    utils = "org.apache.spark.sql.catalyst.types.DataTypeUtils"
-    if jplan.has_static_method(jv, utils, "replaceNonCollatedTypesWithExplicitUTF8Binary"):  # Spark 4.1+
+    if jplan.has_static_method(jv, "org.apache.spark.sql.catalyst.types.DataTypeUtils",
+                               "replaceNonCollatedTypesWithExplicitUTF8Binary"):  # Spark 4.1+
         data_type = jv.org.apache.spark.sql.catalyst.types.DataTypeUtils.replaceNonCollatedTypesWithExplicitUTF8Binary(
             data_type)
     ddl = f"{quote_if_needed(spark, str(field.name()))} {data_type.sql()}"

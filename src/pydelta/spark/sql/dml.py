@@ -267,8 +267,7 @@ def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     replace = jplan.option(plan.replaceCriteriaOpt()) if jplan.has_method(plan, "replaceCriteriaOpt") else None
     replace_where = None
     if replace is not None:
-        cond = replace.cond()
-        replace_where = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
+        replace_where = _condition_text(text, replace.cond())
     evolve = bool(jplan.has_method(plan, "withSchemaEvolution") and plan.withSchemaEvolution())
     insert_into(spark, target, snapshot, data, by_name=by_name, user_cols=user_cols, static=static,
                 overwrite=bool(plan.overwrite()), replace_where=replace_where, evolve=evolve)
@@ -286,11 +285,15 @@ def _replace_where(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.sql.insert import insert_into
 
-    cond = plan.deleteExpr()
-    replace_where = jplan.text_of(text, cond) if jplan.span(cond) is not None else cond.sql()
     insert_into(spark, target, load_snapshot(target.path), _dataframe_of(spark, text, plan.query()), by_name=False,
-                user_cols=[], static={}, overwrite=False, replace_where=replace_where, evolve=False)
+                user_cols=[], static={}, overwrite=False, replace_where=_condition_text(text, plan.deleteExpr()),
+                evolve=False)
     return jplan.empty_result(spark)
+
+
+def _condition_text(text: str, cond: JavaObject) -> str:
+    """A REPLACE WHERE condition as the user wrote it (Spark's SQL of it when the parser kept no span)."""
+    return jplan.text_of(text, cond) if jplan.span(cond) is not None else str(cond.sql())
 
 
 def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:

@@ -103,10 +103,17 @@ def has_method(obj: Any, name: str) -> bool:
     return any(m.getName() == name for m in obj.getClass().getMethods())
 
 
+_STATIC_METHODS: dict[tuple[int, str, str], bool] = {}
+
+
 def has_static_method(jv: Any, class_name: str, name: str) -> bool:
     """Whether the JVM class `class_name` has a (static) method `name`: for helpers only some
-    Spark versions have."""
-    return any(m.getName() == name for m in jv.java.lang.Class.forName(class_name).getMethods())
+    Spark versions have. Asked once per JVM (reflection over py4j costs a round trip per method)."""
+    key = (id(jv), class_name, name)
+    if key not in _STATIC_METHODS:
+        methods = jv.java.lang.Class.forName(class_name).getMethods()
+        _STATIC_METHODS[key] = any(m.getName() == name for m in methods)
+    return _STATIC_METHODS[key]
 
 
 def expression_sql(expression: Any) -> str:

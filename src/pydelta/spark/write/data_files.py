@@ -17,7 +17,6 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from pydelta.spark.pyspark_compat import alias
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol.actions import Metadata
@@ -35,6 +34,7 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.pyspark_compat import alias
 
 
 
@@ -186,16 +186,18 @@ class _DataFiles:
 
     @staticmethod
     def for_table(spark: SparkSession, table_root: str) -> Any:
+        from urllib.parse import urlparse
+
         from pydelta.log.storage import OBJECT_STORE_SCHEMES, is_remote_uri
         from pydelta.spark.connect import is_connect
 
-        if is_remote_uri(table_root) and is_connect(spark) and _scheme(table_root) in OBJECT_STORE_SCHEMES:
+        if not is_remote_uri(table_root):
+            return _LocalFiles()
+        if is_connect(spark) and urlparse(table_root).scheme.lower() in OBJECT_STORE_SCHEMES:
             return _ObjectStoreFiles(table_root)
-        if is_remote_uri(table_root):
-            from pydelta.spark.hadoop_storage import HadoopDataFiles
+        from pydelta.spark.hadoop_storage import HadoopDataFiles
 
-            return _HadoopFiles(HadoopDataFiles(spark))
-        return _LocalFiles()
+        return _HadoopFiles(HadoopDataFiles(spark))
 
 
 class _LocalFiles:
@@ -271,10 +273,9 @@ class _ObjectStoreFiles:
         self.storage = storage
 
     def list_staged(self, staging: str) -> list[Any]:
-        found = [info for info in self.storage.list_recursive(staging)
-                 if info.path.endswith(".parquet")
-                 and not any(p.startswith(("_", ".")) for p in self.relative(info, staging).split("/"))]
-        return sorted(found, key=lambda f: f.path)
+        from pydelta.spark.hadoop_storage import staged_data_files
+
+        return staged_data_files(self.storage.list_recursive(staging), lambda path: _below(path, staging))
 
     def stats(self, infos: list[Any], data_schema: StructType, **kw: Any) -> list[tuple[int, str]]:
         import pyarrow.parquet as pq
@@ -289,7 +290,7 @@ class _ObjectStoreFiles:
         return out
 
     def relative(self, info: Any, staging: str) -> str:
-        return info.path[len(staging.rstrip("/")) + 1:]
+        return _below(info.path, staging)
 
     def move(self, info: Any, dest: str) -> tuple[int, int]:
         self.storage.rename(info.path, dest)
@@ -304,10 +305,9 @@ class _ObjectStoreFiles:
             self.storage.delete(info.path)
 
 
-def _scheme(uri: str) -> str:
-    from urllib.parse import urlparse
-
-    return urlparse(uri).scheme.lower()
+def _below(path: str, directory: str) -> str:
+    """`path` relative to `directory` (both URIs of one store, qualified alike)."""
+    return path[len(directory.rstrip("/")) + 1:]
 
 
 def remove_action(add: dict[str, Any], *, data_change: bool = True, timestamp_ms: int | None = None) -> dict[str, Any]:
