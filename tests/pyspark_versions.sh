@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${PYDELTA_CACHE:-$HOME/.cache/pydelta}"
 
-# Reads with skipping, writes, the seed-004 SQL tutorial, DML, CDF, streaming, managed commits.
+# Reads with skipping, writes, the seed-004 SQL tutorial, DML, CDF, streaming, managed commits, and
+# what needs a newer Spark (a clear error before it, working after).
 SUBSET=(
   tests/spark/test_read_skipping.py
   tests/spark/test_write.py
@@ -19,6 +20,7 @@ SUBSET=(
   tests/spark/test_stream_source.py
   tests/spark/test_stream_sink.py
   tests/spark/test_managed_commit_sql.py
+  tests/spark/test_spark_version_limits.py
 )
 # Tests whose logic does not depend on the PySpark (streaming option checks, error paths,
 # tables from other writers, catalog-managed commits) run on the newest only, to keep CI
@@ -65,13 +67,13 @@ print("\n".join(d for d in wanted if not d.startswith(("pyspark", "pydelta"))))
 PY
 )
   mapfile -t deps <<< "$deps"
-  "$venv/bin/python" -m pip install -q "pyspark==$version.*" "${deps[@]}"
+  "$venv/bin/python" -m pip install -q "pyspark[connect]==$version.*" "${deps[@]}"
   "$venv/bin/python" -m pip install -q --no-deps -e .
   echo "== pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'): the cross-version subset"
   if [ "$version" = "$oldest" ] || [ -n "${PYSPARK_FULL_SUBSET:-}" ]; then
     selection=(-k "not ($SKIP_HERE)" "${SUBSET[@]}")
   else  # the core tests of the version-independent files (by name), every test of the rest (by file name)
-    selection=(-k "not ($SKIP_HERE) and ($CORE_ONLY or $STREAM_CORE or stream_sink or sql or skipping or managed or tutorial)"
+    selection=(-k "not ($SKIP_HERE) and ($CORE_ONLY or $STREAM_CORE or stream_sink or sql or skipping or managed or tutorial or version_limits)"
                "${SUBSET[@]}")
   fi
   PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -17,8 +17,10 @@ from pyspark.sql import functions as F
 import pydelta
 from pydelta import DeltaTable, errors
 from pydelta.spark import catalog
+from tests.helpers import pyspark_before
 
 pytestmark = pytest.mark.spark
+STRING = "STRING" if pyspark_before(4, 2) else "STRING COLLATE UTF8_BINARY"  # Spark 4.2 names the collation
 
 DB = "describe_db"
 
@@ -204,7 +206,7 @@ def test_describe_builder_table(spark, db, tmp_path):
     assert spark.sql(f"SHOW CREATE TABLE {db}.built").first()[0] == (
         f"CREATE TABLE spark_catalog.{db}.built (\n"
         "  id BIGINT NOT NULL COMMENT 'key',\n"
-        "  kind STRING COLLATE UTF8_BINARY,\n"
+        f"  kind {STRING},\n"
         "  amount DECIMAL(12,3),\n"
         "  double_amount DECIMAL(13,3) GENERATED ALWAYS AS (amount * 2))\n"
         "USING delta\n"
@@ -296,12 +298,12 @@ def test_show_columns(spark, db, tmp_path):
 
 FULL_CREATE = f"""CREATE TABLE spark_catalog.{DB}.full (
   id INT NOT NULL COMMENT 'the id',
-  `odd name` STRING COLLATE UTF8_BINARY,
+  `odd name` {STRING},
   day DATE,
   year INT GENERATED ALWAYS AS (year(day)) COMMENT 'from day',
   s STRUCT<a: INT NOT NULL COMMENT 'inner', b: DECIMAL(10,2)>,
   ts TIMESTAMP_NTZ,
-  m MAP<STRING COLLATE UTF8_BINARY, ARRAY<BIGINT>>)
+  m MAP<{STRING}, ARRAY<BIGINT>>)
 USING delta
 PARTITIONED BY (year)
 COMMENT 'every clause'
@@ -327,13 +329,13 @@ def test_show_create_table_managed_recreates_the_table(spark, db):
 
 def test_show_create_table_external_recreates_at_a_new_location(spark, db, tmp_path):
     old, new = str(tmp_path / "old"), str(tmp_path / "new it's")
-    spark.sql(f"""CREATE TABLE {db}.ext (id BIGINT NOT NULL, note STRING COMMENT 'it''s free text', p INT)
+    spark.sql(f"""CREATE TABLE {db}.ext (id BIGINT NOT NULL, note STRING COMMENT 'it\\'s free text', p INT)
                   USING DELTA PARTITIONED BY (p) LOCATION '{old}' TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')""")
     statement = spark.sql(f"SHOW CREATE TABLE {db}.ext").first()[0]
     assert statement == (
         f"CREATE TABLE spark_catalog.{db}.ext (\n"
         "  id BIGINT NOT NULL,\n"
-        "  note STRING COLLATE UTF8_BINARY COMMENT 'it\\'s free text',\n"
+        f"  note {STRING} COMMENT 'it\\'s free text',\n"
         "  p INT)\n"
         "USING delta\n"
         "PARTITIONED BY (p)\n"

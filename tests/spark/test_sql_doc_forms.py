@@ -16,6 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pydelta import errors
+from tests.helpers import pyspark_before
+
 pytestmark = pytest.mark.spark
 
 PEOPLE = "id INT, firstName STRING, gender STRING, salary INT"
@@ -330,7 +333,13 @@ def test_alter_table_columns_forms(spark, people):
 
 def test_insert_with_schema_evolution_and_auto_merge(spark, people):
     spark.createDataFrame([(7, "Gus", "M", 70, "NL")], PEOPLE + ", country STRING").createOrReplaceTempView("wide")
-    spark.sql("INSERT WITH SCHEMA EVOLUTION INTO docforms.people10m\nSELECT * FROM wide")
+    if pyspark_before(4, 2):  # Spark before 4.2 parses no INSERT WITH SCHEMA EVOLUTION: a clear error
+        with pytest.raises(errors.DeltaNotImplementedError, match=r"needs Spark 4\.2 or newer"):
+            spark.sql("INSERT WITH SCHEMA EVOLUTION INTO docforms.people10m\nSELECT * FROM wide")
+        spark.table("wide").write.format("delta").mode("append").option("mergeSchema", "true") \
+            .saveAsTable("docforms.people10m")
+    else:
+        spark.sql("INSERT WITH SCHEMA EVOLUTION INTO docforms.people10m\nSELECT * FROM wide")
     assert "country" in deltalake.DeltaTable(people).schema().to_arrow().names
     spark.createDataFrame([(8, "Hal", "M", 80, "BE", 1)], PEOPLE + ", country STRING, z INT") \
         .createOrReplaceTempView("wider")

@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from pydelta.errors import DeltaAnalysisError
+from tests.helpers import pyspark_before
 from tests.witness.delta_spark import WitnessError
 
-pytestmark = [pytest.mark.spark, pytest.mark.witness]
+# pydelta refuses geo columns before Spark 4.2 (tests/spark/test_spark_version_limits.py)
+pytestmark = [pytest.mark.spark, pytest.mark.witness,
+              pytest.mark.skipif(pyspark_before(4, 2), reason="geospatial columns need Spark 4.2 or newer")]
 
 PREVIEW = "spark.databricks.delta.geo.preview.enabled"
 P00 = "010100000000000000000000000000000000000000"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +42,24 @@ def _pyspark_before(major: int, minor: int) -> bool:
 
 _EMPTY_ALIAS_METADATA_IGNORED = _pyspark_before(4, 1)
 
+# SQL forms older Spark parsers lack: (pattern, what to call it, the first Spark that parses it, what
+# to do instead).
+_NEWER_SQL = ((re.compile(r"\s*INSERT\s+WITH\s+SCHEMA\s+EVOLUTION\b", re.IGNORECASE),
+               "INSERT WITH SCHEMA EVOLUTION", (4, 2),
+               "the mergeSchema write option or spark.databricks.delta.schema.autoMerge.enabled"),)
+
+
+def refuse_newer_sql(text: str) -> None:
+    """After Spark's parser refused `text`: a clear error when it uses a form a newer Spark has."""
+    from pydelta.errors import DeltaNotImplementedError
+
+    for pattern, name, (major, minor), instead in _NEWER_SQL:
+        if pattern.match(text) and _pyspark_before(major, minor):
+            import pyspark
+
+            raise DeltaNotImplementedError(
+                f"{name} needs Spark {major}.{minor} or newer (this is Spark {pyspark.__version__}); use {instead}")
+
 
 def alias(column: Any, name: str, metadata: dict[str, Any], data_type: Any) -> Any:
     """`column.alias(name, metadata=metadata)`, with empty metadata meaning none on every version.
@@ -53,3 +72,21 @@ def alias(column: Any, name: str, metadata: dict[str, Any], data_type: Any) -> A
     if metadata or not _EMPTY_ALIAS_METADATA_IGNORED:
         return column.alias(name, metadata=metadata)
     return column.cast(data_type).alias(name)
+
+
+def refuse_geospatial_before_4_2(schema: Any) -> None:
+    """GEOMETRY/GEOGRAPHY columns need Spark 4.2: 4.0 has no such types, and 4.1's (behind
+    spark.sql.geospatial.enabled) cannot be written to or read from Parquet."""
+    if not _pyspark_before(4, 2):
+        return
+    from pydelta.protocol.geospatial import geo_column_paths
+
+    columns = geo_column_paths(schema)
+    if columns:
+        import pyspark
+
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError(
+            f"geospatial columns ({', '.join(path for path, _ in columns)}) need Spark 4.2 or newer "
+            f"(this is Spark {pyspark.__version__})")

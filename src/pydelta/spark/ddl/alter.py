@@ -27,7 +27,7 @@ import re
 from dataclasses import replace
 from typing import Any, Mapping, NoReturn, Sequence
 
-from pydelta.errors import DeltaAnalysisError
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.properties import (  # noqa: F401 - validate_properties and the prefixes re-exported
@@ -201,6 +201,17 @@ def unset_table_properties(spark: SparkSession, path: str, keys: Sequence[str], 
 
 
 # ---- constraints -------------------------------------------------------------------------------
+
+
+def unnamed_check_constraint() -> DeltaAnalysisError:
+    return DeltaAnalysisError("a CHECK constraint on a Delta table needs a name: "
+                              "ALTER TABLE t ADD CONSTRAINT name CHECK (condition)")
+
+
+def unsupported_constraint(kind: str, display: str) -> DeltaNotImplementedError:
+    """PRIMARY KEY / FOREIGN KEY / UNIQUE on a Delta table: not a Delta constraint."""
+    return DeltaNotImplementedError(f"{kind} on {display}: Delta tables only support CHECK constraints "
+                                    "(PRIMARY KEY, FOREIGN KEY and UNIQUE are not supported)")
 
 
 def add_constraint(spark: SparkSession, path: str, name: str, expr: str, *, display: str | None = None) -> int:

@@ -8,6 +8,9 @@ also resolves hidden columns that a `Project` lists in its `hiddenOutputTag` (th
 USING joins use for their key columns). So the read computes the extended struct as an
 ordinary column, then puts a Project on top that outputs only the table's columns and
 lists the struct as hidden output. Unused, the struct is pruned away like any column.
+
+Under a SQL alias the hiding Project must sit above the alias: Spark before 4.2 passes hidden
+columns up through a `SubqueryAlias` only from a leaf (`under_alias`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,27 @@ def hide_last_column(df: DataFrame) -> Any:
     from pyspark.sql import DataFrame
 
     jvm: JavaObject = df.sparkSession._jvm
-    plan = df._jdf.queryExecution().analyzed()
+    project = _hiding_project(jvm, df._jdf.queryExecution().analyzed())
+    jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(df.sparkSession._jsparkSession, project)
+    return DataFrame(jdf, df.sparkSession)
+
+
+def under_alias(jvm: JavaObject, plan: JavaObject, identifier: JavaObject) -> JavaObject:
+    """`plan` (an analyzed read) under the SQL alias `identifier` (an AliasIdentifier).
+
+    A read made by `hide_last_column` gets the alias between its hiding Project and the
+    Project below it, so `_metadata` stays selectable (and qualifiable by the alias) on every
+    Spark: before 4.2 a `SubqueryAlias` over a Project passes no hidden column up.
+    """
+    logical = jvm.org.apache.spark.sql.catalyst.plans.logical
+    hidden = plan.getTagValue(_hidden_output_tag(jvm)) if plan.getClass().getSimpleName() == "Project" else None
+    if hidden is None or hidden.isEmpty():
+        return logical.SubqueryAlias(identifier, plan)
+    return _hiding_project(jvm, logical.SubqueryAlias(identifier, plan.child()))
+
+
+def _hiding_project(jvm: JavaObject, plan: JavaObject) -> JavaObject:
+    """A Project over `plan` that outputs all but its last column and lists that one as hidden."""
     output = plan.output()
     attrs = [output.apply(i) for i in range(output.size())]
     visible, hidden = jvm.java.util.ArrayList(), jvm.java.util.ArrayList()
@@ -50,9 +73,11 @@ def hide_last_column(df: DataFrame) -> Any:
         visible.add(attr)
     hidden.add(attrs[-1])
     converters = jvm.scala.jdk.javaapi.CollectionConverters
+    project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(converters.asScala(visible).toSeq(), plan)
+    project.setTagValue(_hidden_output_tag(jvm), converters.asScala(hidden).toSeq())
+    return project
+
+
+def _hidden_output_tag(jvm: JavaObject) -> JavaObject:
     logical = jvm.org.apache.spark.sql.catalyst.plans.logical
-    project = logical.Project(converters.asScala(visible).toSeq(), plan)
-    project_object = getattr(getattr(logical, "Project$"), "MODULE$")
-    project.setTagValue(project_object.hiddenOutputTag(), converters.asScala(hidden).toSeq())
-    jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(df.sparkSession._jsparkSession, project)
-    return DataFrame(jdf, df.sparkSession)
+    return getattr(getattr(logical, "Project$"), "MODULE$").hiddenOutputTag()

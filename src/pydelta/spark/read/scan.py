@@ -29,7 +29,7 @@ from pydelta.spark.connect import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
-from pydelta.spark.pyspark_compat import alias
+from pydelta.spark.pyspark_compat import alias, refuse_geospatial_before_4_2
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark._typing import DataFrame, SparkSession
 
@@ -52,8 +52,10 @@ def spark_file_uri(path: str) -> str:
 
 
 def spark_schema(schema: StructType) -> Any:
+    """The Spark form of a Delta schema (geospatial columns need Spark 4.2: a clear error before)."""
     from pyspark.sql.types import StructType as SparkStructType
 
+    refuse_geospatial_before_4_2(schema)
     return SparkStructType.fromJson(json.loads(schema.to_json()))
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
 from pydelta.spark.ddl import alter
+from pydelta.spark.ddl.alter import unnamed_check_constraint, unsupported_constraint
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
@@ -173,8 +174,7 @@ def _add_check_constraint(spark: SparkSession, text: str, plan: JavaObject) -> A
     constraint = plan.checkConstraint()
     name = constraint.userProvidedName()
     if name is None:
-        raise DeltaAnalysisError("a CHECK constraint on a Delta table needs a name: "
-                                 "ALTER TABLE t ADD CONSTRAINT name CHECK (condition)")
+        raise unnamed_check_constraint()
     alter.add_constraint(spark, target.path, str(name), str(constraint.condition()), display=target.display())
     return jplan.empty_result(spark)
 
@@ -183,8 +183,7 @@ def _add_other_constraint(spark: SparkSession, text: str, plan: JavaObject) -> A
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    raise DeltaNotImplementedError(f"{jplan.kind(plan.tableConstraint())} on {target.display()}: Delta tables only "
-                                   "support CHECK constraints (PRIMARY KEY, FOREIGN KEY and UNIQUE are not supported)")
+    raise unsupported_constraint(jplan.kind(plan.tableConstraint()), target.display())
 
 
 def _drop_constraint(spark: SparkSession, text: str, plan: JavaObject) -> Any:

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydelta.spark.read.hidden_metadata import under_alias
 from pydelta.spark.sql import jplan
 from pydelta.spark.sql.raw import raw_sql
 from pydelta.spark.sql.targets import DeltaTarget, resolve
@@ -334,12 +335,21 @@ def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[Delta
         return None
     replaced: set[int] = set()
 
+    logical = jvm(spark).org.apache.spark.sql.catalyst
+
+    def scan_plan(rel: DeltaRelation, identifier: Any) -> Any:
+        replaced.add(rel.node_id)  # type: ignore[arg-type]
+        plan = relation_dataframe(spark, rel)._jdf.queryExecution().analyzed()
+        return under_alias(jvm(spark), plan, identifier)
+
     def rebuilt(node: Any) -> Any:
         rel = by_node.get(jplan.identity(spark, node))
         if rel is not None:
-            replaced.add(rel.node_id)  # type: ignore[arg-type]
-            df = relation_dataframe(spark, rel).alias(rel.default_alias)
-            return df._jdf.queryExecution().analyzed()
+            return scan_plan(rel, logical.AliasIdentifier(rel.default_alias))
+        if jplan.kind(node) == "SubqueryAlias":  # the user's alias of a Delta relation
+            rel = by_node.get(jplan.identity(spark, node.child()))
+            if rel is not None:
+                return scan_plan(rel, node.identifier())
         if jplan.kind(node) == "UnresolvedWith" and int(node.productArity()) == 3:
             return _with_ctes_rebuilt(spark, node, rebuilt)
         node = subqueries.rebuilt(node)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from pydelta.errors import DeltaParseError
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.sql import jplan
+from pydelta.spark.sql.at_syntax import rewrite_at_syntax
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.queries import (
     drop_views,
@@ -25,6 +26,7 @@ from pydelta.spark.sql.queries import (
     substitute_plan,
 )
 from pydelta.spark.sql.statements import parse_utility, run_utility
+from pydelta.spark.pyspark_compat import refuse_newer_sql
 from pydelta.spark._typing import JavaObject, SparkSession
 
 
@@ -52,7 +54,15 @@ def run_sql(spark: SparkSession, text: str, original: Callable[[str], Any], *, h
     try:
         plan = jplan.parse_plan(spark, text)
     except Exception:  # noqa: BLE001 - Spark reports its own parse error, unchanged
-        return original(text)
+        refuse_newer_sql(text)
+        rewritten = rewrite_at_syntax(text)  # `t@v5` on a Spark whose parser lacks it (before 4.2)
+        if rewritten is None:
+            return original(text)
+        try:
+            plan = jplan.parse_plan(spark, rewritten)
+        except Exception:  # noqa: BLE001
+            return original(text)
+        text = rewritten
     from pydelta.spark.sql.handlers import HANDLERS
 
     kind = jplan.node_kind(plan)

@@ -48,8 +48,8 @@ STATEMENTS: tuple[DeltaStatement, ...] = (
                    g.parse_drop_feature, run.run_drop_feature),
     DeltaStatement("ALTER TABLE table CLUSTER BY (cols) | NONE", ("ALTER",), g.ClusterBy,
                    g.parse_cluster_by, run.run_cluster_by),
-    DeltaStatement("ALTER TABLE table ADD CONSTRAINT name CHECK (condition)", ("ALTER",), g.AddCheckConstraint,
-                   g.parse_add_check_constraint, run.run_add_check_constraint),
+    DeltaStatement("ALTER TABLE table ADD [CONSTRAINT name] CHECK (condition) | PRIMARY KEY ...", ("ALTER",),
+                   g.AddCheckConstraint, g.parse_add_check_constraint, run.run_add_check_constraint),
     DeltaStatement("ALTER TABLE table DROP CONSTRAINT [IF EXISTS] name", ("ALTER",), g.DropConstraint,
                    g.parse_drop_constraint, run.run_drop_constraint),
     DeltaStatement("ALTER TABLE table ALTER [COLUMN] c SYNC IDENTITY", ("ALTER",), g.SyncIdentity,
@@ -59,7 +59,8 @@ STATEMENTS: tuple[DeltaStatement, ...] = (
 )
 
 # what a parser returns for a recognised form pydelta does not run (REORG ... APPLY (UPGRADE UNIFORM))
-_RUNNERS = {statement.node: statement.run for statement in STATEMENTS} | {g.Unsupported: run.run_unsupported}
+_RUNNERS = {statement.node: statement.run for statement in STATEMENTS} | {
+    g.Unsupported: run.run_unsupported, g.AddOtherConstraint: run.run_add_check_constraint}
 
 
 def parse_utility(text: str) -> object | None:

@@ -114,8 +114,17 @@ class AddCheckConstraint:
     does not know it (4.1+ does; pydelta parses it on every version alike)."""
 
     table: TableRef
-    name: str
+    name: str | None  # None: `ADD CHECK (...)` without a name, which Delta refuses
     condition: str
+
+
+@dataclass(frozen=True)
+class AddOtherConstraint:
+    """ALTER TABLE t ADD [CONSTRAINT name] PRIMARY KEY | FOREIGN KEY | UNIQUE ...: refused (Delta
+    has only CHECK constraints), with the same error on Spark 4.0, whose parser lacks the forms."""
+
+    table: TableRef
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -316,14 +325,20 @@ def parse_drop_feature(ts: TokenStream) -> DropFeature | None:
     return DropFeature(table, feature, truncate)
 
 
-def parse_add_check_constraint(ts: TokenStream) -> AddCheckConstraint | None:
-    """ALTER TABLE table ADD CONSTRAINT name CHECK (condition); other constraints are Spark's."""
+_OTHER_CONSTRAINTS = (("PRIMARY", "KEY"), ("FOREIGN", "KEY"), ("UNIQUE",))
+
+
+def parse_add_check_constraint(ts: TokenStream) -> AddCheckConstraint | AddOtherConstraint | None:
+    """ALTER TABLE table ADD [CONSTRAINT name] CHECK (condition), or another constraint kind."""
     if not ts.accept("ALTER", "TABLE"):
         return None
     table = _table(ts)
-    if not ts.accept("ADD", "CONSTRAINT"):
+    if not ts.accept("ADD"):
         return None
-    name = ts.identifier()
+    name = ts.identifier() if ts.accept("CONSTRAINT") else None
+    other = next((words for words in _OTHER_CONSTRAINTS if ts.at(*words)), None)
+    if other is not None:
+        return AddOtherConstraint(table, " ".join(other))
     if not ts.accept("CHECK") or not ts.accept_punct("("):
         return None
     condition = ts.text_until()
