@@ -23,6 +23,13 @@ def dml_rows(report: dict) -> None:
     assert report["dv"]["history"] == ["CREATE TABLE", "WRITE", "DELETE", "UPDATE", "MERGE"]
 
 
+def hadoop_conf(report: dict) -> None:
+    """forPath's hadoopConf read the table as it is, and the session got its own setting back."""
+    seen = report["hadoop_conf"]
+    assert seen["rows"] == report["t"]["rows"] and seen["history"] == report["t"]["history"]
+    assert seen["session_endpoint_after"] is None
+
+
 def skipping(report: dict) -> None:
     s = report["skipping"]
     assert s["rows"] == list(range(M.SKIP_BELOW))
@@ -153,3 +160,4 @@ def whole_workload(report: dict, server: S3Server, bucket: str, prefix: str, roo
     change_feed(report)
     stream(report, server, bucket, prefix)
     deltalake_reads(report, server, root)
+    hadoop_conf(report)

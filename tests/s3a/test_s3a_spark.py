@@ -44,6 +44,10 @@ def test_writes_and_dml_leave_the_modelled_rows(workload):
     _checks.dml_rows(report)
 
 
+def test_for_path_hadoop_conf_reads_the_table(workload):
+    _checks.hadoop_conf(workload[0])
+
+
 def test_filtered_read_plans_only_the_files_its_stats_allow(workload):
     _checks.skipping(workload[0])
 

@@ -8,7 +8,7 @@ Connect server has them and the workload runs on a pydelta client session to it.
 delta.`s3a://...` with properties, DataFrame writes, a filtered read (the files it plans),
 DELETE / UPDATE / MERGE copy-on-write (DeltaTable.forPath, SQL) and with deletion vectors
 (SQL), OPTIMIZE, the change feed and time travel, VACUUM, and a Delta-to-Delta stream (s3a to
-s3a, checkpoint in the bucket too) run twice. Prints what it saw as one JSON line; the tests
+s3a, checkpoint in the bucket too) run twice, and DeltaTable.forPath with hadoopConf. Prints what it saw as one JSON line; the tests
 (test_s3a_spark.py, test_s3a_cluster.py) check it against a model of the operations (_model.py),
 the bucket's objects, the log, deltalake and delta-spark.
 """
@@ -141,6 +141,17 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
                          "copy_history": [r.operation for r in
                                           DeltaTable.forPath(spark, copy).history().orderBy("version").collect()]}
         clock("stream")
+        # -- DeltaTable.forPath's hadoopConf: with the session's fs.s3a.endpoint pointing where the
+        #    bucket does not exist, the table's own option leads its reads (log and files) there
+        spark.conf.set("fs.s3a.endpoint", f"{endpoint}/elsewhere")
+        try:
+            by_options = DeltaTable.forPath(spark, t, hadoopConf={"fs.s3a.endpoint": endpoint})
+            out["hadoop_conf"] = {"rows": _rows(by_options.toDF()),
+                                  "history": [r.operation for r in by_options.history().orderBy("version").collect()]}
+        finally:
+            spark.conf.unset("fs.s3a.endpoint")
+        out["hadoop_conf"]["session_endpoint_after"] = spark.conf.get("fs.s3a.endpoint", None)
+        clock("hadoopConf")
         out["versions_latest"] = {n: pydelta.load_snapshot(f"{root}/{n}").version for n in ("t", "dv", "events", "copy")}
         if server is None:
             out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
