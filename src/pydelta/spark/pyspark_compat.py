@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Any
@@ -34,6 +35,7 @@ def collect_arrow_batches(df: Any, large_types: bool) -> list[pa.RecordBatch]:
     return collect(split_batches=False, empty_list_if_zero_records=False)
 
 
+@functools.cache
 def _pyspark_before(major: int, minor: int) -> bool:
     import pyspark
 

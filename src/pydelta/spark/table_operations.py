@@ -181,11 +181,15 @@ class DeltaTableOperations:
             recent = DeltaTable.forPath(spark, "/data/events").toDF().where("day >= '2024-01-01'")
             ```
         """
+        from pydelta.spark.connect import is_connect
         from pydelta.spark.read.scan import read_snapshot
 
-        df = read_snapshot(self._spark, self.snapshot())
-        if self._hadoop_conf:
-            df = _with_read_options(df, self._hadoop_conf)
+        if is_connect(self._spark):  # no plan to edit here: the options go into the scans as they are built
+            df = read_snapshot(self._spark, self.snapshot(), read_options=self._hadoop_conf)
+        else:
+            df = read_snapshot(self._spark, self.snapshot())
+            if self._hadoop_conf:
+                df = _with_read_options(df, self._hadoop_conf)
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> Self:

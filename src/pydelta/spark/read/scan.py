@@ -7,8 +7,9 @@ partition values from the log and drops rows deleted by deletion vectors.
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,7 +62,7 @@ def spark_schema(schema: StructType) -> Any:
 
 def build_dataframe(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
-    row_ids: bool = False, row_tracking_metadata: bool = False,
+    row_ids: bool = False, row_tracking_metadata: bool = False, read_options: Mapping[str, str] | None = None,
 ) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 
@@ -75,6 +76,8 @@ def build_dataframe(
     `row_tracking_metadata` (user reads): on tables with row tracking enabled, the hidden
     `_metadata` column also holds `row_id`, `base_row_id`, `row_commit_version` and
     `default_row_commit_version`, as delta-spark's.
+    `read_options`: options of Spark's Parquet scans (a table's Hadoop options over Spark Connect,
+    where they must travel in the plan).
     The table's columns carry the field metadata delta-spark shows readers (comments, defaults),
     not Delta's internal keys (`remove_internal_metadata`): pydelta's own writers take the
     metadata they need from the log.
@@ -121,9 +124,9 @@ def build_dataframe(
         # partitions wherever the scan sits in a plan, dynamic partition pruning included.
         for name in partition_cols:
             read_schema = read_schema.add(logical[name])
-        df = read_parquet_files(spark, read_schema, paths, base_path=snapshot.table_root)
+        df = read_parquet_files(spark, read_schema, paths, base_path=snapshot.table_root, options=read_options)
     else:
-        df = read_parquet_files(spark, read_schema, paths)
+        df = read_parquet_files(spark, read_schema, paths, options=read_options)
     plan_pruning.register(df, snapshot, files, read_schema, snapshot.table_root if hive else None)
     if (partition_cols and not hive) or has_dv or with_file or row_ids:
         extra = [F.col("_metadata.file_path").alias(FILE_COL)]
@@ -463,17 +466,22 @@ def wrap(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
     return out
 
 
-def _user_read(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Any:
-    return build_dataframe(spark, snapshot, files, row_tracking_metadata=True)
+def _user_read(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
+               read_options: Mapping[str, str] | None = None) -> Any:
+    return build_dataframe(spark, snapshot, files, row_tracking_metadata=True, read_options=read_options)
 
 
-def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> Any:
-    """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns."""
+def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping[str, str] | None = None) -> Any:
+    """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns.
+
+    `read_options` (Spark Connect only: a classic session adds them to the analyzed plan, see
+    `table_operations`) go to every Parquet scan of it, skipping's rebuilt scans included.
+    """
     snapshot.protocol.check_readable()
     files = snapshot.files()
-    df = _user_read(spark, snapshot, files)
+    df = _user_read(spark, snapshot, files, read_options)
     if is_connect(spark):
         from pydelta.spark.read.connect_scan import wrap_scan
 
-        return wrap_scan(df, snapshot, files, _user_read)
+        return wrap_scan(df, snapshot, files, functools.partial(_user_read, read_options=read_options))
     return wrap(df, snapshot, files)
