@@ -335,7 +335,7 @@ def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[Delta
         return None
     replaced: set[int] = set()
 
-    logical = jvm(spark).org.apache.spark.sql.catalyst
+    catalyst = jvm(spark).org.apache.spark.sql.catalyst
 
     def scan_plan(rel: DeltaRelation, identifier: Any) -> Any:
         replaced.add(rel.node_id)  # type: ignore[arg-type]
@@ -345,7 +345,7 @@ def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[Delta
     def rebuilt(node: Any) -> Any:
         rel = by_node.get(jplan.identity(spark, node))
         if rel is not None:
-            return scan_plan(rel, logical.AliasIdentifier(rel.default_alias))
+            return scan_plan(rel, catalyst.AliasIdentifier(rel.default_alias))
         if jplan.kind(node) == "SubqueryAlias":  # the user's alias of a Delta relation
             rel = by_node.get(jplan.identity(spark, node.child()))
             if rel is not None:
