@@ -50,10 +50,3 @@ def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
     finally:
         for key in confs:
             spark.conf.unset(key)
-
-
-def pyspark_before(major: int, minor: int) -> bool:
-    """Whether the PySpark under test is older than major.minor (tests of syntax a newer Spark adds)."""
-    import pyspark
-
-    return tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (major, minor)

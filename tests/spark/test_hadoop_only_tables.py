@@ -17,7 +17,7 @@ import pytest
 
 import pydelta
 from pydelta import DeltaTable
-from tests.helpers import pyspark_before
+from pydelta.spark.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from pydelta import errors
-
-from tests.helpers import pyspark_before, session_conf
+from pydelta.spark.pyspark_compat import pyspark_before
+from tests.helpers import session_conf
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 import pydelta
 from pydelta import DeltaTable, errors
 from pydelta.spark import catalog
-from tests.helpers import pyspark_before
+from pydelta.spark.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 STRING = "STRING" if pyspark_before(4, 2) else "STRING COLLATE UTF8_BINARY"  # Spark 4.2 names the collation

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pydelta
+from pydelta.spark.pyspark_compat import pyspark_before
 from tests.witness._compare import (
     DELTA_SPARK_ENGINE,
     PYDELTA_ENGINE,
@@ -32,7 +33,6 @@ from tests.witness._compare import (
     same_row_tracking,
     version,
 )
-from tests.helpers import pyspark_before
 from tests.witness.delta_spark import WitnessError, canon
 
 pytestmark = [pytest.mark.spark, pytest.mark.witness]

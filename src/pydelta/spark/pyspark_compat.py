@@ -36,13 +36,14 @@ def collect_arrow_batches(df: Any, large_types: bool) -> list[pa.RecordBatch]:
 
 
 @functools.cache
-def _pyspark_before(major: int, minor: int) -> bool:
+def pyspark_before(major: int, minor: int) -> bool:
+    """Whether the running PySpark is older than major.minor."""
     import pyspark
 
     return tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (major, minor)
 
 
-_EMPTY_ALIAS_METADATA_IGNORED = _pyspark_before(4, 1)
+_EMPTY_ALIAS_METADATA_IGNORED = pyspark_before(4, 1)
 
 # SQL forms older Spark parsers lack: (pattern, what to call it, the first Spark that parses it, what
 # to do instead).
@@ -56,7 +57,7 @@ def refuse_newer_sql(text: str) -> None:
     from pydelta.errors import DeltaNotImplementedError
 
     for pattern, name, (major, minor), instead in _NEWER_SQL:
-        if pattern.match(text) and _pyspark_before(major, minor):
+        if pattern.match(text) and pyspark_before(major, minor):
             import pyspark
 
             raise DeltaNotImplementedError(
@@ -79,7 +80,7 @@ def alias(column: Any, name: str, metadata: dict[str, Any], data_type: Any) -> A
 def refuse_geospatial_before_4_2(schema: Any) -> None:
     """GEOMETRY/GEOGRAPHY columns need Spark 4.2: 4.0 has no such types, and 4.1's (behind
     spark.sql.geospatial.enabled) cannot be written to or read from Parquet."""
-    if not _pyspark_before(4, 2):
+    if not pyspark_before(4, 2):
         return
     from pydelta.protocol.geospatial import geo_column_paths
 

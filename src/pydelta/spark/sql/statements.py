@@ -58,9 +58,10 @@ STATEMENTS: tuple[DeltaStatement, ...] = (
                    g.Clone, g.parse_clone, run.run_clone_statement),
 )
 
-# what a parser returns for a recognised form pydelta does not run (REORG ... APPLY (UPGRADE UNIFORM))
+# what a parser returns for a recognised form pydelta does not run (REORG ... APPLY (UPGRADE UNIFORM),
+# PRIMARY KEY and the other non-CHECK constraints)
 _RUNNERS = {statement.node: statement.run for statement in STATEMENTS} | {
-    g.Unsupported: run.run_unsupported, g.AddOtherConstraint: run.run_add_check_constraint}
+    g.Unsupported: run.run_unsupported, g.AddOtherConstraint: run.run_add_other_constraint}
 
 
 def parse_utility(text: str) -> object | None:

@@ -72,16 +72,20 @@ def run_drop_feature(spark: SparkSession, stmt: g.DropFeature) -> DataFrame:
     return jplan.empty_result(spark)
 
 
-def run_add_check_constraint(spark: SparkSession, stmt: g.AddCheckConstraint | g.AddOtherConstraint) -> DataFrame:
-    from pydelta.spark.ddl.alter import add_constraint, unnamed_check_constraint, unsupported_constraint
+def run_add_check_constraint(spark: SparkSession, stmt: g.AddCheckConstraint) -> DataFrame:
+    from pydelta.spark.ddl.alter import add_constraint, unnamed_check_constraint
 
     target = _target(spark, stmt.table)
-    if isinstance(stmt, g.AddOtherConstraint):
-        raise unsupported_constraint(stmt.kind, target.display())
     if stmt.name is None:
         raise unnamed_check_constraint()
     add_constraint(spark, target.path, stmt.name, stmt.condition, display=target.display())
     return jplan.empty_result(spark)
+
+
+def run_add_other_constraint(spark: SparkSession, stmt: g.AddOtherConstraint) -> DataFrame:
+    from pydelta.spark.ddl.alter import unsupported_constraint
+
+    raise unsupported_constraint(stmt.kind, _target(spark, stmt.table).display())
 
 
 def run_drop_constraint(spark: SparkSession, stmt: g.DropConstraint) -> DataFrame:
