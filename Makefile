@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo lint typecheck docs test test-connect test-slow test-all test-fast test-versions test-witness witness s3a test-s3a bench bench-vs-delta-spark bench-connect java clean
+.PHONY: setup demo lint typecheck docs test test-connect test-slow test-all test-fast test-versions test-witness witness s3a test-s3a bench bench-vs-delta-spark bench-snapshot-vs-deltalake bench-plans bench-connect java clean
 
 setup: $(STAMP)
 
@@ -87,6 +87,14 @@ bench: setup
 # witness (Maven) and the pyspark-4.2 venv that `make test-versions` makes.
 bench-vs-delta-spark: setup witness
 	$(PY) -m benchmarks.vs_delta_spark.run
+
+# Snapshot load without Spark: pydelta's log core against deltalake (benchmarks/README.md).
+bench-snapshot-vs-deltalake: setup
+	$(PY) -m benchmarks.snapshot_vs_deltalake
+
+# The physical plans pydelta and delta-spark run for MERGE, UPDATE, DELETE and the DV scan.
+bench-plans: setup witness
+	$(PY) -m benchmarks.vs_delta_spark.plans
 
 # pydelta over Spark Connect against a classic session, same Spark, same work (issue 27).
 bench-connect: setup

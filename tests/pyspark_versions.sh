@@ -22,6 +22,8 @@ SUBSET=(
   tests/spark/test_managed_commit_sql.py
   tests/spark/test_spark_version_limits.py
 )
+# Over Spark Connect, on the oldest version only (its own process, as `make test` runs tests/connect).
+CONNECT_SUBSET=(tests/connect/test_connect_streaming.py::test_trigger_once_over_a_rate_limited_source)
 # Tests whose logic does not depend on the PySpark (streaming option checks, error paths,
 # tables from other writers, catalog-managed commits) run on the newest only, to keep CI
 # inside its time budget.
@@ -46,7 +48,8 @@ or test_deletion_vector_changes_are_row_level"
 # The streaming source's core on those versions: 4.1 shares 4.0's self-paced reader (run whole on
 # 4.0), 4.2 shares 4.3's admission control (run whole by `make test`).
 STREAM_CORE="test_snapshot_then_new_commits_exactly_once or test_max_files_per_trigger_batches_and_restart_mid_stream \
-or test_trigger_once_reads_everything_in_one_batch or test_starting_version_number_and_latest \
+or test_trigger_once_reads_everything_in_one_batch or test_available_now_with_a_rate_limit_drains_everything_in_one_run \
+or test_starting_version_number_and_latest \
 or test_change_feed_stream_under_update_delete_merge or test_stream_from_a_catalog_table_by_name \
 or test_schema_tracking_streams_across_rename_and_drop"
 oldest="$(printf '%s\n' "$@" | sort -V | head -1)"
@@ -78,4 +81,7 @@ PY
   fi
   PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     -n "${PYTEST_WORKERS:-2}" "${selection[@]}"
+  if [ "$version" = "$oldest" ]; then
+    PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${CONNECT_SUBSET[@]}"
+  fi
 done

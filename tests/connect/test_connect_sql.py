@@ -122,3 +122,25 @@ def test_queries_skip_files_by_their_where_clause(spark, tmp_path):
     # a name qualified by another relation's alias is never taken for the table's own column
     other = spark.sql(f"SELECT t.k FROM {ta} t JOIN {tb} p ON t.k = p.k WHERE p.y = 5")
     assert _files_read(other) == 4 + 1 and [r.k for r in other.collect()] == [5]
+
+
+def test_subqueries_and_set_operations_skip_by_their_own_where(spark, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    spark.range(0, 40, 1, 1).selectExpr("id AS k", "id % 4 AS p").write.format("delta").partitionBy("p").save(a)
+    spark.range(0, 40, 1, 4).selectExpr("id AS k", "id AS y").write.format("delta").save(b)  # 4 files by y
+    ta, tb = f"delta.`{a}`", f"delta.`{b}`"
+    union = spark.sql(f"SELECT k FROM {ta} WHERE p = 1 UNION ALL SELECT k FROM {tb} WHERE y >= 35")
+    assert _files_read(union) == 1 + 1
+    assert sorted(r.k for r in union.collect()) == sorted([*range(1, 40, 4), *range(35, 40)])
+    grouped = spark.sql(f"SELECT p, count(*) AS n FROM (SELECT * FROM {ta} WHERE p >= 2) s GROUP BY p")
+    assert _files_read(grouped) == 2 and sorted(tuple(r) for r in grouped.collect()) == [(2, 10), (3, 10)]
+    cte = spark.sql(f"WITH small AS (SELECT k FROM {tb} WHERE y < 10) "
+                    f"SELECT t.k FROM {ta} t JOIN small ON t.k = small.k WHERE t.p = 0")
+    assert _files_read(cte) == 1 + 1 and sorted(r.k for r in cte.collect()) == [0, 4, 8]
+    # IN (SELECT ...): the subquery's block skips; the conjunct holding it skips nothing
+    nested = spark.sql(f"SELECT k FROM {ta} WHERE p = 3 AND k IN (SELECT k FROM {tb} WHERE y < 20)")
+    assert sorted(r.k for r in nested.collect()) == [3, 7, 11, 15, 19]
+    # a correlated reference to the outer table is never taken for the subquery table's column
+    correlated = spark.sql(f"SELECT k FROM {ta} t WHERE EXISTS (SELECT 1 FROM {tb} u WHERE u.k = t.k AND u.y > 30)"
+                           " AND t.p = 1")
+    assert sorted(r.k for r in correlated.collect()) == [33, 37]

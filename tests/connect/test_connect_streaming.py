@@ -16,6 +16,10 @@ import deltalake
 import pytest
 from pyspark.sql import SparkSession
 
+from pydelta.errors import DeltaNotImplementedError
+from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.streaming import trigger_marks
+
 pytestmark = pytest.mark.spark
 
 
@@ -55,6 +59,26 @@ def test_append_complete_partitioned_and_to_table(spark, tmp_path):
         assert sorted(tuple(r) for r in spark.table("connect_stream_counts").collect()) == [(0, 5), (1, 4)]
     finally:
         spark.sql("DROP TABLE IF EXISTS connect_stream_counts")
+
+
+def test_trigger_once_over_a_rate_limited_source(spark, tmp_path):
+    """Trigger.Once ignores maxFilesPerTrigger, as in delta-spark. Before PySpark 4.2 a Connect
+    client cannot tell the server's source its trigger (trigger_marks.py): refused by name."""
+    src, out = str(tmp_path / "src"), tmp_path / "out"
+    spark.range(0, 6, 1, 3).write.format("delta").save(src)
+    stream = spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(src)
+    assert trigger_marks.reads_rate_limited_delta(stream._plan)
+    assert not trigger_marks.reads_rate_limited_delta(spark.readStream.format("delta").load(src)._plan)
+    writer = (stream.selectExpr("id * 2 AS id").writeStream.format("delta")
+              .option("checkpointLocation", str(tmp_path / "ck")).trigger(once=True))
+    if pyspark_before(4, 2):
+        with pytest.raises(DeltaNotImplementedError, match="needs PySpark 4.2 or newer over Spark Connect"):
+            writer.start(str(out))
+        assert not out.exists()
+        return
+    writer.start(str(out)).awaitTermination(300)
+    assert _ids(out) == [0, 2, 4, 6, 8, 10]
+    assert len(_history(out)) == 1  # one batch
 
 
 CLIENT = textwrap.dedent("""

@@ -954,12 +954,13 @@ def test_300k_files_checkpoint_in_a_few_seconds(tmp_path: Path) -> None:
 def test_checkpoint_read_in_slices_and_written_chunk_by_chunk(tmp_path: Path, monkeypatch, struct_stats: bool) -> None:
     """A checkpoint is read a few rows at a time (a chunked state) and the next checkpoint is
     written chunk by chunk: same state for pydelta, same files and rows for deltalake."""
-    from pydelta.log import checkpoint_reader
+    from pydelta.log import checkpoint_reader, replay
 
     root = tmp_path / "t"
     t = _real_table(root, partitioned=True, struct_stats=struct_stats)
     write_checkpoint(load_snapshot(str(root)))
     monkeypatch.setattr(checkpoint_reader, "_BATCH_ROWS", 3)  # slices of 3 rows: many chunks
+    monkeypatch.setattr(replay, "_MIN_CHUNK_ROWS", 1)  # ... which replay keeps as they are
     size = t.write_data("late.parquet", pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}))
     t.commit([add("late.parquet", {"part": "1"}, {"numRecords": 2}, size=size)])
     chunked = load_snapshot(str(root))

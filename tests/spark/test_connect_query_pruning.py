@@ -42,11 +42,27 @@ def test_join_kinds_decide_which_side_may_skip():
 
 
 def test_shapes_that_prune_nothing():
-    for text in ("SELECT * FROM ta WHERE k IN (SELECT k FROM tb)",          # a subquery
-                 "SELECT * FROM ta WHERE x = 1 UNION ALL SELECT * FROM tb",  # a set operation
+    for text in ("SELECT * FROM ta WHERE k IN (SELECT k FROM tb)",          # only a subquery conjunct
                  "SELECT * FROM (ta JOIN tb ON ta.k = tb.k) WHERE x = 1",    # a parenthesized join
                  "SELECT * FROM ta t(a, b) WHERE a = 1",                    # columns renamed
                  "SELECT * FROM ta LATERAL VIEW explode(xs) v AS x WHERE x = 1",
+                 "SELECT * FROM ta TABLESAMPLE (10 PERCENT) WHERE x = 1",
                  "SELECT * FROM ta",                                        # no WHERE
-                 "INSERT INTO tb SELECT * FROM ta WHERE x = 1"):
+                 "SELECT * FROM (SELECT * FROM ta) s WHERE x = 1"):         # the WHERE is not ta's block's
         assert _prunable(text, "ta") == {}, text
+
+
+def test_each_query_block_prunes_by_its_own_where():
+    union = "SELECT * FROM ta WHERE a = 1 UNION ALL SELECT * FROM tb WHERE b = 2 EXCEPT SELECT * FROM tc"
+    assert _prunable(union, "ta", "tb", "tc") == {"ta": ("ta", ("a = 1",), True), "tb": ("tb", ("b = 2",), True)}
+    derived = "SELECT * FROM (SELECT * FROM ta WHERE x = 1 GROUP BY k) s WHERE y = 2"
+    assert _prunable(derived, "ta") == {"ta": ("ta", ("x = 1",), False)}  # nested: never `alone`
+    cte = "WITH c AS (SELECT * FROM ta WHERE x > 3) SELECT * FROM c JOIN tb ON c.k = tb.k WHERE tb.y = 1"
+    assert _prunable(cte, "ta", "tb") == {"ta": ("ta", ("x > 3",), False), "tb": ("tb", ("tb.y = 1",), False)}
+    # a conjunct holding a query is left out; the subquery's own block prunes its relation
+    nested = "SELECT * FROM ta WHERE x = 1 AND k IN (SELECT k FROM tb WHERE z = 2) AND EXISTS (SELECT 1)"
+    assert _prunable(nested, "ta", "tb") == {"ta": ("ta", ("x = 1",), True), "tb": ("tb", ("z = 2",), False)}
+    # a block inside the null-supplying side of an outer join still prunes by its own WHERE
+    outer = "SELECT * FROM ta LEFT JOIN (SELECT * FROM tb WHERE z = 2) s ON ta.k = s.k WHERE ta.x = 1"
+    assert _prunable(outer, "ta", "tb") == {"ta": ("ta", ("ta.x = 1",), False), "tb": ("tb", ("z = 2",), False)}
+    assert _prunable("INSERT INTO tc SELECT * FROM ta WHERE x = 1", "ta") == {"ta": ("ta", ("x = 1",), True)}

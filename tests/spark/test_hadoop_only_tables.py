@@ -17,7 +17,6 @@ import pytest
 
 import pydelta
 from pydelta import DeltaTable
-from pydelta.spark.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 
@@ -106,13 +105,10 @@ def test_stream_into_a_table_at_a_hadoop_uri(spark, mounted, tmp_path):
     source = str(tmp_path / "source")
     spark.range(0, 30, numPartitions=3).write.format("delta").save(source)
     spark.range(30, 40).write.format("delta").mode("append").save(source)
-    # Before PySpark 4.2 a paced AvailableNow run ends after its first batch (NOTES, PySpark range):
-    # there each run resumes from the checkpoint, so a few runs drain the source exactly once.
-    for _ in range(1 if not pyspark_before(4, 2) else 3):
-        query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 2).load(source)
-                 .writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp"))
-                 .trigger(availableNow=True).start(uri))
-        query.awaitTermination(120)
+    query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 2).load(source)
+             .writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start(uri))
+    query.awaitTermination(120)
     assert _rows(spark.read.format("delta").load(uri)) == [(i,) for i in range(40)]
     assert deltalake.DeltaTable(local).to_pyarrow_table().num_rows == 40
     # Streaming *from* such a table runs pydelta in Python data source workers, which have no

@@ -138,9 +138,40 @@ def test_trigger_once_reads_everything_in_one_batch(spark, tmp_path):
     path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
     _append(spark, path, 0, 30, files=3, mode="overwrite")
     batches, _ = _stream(spark, path, ck, {"maxFilesPerTrigger": "1"}, trigger={"once": True})
-    # Before PySpark 4.2 a Python source cannot tell Trigger.Once from a paced trigger: its own
-    # maxFilesPerTrigger shapes the one batch (source_paced.py; the rest follows in the next run).
-    assert [len(rows) for _, rows in batches] == ([30] if HAS_ADMISSION_CONTROL else [10])
+    # As in delta-spark, Once ignores the rate limit (before PySpark 4.2 the driver tells the
+    # source its trigger: trigger_marks.py).
+    assert [len(rows) for _, rows in batches] == [30]
+
+
+def test_available_now_with_a_rate_limit_drains_everything_in_one_run(spark, tmp_path):
+    """AvailableNow reads all there is even with maxFilesPerTrigger (delta-spark: in paced batches;
+    before PySpark 4.2, in one batch), and the same stream started on another trigger is paced."""
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    _append(spark, path, 0, 30, files=3, mode="overwrite")
+    batches: list[tuple[int, list[tuple]]] = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, sorted(tuple(r) for r in df.collect())))
+
+    stream = spark.readStream.format("delta").option("maxFilesPerTrigger", "1").load(path)
+    query = (stream.writeStream.foreachBatch(collect).option("checkpointLocation", ck)
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert [r[0] for r in _rows(batches)] == list(range(30))
+    assert [len(rows) for _, rows in batches] == ([10, 10, 10] if HAS_ADMISSION_CONTROL else [30])
+    # The same DataFrame on a processing-time trigger: the rate limit shapes its batches again.
+    _append(spark, path, 30, 50, files=2)
+    batches.clear()
+    query = (stream.writeStream.foreachBatch(collect).option("checkpointLocation", ck)
+             .trigger(processingTime="0 seconds").start())
+    try:
+        deadline = time.monotonic() + 300
+        while len(_rows(batches)) < 20 and time.monotonic() < deadline and query.exception() is None:
+            time.sleep(0.1)
+    finally:
+        query.stop()
+    assert [r[0] for r in _rows(batches)] == list(range(30, 50))
+    assert max(len(rows) for _, rows in batches) == 10
 
 
 def test_starting_version_number_and_latest(spark, tmp_path):

@@ -34,7 +34,7 @@ from pydelta.log.commits import CommitActions, _add_action, parse_actions
 # measured ~5-10 us per action row by row, crossing over at 200-500 actions.
 SMALL_COMMIT_LINES = 300
 _LARGE_COMMIT_BYTES = 4 << 20  # always the Arrow reader from this size on
-_BLOCK_SIZE = 16 << 20
+_BLOCK_SIZE = 4 << 20  # ~10k actions: blocks parsed in parallel (measured faster than 1 or 16 MB)
 
 _MAP_FIELDS = ("partitionValues", "tags")
 
@@ -143,9 +143,16 @@ def _line_index(data: bytes) -> LineOf:
     return line_of
 
 
+def _newlines(data: bytes) -> int:
+    """`data.count(b"\n")`, in cache-sized slices with numpy: about twice as fast on a large commit."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    step = 4 << 20
+    return sum(int(np.count_nonzero(view[i:i + step] == 10)) for i in range(0, len(view), step))
+
+
 def _whole(data: bytes) -> tuple[pa.Table, list[OtherLine], LineOf | None]:
     """The whole file through the reader; the (few) rows of other actions located by line number."""
-    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    n_lines = _newlines(data) + (0 if data.endswith(b"\n") else 1)
     table = _read(data)
     if table.num_rows != n_lines:
         raise _Fallback

@@ -215,21 +215,35 @@ def _drop_touched(
     drop = idx.filter(hit)
     if len(drop) == 0:
         return files, plain
-    drop = np.unique(drop.to_numpy()).astype(np.int64)
-    if len(drop) <= _MAX_CHUNKS:
-        # Few rows go: keep the rest as zero-copy slices between them.
-        whole = files if isinstance(files, pa.ChunkedArray) else pa.chunked_array([files])
-        bounds = np.concatenate([[-1], drop, [len(files)]])
-        chunks: list[pa.Array] = []
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            if hi - lo > 1:
-                chunks.extend(c for c in whole.slice(lo + 1, hi - lo - 1).chunks if len(c))
-        if len(chunks) == 1:
-            return chunks[0], plain
-        return pa.chunked_array(chunks, type=files.type), plain
-    keep = np.ones(len(files), dtype=bool)
-    keep[drop] = False
-    return files.filter(pa.array(keep)), plain
+    return _without_rows(files, np.unique(drop.to_numpy()).astype(np.int64)), plain
+
+
+# Pieces of this many rows are filtered on their own: dropping a few files copies only the
+# pieces that held them, never a whole checkpoint.
+_PIECE_ROWS = 65_536
+
+
+def _without_rows(files: pa.StructArray | pa.ChunkedArray, drop: np.ndarray) -> pa.StructArray | pa.ChunkedArray:
+    """`files` without the rows at the sorted positions `drop`."""
+    whole = files if isinstance(files, pa.ChunkedArray) else pa.chunked_array([files])
+    pieces: list[pa.Array] = []
+    offset = 0
+    for chunk in whole.chunks:
+        for lo in range(0, len(chunk), _PIECE_ROWS):
+            piece = chunk.slice(lo, _PIECE_ROWS)
+            start = offset + lo
+            first, last = np.searchsorted(drop, [start, start + len(piece)])
+            if first == last:
+                pieces.append(piece)
+                continue
+            keep = np.ones(len(piece), dtype=bool)
+            keep[drop[first:last] - start] = False
+            if keep.any():
+                pieces.append(piece.filter(pa.array(keep)))
+        offset += len(chunk)
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.chunked_array(pieces, type=files.type)
 
 
 def _newest_per_key(
@@ -288,7 +302,14 @@ def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) ->
     """Rows `indices` of the concatenation of `chunks`, as zero-copy slices where the indices run on."""
     if len(indices) == 0 or not chunks:
         return []
-    breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+    steps = np.diff(indices)
+    if (steps > 0).all():  # ascending (the usual case): filter only the pieces that lose rows
+        whole = concat(chunks, target) if len(chunks) == 1 else pa.chunked_array(chunks, type=target)
+        keep = np.zeros(len(whole), dtype=bool)
+        keep[indices] = True
+        kept = _without_rows(whole, np.flatnonzero(~keep))
+        return [c for c in (kept.chunks if isinstance(kept, pa.ChunkedArray) else [kept]) if len(c)]
+    breaks = np.flatnonzero(steps != 1) + 1
     starts = indices[np.concatenate([[0], breaks])]
     lengths = np.diff(np.concatenate([[0], breaks, [len(indices)]]))
     if len(starts) > 4096:
@@ -300,19 +321,40 @@ def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) ->
     return out
 
 
-_MAX_CHUNKS = 64
-
-
 def _append(base: pa.Array | pa.ChunkedArray, new: list[pa.Array], target: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """`base` followed by `new`: one array, or chunks when `new` is small next to `base` (no copy of it)."""
-    base_chunks = [c for c in (base.chunks if isinstance(base, pa.ChunkedArray) else [base]) if len(c)]
-    new = [c for c in new if len(c)]
-    n_base = sum(len(c) for c in base_chunks)
-    n_new = sum(len(c) for c in new)
-    chunks = base_chunks + new
-    if n_base > 4 * n_new and len(chunks) <= _MAX_CHUNKS:
-        return pa.chunked_array(chunks, type=target) if len(chunks) != 1 else chunks[0]
-    return concat(chunks, target)
+    """`base` followed by `new`, as chunks: runs of small chunks are merged, large chunks are kept
+    as they are (a big checkpoint or commit is never copied to append a few files to it)."""
+    chunks = [c for c in (base.chunks if isinstance(base, pa.ChunkedArray) else [base]) if len(c)]
+    merged = _coalesce(chunks + [c for c in new if len(c)], target)
+    if len(merged) == 1:
+        return merged[0]
+    return pa.chunked_array(merged, type=target) if merged else concat([], target)
+
+
+# Chunks this long stay as they are; shorter neighbours are merged until they reach it, so the
+# chunk count stays near rows / _MIN_CHUNK_ROWS however many commits were applied.
+_MIN_CHUNK_ROWS = 8192
+
+
+def _coalesce(chunks: list[pa.Array], target: pa.DataType) -> list[pa.Array]:
+    out: list[pa.Array] = []
+    run: list[pa.Array] = []
+    run_rows = 0
+    for chunk in chunks:
+        if len(chunk) >= _MIN_CHUNK_ROWS:
+            if run:
+                out.append(concat(run, target))
+                run, run_rows = [], 0
+            out.append(chunk)
+            continue
+        run.append(chunk)
+        run_rows += len(chunk)
+        if run_rows >= _MIN_CHUNK_ROWS:
+            out.append(concat(run, target))
+            run, run_rows = [], 0
+    if run:
+        out.append(concat(run, target))
+    return out
 
 
 def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:

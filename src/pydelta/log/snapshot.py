@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, VersionNotFoundError
+from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
 from pydelta.log.segment import LogSegment, build_segment, list_log
@@ -295,6 +296,7 @@ def load_snapshot(
     (see `storage_for`); the snapshot's storage keeps them for later commits.
     `storage`: read through this storage instead of the one the path's scheme selects.
     """
+    prefer_jemalloc()
     if version is not None and timestamp is not None:
         raise DeltaIllegalArgumentError("give either version or timestamp, not both")
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):

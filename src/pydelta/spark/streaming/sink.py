@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
 from pydelta.spark.hooks.state import _is_delta, _state
+from pydelta.spark.streaming import trigger_marks
 from pydelta.spark.spark_errors import boundary, to_pyspark
 from pydelta.spark._typing import DataFrame
 
@@ -240,6 +241,11 @@ def _record(name: str) -> Callable[..., Any]:
             _state(self)["options"].update(opts)
             return original(self, **opts)
         return options
+    if name == "trigger":  # kept for trigger_marks: Spark keeps the trigger only in the JVM
+        def trigger(self, *args: Any, **kwargs: Any):
+            _state(self)["trigger"] = trigger_marks.trigger_kind(kwargs)
+            return original(self, *args, **kwargs)
+        return trigger
     if name == "outputMode":
         def outputMode(self, outputMode: str):  # noqa: N802, N803
             _state(self)["mode"] = outputMode
@@ -286,6 +292,7 @@ def _settings(writer: Any, format: str | None, outputMode: str | None, partition
 
 def _start(original: Callable[..., Any]) -> Callable[..., Any]:
     def start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N803
+        trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, path)
         st = _state(self)
@@ -299,6 +306,7 @@ def _start(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
     def toTable(self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N802, N803
+        trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, tableName)
         from pydelta.spark.catalog import register_table
@@ -360,6 +368,7 @@ def _connect_start(original: Any) -> Any:
         if queryName is not None:
             self.queryName(queryName)
         proto = self._write_proto
+        trigger_marks.refuse_over_connect(self._write_stream._child, _connect_trigger(proto))
         fmt = str(proto.format or "").lower()
         # toTable without a format writes in the table's own: Delta when the table is one.
         into_delta_table = tableName is not None and not fmt and _names_delta_table(self._session, (tableName,), {})
@@ -369,6 +378,11 @@ def _connect_start(original: Any) -> Any:
 
     _start_internal.__name__ = original.__name__
     return _start_internal
+
+
+def _connect_trigger(proto: Any) -> str:
+    """The trigger a Connect writer's proto sets, named as trigger_marks names them."""
+    return "once" if proto.once else "availableNow" if proto.available_now else "other"
 
 
 def _start_connect_delta(writer: Any, path: str | None, table_name: str | None) -> Any:
@@ -435,7 +449,7 @@ def install() -> None:
 
     if getattr(DataStreamWriter, "_pydelta_hooked", False):
         return
-    for name in ("format", "option", "options", "outputMode", "partitionBy", "foreach", "foreachBatch"):
+    for name in ("format", "option", "options", "outputMode", "partitionBy", "foreach", "foreachBatch", "trigger"):
         _ORIGINAL[name] = getattr(DataStreamWriter, name)
         setattr(DataStreamWriter, name, _record(name))
     _ORIGINAL["start"], _ORIGINAL["toTable"] = DataStreamWriter.start, DataStreamWriter.toTable

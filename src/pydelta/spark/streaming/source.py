@@ -69,6 +69,7 @@ from pydelta.spark.streaming.arrow_files import FileToRead, ReadSpec, read_files
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, parse_offset
 from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
 from pydelta.spark.streaming.source_storage import apply as apply_storage_options
+from pydelta.spark.streaming.trigger_marks import TOKEN_OPTION as TRIGGER_TOKEN_OPTION
 
 
 def _hadoop_path(root: str) -> str:
@@ -89,6 +90,8 @@ STREAM_SUPPORTED = (
     "streamingSourceTrackingId", "allowSourceColumnDrop", "allowSourceColumnRename", "allowSourceColumnTypeChange",
 )
 STREAM_REFUSED = ("endingVersion", "endingTimestamp", "versionAsOf", "timestampAsOf")
+# Options pydelta's own hooks add on the driver (source_storage.py, trigger_marks.py).
+_PYDELTA_OPTIONS = (STORAGE_OPTION.lower(), TRIGGER_TOKEN_OPTION.lower())
 
 
 # ---- options ------------------------------------------------------------------------------
@@ -150,7 +153,7 @@ class StreamOptions:
                     f"The Delta streaming source option {name}={opts[key]!r} is not supported by pydelta; remove it.",
                     option=name,
                 )
-            if key not in supported and not key.startswith("delta.") and key != STORAGE_OPTION.lower():
+            if key not in supported and not key.startswith("delta.") and key not in _PYDELTA_OPTIONS:
                 raise DeltaUnsupportedOptionError(
                     f"The streaming read option {given[key]!r} is not an option pydelta implements (it implements "
                     f"{', '.join(STREAM_SUPPORTED)}); remove it.",

@@ -6,11 +6,12 @@ them) from the start it has seen: the end of each planned batch, and on a restar
 Spark replays through `partitions(latest, latest)` (its setLatestSeenOffset). A fresh query asks
 for its first end before anything else, and so does Spark's Trigger.AvailableNow wrapper for
 such sources (which then takes that one end as "all available now"); the reader cannot tell
-the two apart. So the first end is paced from the initial offset when the stream sets
-maxFilesPerTrigger or maxBytesPerTrigger itself (an AvailableNow run then ends after that one
-batch), and is everything there is otherwise (delta-spark's default of 1000 files a batch
-applies from the second batch on). Schema tracking needs the start of every batch and is
-refused here with the PySpark it needs.
+the two apart: the driver tells it (trigger_marks.py). Under Once or AvailableNow the one end
+is everything there is, as delta-spark reads it (AvailableNow in one batch rather than paced
+ones). Otherwise the first end is paced from the initial offset when the stream sets
+maxFilesPerTrigger or maxBytesPerTrigger itself, and is everything there is when it does not
+(delta-spark's default of 1000 files a batch applies from the second batch on). Schema
+tracking needs the start of every batch and is refused here with the PySpark it needs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyspark.sql.datasource import InputPartition
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.spark.streaming.source import DeltaStreamReader, _Admission
+from pydelta.spark.streaming import trigger_marks
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset
 
 
@@ -30,6 +32,7 @@ class PacedStreamReader(DeltaStreamReader):
     def _setup(self, options: Mapping[str, Any], schema: Any) -> None:
         self._start: dict | None = None
         self._initial_offset: dict | None = None
+        self._options = dict(options)
         super()._setup(options, schema)
         if self.opts.schema_tracking is not None:
             import pyspark
@@ -50,6 +53,8 @@ class PacedStreamReader(DeltaStreamReader):
 
     def latestOffset(self) -> dict:  # type: ignore[override]  # PySpark < 4.2 passes no start and no limit
         self._ready()
+        if trigger_marks.runs_to_end(self._options):  # Once / AvailableNow: delta-spark reads everything
+            return self._everything()
         admission = _Admission.from_options(self.opts)
         if self._start is not None:
             return self._batch_end(self._start, admission)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from pydelta.spark.streaming import trigger_marks
+
 # The reader option carrying the table's storage options (a JSON object), set by `load`.
 OPTION = "pydelta.storageOptions"
 
@@ -47,6 +49,8 @@ def _hook(cls: type) -> None:
             derived = default_storage_options(path)
             if derived:
                 self.option(OPTION, json.dumps(dict(derived), sort_keys=True))
+            if trigger_marks.needed():
+                self.option(trigger_marks.TOKEN_OPTION, trigger_marks.new_token())
         return original_load(self, path, format, schema, **options)
 
     # Deliberate patches of PySpark's methods.
