@@ -93,6 +93,52 @@ def test_client_side_encryption_is_refused():
         s3a_storage_options({"fs.s3a.encryption.algorithm": "CSE-KMS"}, "b")
 
 
+def test_credential_providers_the_log_client_cannot_follow_are_refused(monkeypatch):
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    assumed = {"fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider"}
+    with pytest.raises(DeltaNotImplementedError, match="names AssumedRoleCredentialProvider, which pydelta's log"):
+        s3a_storage_options(assumed, "b")
+    profile = {"fs.s3a.aws.credentials.provider": "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider"}
+    with pytest.raises(DeltaNotImplementedError, match="ProfileCredentialsProvider"):
+        s3a_storage_options(profile, "b")
+    # keys of its own, a provider it follows in the list, or AWS_* variables: no refusal
+    keys = {"fs.s3a.access.key": "k", "fs.s3a.secret.key": "s"}
+    assert s3a_storage_options({**assumed, **keys}, "b") == {"aws_access_key_id": "k", "aws_secret_access_key": "s"}
+    mixed = assumed["fs.s3a.aws.credentials.provider"] + ", com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
+    assert s3a_storage_options({"fs.s3a.aws.credentials.provider": mixed}, "b") == {}
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    assert s3a_storage_options(assumed, "b") == {}
+
+
+@pytest.mark.spark
+def test_secrets_in_a_hadoop_credential_provider_reach_the_log(spark, session_conf, tmp_path):
+    """Keys kept in a JCEKS keystore (hadoop.security.credential.provider.path), as S3A reads them
+    through Configuration.getPassword: per-bucket ones win, and the keystore's path stays out."""
+    from pydelta.spark.hadoop_storage import session_s3a_settings
+
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    keystore = f"jceks://file{tmp_path}/s3a.jceks"
+    conf = jvm.org.apache.hadoop.conf.Configuration()
+    conf.set("hadoop.security.credential.provider.path", keystore)
+    provider = jvm.org.apache.hadoop.security.alias.CredentialProviderFactory.getProviders(conf).get(0)
+    for alias, secret in {"fs.s3a.access.key": "AKIAFROMJCEKS", "fs.s3a.secret.key": "general-secret",
+                          f"fs.s3a.bucket.{BUCKET}.secret.key": "bucket-secret"}.items():
+        chars = gateway.new_array(jvm.char, len(secret))
+        for i, c in enumerate(secret):
+            chars[i] = c
+        provider.createCredentialEntry(alias, chars)
+    provider.flush()
+    assert "fs.s3a.access.key" not in session_s3a_settings(spark, bucket=BUCKET)
+    session_conf({"hadoop.security.credential.provider.path": keystore})
+    settings = session_s3a_settings(spark, bucket=BUCKET)
+    assert "hadoop.security.credential.provider.path" not in settings
+    options = s3a_storage_options(settings, BUCKET)
+    assert (options["aws_access_key_id"], options["aws_secret_access_key"]) == ("AKIAFROMJCEKS", "bucket-secret")
+    assert s3a_storage_options(session_s3a_settings(spark, bucket="other"), "other")["aws_secret_access_key"] == (
+        "general-secret")
+
+
 # ---- a session's settings reach the log -----------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import re
 import threading
 import uuid
@@ -204,7 +205,8 @@ def install_s3a_options(spark: SparkSession) -> None:
     classic and Spark Connect sessions alike (over Connect, the client commits the log)."""
 
     def s3_options(path: str) -> dict[str, str] | None:
-        return s3a_storage_options(session_s3a_settings(spark), urlparse(path).netloc)
+        bucket = urlparse(path).netloc
+        return s3a_storage_options(session_s3a_settings(spark, bucket=bucket), bucket)
 
     for scheme in S3A_SCHEMES:
         register_storage_options(scheme, s3_options)
@@ -218,6 +220,14 @@ S3A_SCHEMES = ("s3a", "s3", "s3n")
 _S3A = "fs.s3a."
 # S3A's credential providers that mean "do not sign" (anonymous access to a public bucket).
 _ANONYMOUS_PROVIDERS = ("AnonymousAWSCredentialsProvider", "AnonymousCredentialsProvider")
+# S3A credential providers (simple class names, AWS SDK v1 and v2) whose credentials obstore finds
+# the same way: keys in the settings, AWS_* variables, instance/container roles, web identity.
+_EMULATED_PROVIDERS = (
+    "SimpleAWSCredentialsProvider", "TemporaryAWSCredentialsProvider", "EnvironmentVariableCredentialsProvider",
+    "IAMInstanceCredentialsProvider", "InstanceProfileCredentialsProvider", "ContainerCredentialsProvider",
+    "EC2ContainerCredentialsProviderWrapper", "WebIdentityTokenCredentialsProvider",
+    "WebIdentityTokenFileCredentialsProvider", "DefaultAWSCredentialsProviderChain", "DefaultCredentialsProvider",
+    *_ANONYMOUS_PROVIDERS)
 # fs.s3a.encryption.algorithm -> obstore's server_side_encryption
 _SSE = {"SSE-S3": "AES256", "SSE-KMS": "aws:kms", "DSSE-KMS": "aws:kms:dsse", "SSE-C": "sse-c"}
 # Hadoop's time units (Configuration.getTimeDuration) -> humantime's, which obstore parses
@@ -230,22 +240,50 @@ _AWS_REGION_IN_HOST = re.compile(r"(?:^|\.)s3(?:-fips)?[.-](?:dualstack\.)?([a-z
 _JSON_WRITERS: dict[int, JavaObject] = {}
 
 
-def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None = None) -> dict[str, str]:
+def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None = None,
+                         bucket: str | None = None) -> dict[str, str]:
     """The session's fs.s3a.* Hadoop settings (defaults, spark.hadoop.*, SQL confs, `options` over them).
 
-    One JVM round trip: Hadoop's own lookup (variable expansion included) serialized as JSON.
-    A Spark Connect session has no JVM on this side: `_connect_s3a_settings`.
+    One JVM round trip: Hadoop's own lookup (variable expansion included) serialized as JSON;
+    where a Hadoop credential provider is configured (a JCEKS keystore...), the secrets of
+    `bucket` are asked of it as S3A does (`_provider_secrets`). A Spark Connect session has no
+    JVM on this side: `_connect_s3a_settings`.
     """
     from pydelta.spark.connect import is_connect
 
     if is_connect(spark):
         return _connect_s3a_settings(spark, options)
-    found = hadoop_conf(spark, options).getValByRegex(r"^fs\.s3a\.")
+    conf = hadoop_conf(spark, options)
+    found = conf.getValByRegex(r"^(fs\.s3a\.|hadoop\.security\.credential\.provider\.path$)")
     java = jvm(spark)
     mapper = _JSON_WRITERS.get(id(java))
     if mapper is None:  # making one costs more than the lookup: one per JVM gateway
         mapper = _JSON_WRITERS[id(java)] = java.com.fasterxml.jackson.databind.ObjectMapper()
-    return {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
+    settings = {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
+    providers = [p for p in (settings.pop(_PROVIDER_PATH, ""), settings.get(f"{_S3A}security.credential.provider.path", ""))
+                 if p.strip()]
+    if providers and bucket:
+        settings.update(_provider_secrets(conf, ",".join(providers), bucket))
+    return settings
+
+
+# Hadoop's key naming its credential providers (keystores holding secrets under config key names).
+_PROVIDER_PATH = "hadoop.security.credential.provider.path"
+# The fs.s3a.* keys S3A reads through Configuration.getPassword: credential providers first.
+_SECRET_KEYS = ("access.key", "secret.key", "session.token", "encryption.key", "server-side-encryption.key")
+
+
+def _provider_secrets(conf: JavaObject, providers: str, bucket: str) -> dict[str, str]:
+    """The secrets S3A would find for `bucket` in the credential providers `providers` (its own
+    fs.s3a.security.credential.provider.path included), by Hadoop's getPassword."""
+    conf.set(_PROVIDER_PATH, providers)  # `conf` is this lookup's own copy (hadoop_conf)
+    out = {}
+    for key in _SECRET_KEYS:
+        for name in (f"{_S3A}{key}", f"{_S3A}bucket.{bucket}.{key}"):
+            chars = conf.getPassword(name)
+            if chars is not None:
+                out[name] = "".join(str(c) for c in chars)
+    return out
 
 
 def _connect_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None) -> dict[str, str]:
@@ -308,9 +346,16 @@ def s3a_storage_options(settings: Mapping[str, str], bucket: str) -> dict[str, s
     if region:
         out["aws_region"] = region
 
-    providers = eff.get("aws.credentials.provider", "")
-    if any(p.strip().rsplit(".", 1)[-1] in _ANONYMOUS_PROVIDERS for p in providers.split(",")):
+    providers = [p.strip().rsplit(".", 1)[-1] for p in eff.get("aws.credentials.provider", "").split(",") if p.strip()]
+    if any(p in _ANONYMOUS_PROVIDERS for p in providers):
         out["aws_skip_signature"] = "true"
+    if providers and not any(p in _EMULATED_PROVIDERS for p in providers) and "access.key" not in eff and not (
+            os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE")):
+        raise DeltaNotImplementedError(
+            f"s3a://{bucket}: fs.s3a.aws.credentials.provider names {', '.join(providers)}, which pydelta's log "
+            "client cannot use (it signs with keys, AWS_* variables, instance or container roles, or a web "
+            "identity): give it credentials as fs.s3a.access.key / secret.key / session.token, AWS_* environment "
+            "variables or storage_options")
     for key, option in (("access.key", "aws_access_key_id"), ("secret.key", "aws_secret_access_key"),
                         ("session.token", "aws_session_token")):
         if key in eff:
@@ -438,7 +483,8 @@ def table_log_storage(spark: SparkSession, path: str, options: Mapping[str, str]
     if scheme in HADOOP_SCHEMES:
         return HadoopFileSystemStorage(spark, options)
     if scheme in S3A_SCHEMES:
-        return storage_for(path, s3a_storage_options(session_s3a_settings(spark, options), urlparse(path).netloc))
+        bucket = urlparse(path).netloc
+        return storage_for(path, s3a_storage_options(session_s3a_settings(spark, options, bucket), bucket))
     return None
 
 
