@@ -79,8 +79,14 @@ def _location(spark, name: str) -> str:
 
 def _owner_rows(spark, name: str) -> list[tuple]:
     """The Owner row: delta-spark shows the catalog's owner when it records one (Hive does)."""
-    state = spark._jsparkSession.sessionState()
-    owner = str(state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(name)).owner())
+    from pydelta.spark.connect import is_connect
+
+    if is_connect(spark):  # no catalog objects on a Connect client: the server's SHOW TABLE EXTENDED
+        found = catalog.connect_table_information(spark, name)
+        owner = found[1].get("Owner", "") if found else ""
+    else:
+        state = spark._jsparkSession.sessionState()
+        owner = str(state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(name)).owner())
     return [("Owner", owner, "")] if owner else []
 
 

@@ -88,9 +88,20 @@ def alter_table_metadata(spark: SparkSession, metadata: Any) -> None:
 
 
 def _lookup_over_connect(spark: SparkSession, name: str) -> CatalogEntry | None:
-    """`lookup` on a Spark Connect session, which has no catalog objects on the client: the
-    server's SHOW TABLE EXTENDED (a listing, so a missing table is no error and no table is
-    resolved through its provider)."""
+    """`lookup` on a Spark Connect session, which has no catalog objects on the client."""
+    found = connect_table_information(spark, name)
+    if found is None:
+        return None
+    full_name, info = found
+    location = info.get("Location")
+    return CatalogEntry(full_name, info.get("Provider"), to_local_path(location) if location else None,
+                        info.get("Type", "").upper() == "MANAGED")
+
+
+def connect_table_information(spark: SparkSession, name: str) -> tuple[str, dict[str, str]] | None:
+    """On a Spark Connect session: (namespace.table, the lines of its catalog entry as "Key: value"
+    pairs) from the server's SHOW TABLE EXTENDED (a listing, so a missing table is no error and no
+    table is resolved through its provider); None when the catalog has no such table."""
     parts = name_parts(name)
     if any(c in parts[-1] for c in "*|'\\"):  # LIKE pattern characters: not a name SHOW can look up
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
@@ -105,9 +116,7 @@ def _lookup_over_connect(spark: SparkSession, name: str) -> CatalogEntry | None:
     if not rows:
         return None
     info = dict(line.split(": ", 1) for line in str(rows[0].information).splitlines() if ": " in line)
-    location = info.get("Location")
-    return CatalogEntry(f"{rows[0].namespace}.{rows[0].tableName}", info.get("Provider"),
-                        to_local_path(location) if location else None, info.get("Type", "").upper() == "MANAGED")
+    return f"{rows[0].namespace}.{rows[0].tableName}", info
 
 
 def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:

@@ -8,9 +8,11 @@ and serve each Delta target; a Connect client has no parser of Spark's. What is 
 2. DML and DDL on Delta tables (INSERT, UPDATE, DELETE, MERGE, TRUNCATE, CREATE/REPLACE TABLE
    ... USING delta, the common ALTER TABLE forms), read by `connect_grammar` with every
    expression kept as SQL text, and run by `connect_statements`.
-3. Queries that read Delta tables by path (`delta.`/path``) or by catalog name (after FROM or
+3. DESCRIBE [EXTENDED] and SHOW TBLPROPERTIES of Delta tables, from the log
+   (`connect_describe`).
+4. Queries that read Delta tables by path (`delta.`/path``) or by catalog name (after FROM or
    JOIN): each such relation becomes a temporary view of pydelta's scan, and Spark runs the
-   rewritten query. In a plain query block the scans skip files by the WHERE clause
+   rewritten query. In each query block the scans skip files by that block's WHERE clause
    (`connect_query_pruning` says which relations may).
 
 Any other statement on a Delta table raises DeltaNotImplementedError naming Spark Connect
@@ -23,6 +25,7 @@ import uuid
 from typing import Any, Callable
 
 from pydelta.errors import DeltaNotImplementedError, DeltaParseError
+from pydelta.spark.sql.connect_describe import run_catalog_statement
 from pydelta.spark.sql.connect_grammar import parse_statement
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.statements import parse_utility, run_utility
@@ -152,6 +155,9 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     tokens = tokenize(text)
     if not tokens:
         return original(text)
+    described = run_catalog_statement(spark, tokens)
+    if described is not NOT_DELTA:
+        return described
     opening = tokens[0].upper if tokens[0].kind == "word" else tokens[0].text
     try:
         statement, unreadable = parse_statement(text), None

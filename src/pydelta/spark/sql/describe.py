@@ -61,17 +61,18 @@ class DeltaTableInfo:
         if self.catalog_table is not None:
             return str(self.catalog_table.identifier().unquotedString())
         if self.is_path:
-            return f"delta.`{_qualified(self.target.path)}`"
+            return f"delta.`{qualified_location(self.target.path)}`"
         return ".".join(self.parts)
 
     def location(self) -> str:
         """The `location` property: the catalog's location, or the path as the statement gives it."""
         if self.is_path:
             return self.parts[-1].rstrip("/") or "/"
-        return _qualified(self.target.path)
+        return qualified_location(self.target.path)
 
 
-def _qualified(path: str) -> str:
+def qualified_location(path: str) -> str:
+    """A path as Spark qualifies a local one (file:/...)."""
     return path if "://" in path or path.startswith("file:") else "file:" + path
 
 
@@ -104,7 +105,18 @@ def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
 
 def table_properties(table: DeltaTableInfo) -> dict[str, str]:
     """DeltaTableV2.properties(): the reserved keys plus the table's properties."""
-    snapshot = table.snapshot
+    meta = table.catalog_table
+    if meta is None:
+        return delta_properties(table.snapshot, table.location())
+    storage = {str(k): str(v) for k, v in jplan.scala_map(meta.storage().properties()).items()}
+    return delta_properties(table.snapshot, table.location(), str(meta.owner()) if meta.owner() else None, storage,
+                            str(meta.tableType().name()))
+
+
+def delta_properties(snapshot: Snapshot, location: str, owner: str | None = None,
+                     storage: dict[str, str] | None = None, table_type: str | None = None) -> dict[str, str]:
+    """`table_properties` from the snapshot and what the catalog knows (its owner, storage
+    properties and table type; none for a path)."""
     protocol = snapshot.protocol
     props = {k: v for k, v in snapshot.metadata.configuration.items() if k != "path"}
     props["delta.minReaderVersion"] = str(protocol.min_reader_version)
@@ -114,25 +126,22 @@ def table_properties(table: DeltaTableInfo) -> dict[str, str]:
         for name in sorted(names):
             props[f"delta.feature.{name}"] = "supported"
     props["provider"] = "delta"
-    props["location"] = table.location()
-    meta = table.catalog_table
-    if meta is not None:
-        if meta.owner():
-            props["owner"] = str(meta.owner())
-        for key, value in jplan.scala_map(meta.storage().properties()).items():
-            if not str(key).startswith("fs."):
-                props[OPTION_PREFIX + str(key)] = str(value)
-        kind = str(meta.tableType().name())
-        if kind == "EXTERNAL":
-            props["external"] = "true"
-        elif kind == "MANAGED":
-            props["is_managed_location"] = "true"
+    props["location"] = location
+    if owner:
+        props["owner"] = owner
+    for key, value in (storage or {}).items():
+        if not key.startswith("fs."):
+            props[OPTION_PREFIX + key] = value
+    if table_type == "EXTERNAL":
+        props["external"] = "true"
+    elif table_type == "MANAGED":
+        props["is_managed_location"] = "true"
     if snapshot.metadata.description is not None:
         props["comment"] = snapshot.metadata.description
     return props
 
 
-def _user_properties(props: dict[str, str]) -> list[tuple[str, str]]:
+def user_properties(props: dict[str, str]) -> list[tuple[str, str]]:
     """The non-reserved properties, sorted by key (SHOW TBLPROPERTIES, DESCRIBE EXTENDED)."""
     return sorted((k, v) for k, v in props.items() if k not in RESERVED)
 
@@ -158,38 +167,57 @@ def _find_field(spark: SparkSession, fields: list[Any], name: str) -> Any | None
 # ---- DESCRIBE [EXTENDED] t ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A top-level column as DESCRIBE shows it."""
+
+    name: str
+    type_text: str  # Spark's simpleString of its type
+    comment: str | None
+    default: str | None  # its CURRENT_DEFAULT expression
+
+
 def describe_rows(spark: SparkSession, table: DeltaTableInfo, extended: bool) -> list[tuple[str, str, str | None]]:
     """DescribeTableExec's rows for a Delta table."""
-    fields = list(jvm_schema(spark, table.snapshot).fields())
-    rows: list[tuple[str, str, str | None]] = [
-        (str(f.name()), str(f.dataType().simpleString()), _comment(f)) for f in fields]
-    partition_columns = table.snapshot.metadata.partition_columns
+    columns = [ColumnInfo(str(f.name()), str(f.dataType().simpleString()), _comment(f),
+                          str(f.metadata().getString(CURRENT_DEFAULT)) if f.metadata().contains(CURRENT_DEFAULT)
+                          else None)
+               for f in jvm_schema(spark, table.snapshot).fields()]
+    return rows_of_describe(columns, table.snapshot.metadata.partition_columns,
+                            table_properties(table) if extended else None, table.v2_name(),
+                            conf_bool(spark, "spark.sql.caseSensitive", False), lambda p: quote_if_needed(spark, p))
+
+
+def rows_of_describe(columns: list[ColumnInfo], partition_columns: tuple[str, ...] | list[str],
+                     props: dict[str, str] | None, v2_name: str, case_sensitive: bool,
+                     quote: Callable[[str], str]) -> list[tuple[str, str, str | None]]:
+    """DESCRIBE's rows from a table's columns; with `props` (DESCRIBE EXTENDED) its details too."""
+    rows: list[tuple[str, str, str | None]] = [(c.name, c.type_text, c.comment) for c in columns]
     if partition_columns:
         rows.append(("# Partition Information", "", ""))
         rows.append(("# col_name", "data_type", "comment"))
         for name in partition_columns:
-            field = _find_field(spark, fields, name)
-            if field is None:
+            column = next((c for c in columns if c.name == name or (
+                not case_sensitive and c.name.lower() == name.lower())), None)
+            if column is None:
                 raise DeltaAnalysisError(f"partition column {name} is not in the table's schema")
-            name = quote_if_needed(spark, str(field.name()))
-            rows.append((name, str(field.dataType().simpleString()), _comment(field)))
-    if not extended:
+            rows.append((quote(column.name), column.type_text, column.comment))
+    if props is None:
         return rows
-    props = table_properties(table)
     rows.append(("", "", ""))
     rows.append(("# Detailed Table Information", "", ""))
-    rows.append(("Name", table.v2_name(), ""))
+    rows.append(("Name", v2_name, ""))
     rows.append(("Type", "EXTERNAL" if "external" in props else "MANAGED", ""))
     for key in RESERVED:
         if key != "external" and key in props:
             rows.append((key[0].upper() + key[1:], props[key], ""))
-    rows.append(("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in _user_properties(props)) + "]", ""))
-    defaults = [f for f in fields if f.metadata().contains(CURRENT_DEFAULT)]
+    rows.append(("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in user_properties(props)) + "]", ""))
+    defaults = [c for c in columns if c.default is not None]
     if defaults:
         rows.append(("", "", ""))
         rows.append(("# Column Default Values", "", ""))
-        for f in defaults:
-            rows.append((str(f.name()), str(f.dataType().simpleString()), str(f.metadata().getString(CURRENT_DEFAULT))))
+        for c in defaults:
+            rows.append((c.name, c.type_text, c.default))
     return rows
 
 
@@ -256,7 +284,7 @@ def show_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     table = load_table(spark, plan.table())
     if table is None:
         return NOT_DELTA
-    props = dict(_user_properties(table_properties(table)))
+    props = dict(user_properties(table_properties(table)))
     key = jplan.option(plan.propertyKey())
     if key is None:
         return spark.createDataFrame(sorted(props.items()), PROPERTIES_SCHEMA)
@@ -375,7 +403,7 @@ def create_statement(spark: SparkSession, table: DeltaTableInfo) -> str:
         out += f"COMMENT '{_escape(spark, props['comment'])}'\n"
     if props.get("is_managed_location", "false").lower() != "true":
         out += f"LOCATION '{_escape(spark, props['location'])}'\n"
-    shown = [(k, v) for k, v in _user_properties(props) if not k.startswith(OPTION_PREFIX)]
+    shown = [(k, v) for k, v in user_properties(props) if not k.startswith(OPTION_PREFIX)]
     if shown:
         out += "TBLPROPERTIES " + _lines([f"'{_escape(spark, k)}' = '{_escape(spark, v)}'" for k, v in shown])
     return out

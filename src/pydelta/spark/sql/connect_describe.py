@@ -1,0 +1,159 @@
+"""DESCRIBE [TABLE] [EXTENDED | FORMATTED] and SHOW TBLPROPERTIES of Delta tables over Spark Connect.
+
+The server resolves a Delta table name through pydelta's Python data source, which knows
+nothing of the log: its DESCRIBE shows no partitioning, no location, comment or properties, and
+SHOW TBLPROPERTIES nothing. So these statements are answered here, from the log and the
+catalog's entry (SHOW TABLE EXTENDED), with the rows a classic session gives
+(`describe.rows_of_describe`, `describe.delta_properties`). SHOW CREATE TABLE and SHOW
+PARTITIONS of a Delta table are refused by name over Connect; DESCRIBE of one column and SHOW
+COLUMNS are the server's (they read only the schema, which the catalog has).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydelta.errors import DeltaNotImplementedError
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark._typing import SparkSession
+from pydelta.spark.conf import conf_bool
+from pydelta.spark.sql.describe import (
+    CURRENT_DEFAULT,
+    DESCRIBE_SCHEMA,
+    PROPERTIES_SCHEMA,
+    ColumnInfo,
+    delta_properties,
+    qualified_location,
+    rows_of_describe,
+    user_properties,
+)
+from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.spark.sql.tokens import Token
+
+_PLAIN_IDENTIFIER = re.compile(r"[a-zA-Z0-9_]+")
+
+
+@dataclass(frozen=True)
+class _Table:
+    snapshot: Snapshot
+    name: str  # DeltaTableV2.name(): spark_catalog.db.t, or delta.`file:/path`
+    resolved: str  # Spark's ResolvedTable.name: each part quoted if needed
+    location: str
+    owner: str | None = None
+    storage: dict[str, str] | None = None
+    table_type: str | None = None
+
+
+def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
+    """The answer to a DESCRIBE / SHOW TBLPROPERTIES / SHOW CREATE TABLE / SHOW PARTITIONS
+    statement on a Delta table, or NOT_DELTA for any other statement (Spark's to run)."""
+    words = [t.upper if t.kind == "word" else t.text for t in tokens]
+    if words[:1] in (["DESCRIBE"], ["DESC"]):
+        i = 1 + (words[1:2] == ["TABLE"])
+        extended = words[i:i + 1] in (["EXTENDED"], ["FORMATTED"])
+        found = _table_at(spark, tokens, i + extended)
+        if found is None or found[0] != len(tokens):  # a column, a PARTITION clause: Spark's
+            return NOT_DELTA
+        table = found[1]
+        props = _properties(table) if extended else None
+        columns = _columns(table.snapshot)
+        rows = rows_of_describe(columns, table.snapshot.metadata.partition_columns, props, table.name,
+                                conf_bool(spark, "spark.sql.caseSensitive", False), _quote)
+        return spark.createDataFrame(rows, DESCRIBE_SCHEMA)
+    if words[:2] == ["SHOW", "TBLPROPERTIES"]:
+        found = _table_at(spark, tokens, 2)
+        if found is None:
+            return NOT_DELTA
+        end, table = found
+        props = dict(user_properties(_properties(table)))
+        if end == len(tokens):
+            return spark.createDataFrame(sorted(props.items()), PROPERTIES_SCHEMA)
+        inside = tokens[end + 1:-1]
+        if tokens[end].text != "(" or tokens[-1].text != ")" or not inside:
+            return NOT_DELTA  # not a form this reads: Spark's
+        key = inside[0].value() if len(inside) == 1 else "".join(t.text for t in inside)  # 'k' or a.b.c
+        return spark.createDataFrame(
+            [(key, props.get(key, f"Table {table.resolved} does not have property: {key}"))], PROPERTIES_SCHEMA)
+    for statement, at in (("SHOW CREATE TABLE", 3), ("SHOW PARTITIONS", 2)):
+        if words[:at] == statement.split() and _table_at(spark, tokens, at) is not None:
+            raise DeltaNotImplementedError(
+                f"{statement} of a Delta table through spark.sql over Spark Connect is not supported by pydelta "
+                "yet: use DESCRIBE TABLE EXTENDED / DESCRIBE DETAIL, or a classic SparkSession")
+    return NOT_DELTA
+
+
+def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _Table] | None:
+    """The Delta table named at token i (delta.`path` or a catalog name): (the index after it, the
+    table); None when what is there is no Delta table."""
+    from pydelta.spark.catalog import connect_table_information, delta_location, lookup
+
+    if i + 2 < len(tokens) and tokens[i].kind == "word" and tokens[i].upper == "DELTA" and tokens[i + 1].text == "." \
+            and tokens[i + 2].kind == "quoted":
+        path = tokens[i + 2].value()
+        return i + 3, _Table(load_snapshot(path), f"delta.`{qualified_location(path)}`",
+                             _resolved("spark_catalog", "delta", path), path.rstrip("/") or "/")
+    j = i
+    if j >= len(tokens) or tokens[j].kind not in ("word", "quoted"):
+        return None
+    while j + 2 < len(tokens) and tokens[j + 1].text == "." and tokens[j + 2].kind in ("word", "quoted"):
+        j += 2
+    name = "".join(t.text for t in tokens[i:j + 1])
+    if j == i and _temporary_view(spark, tokens[i].value()):
+        return None  # a temporary view shadows a table of its name: Spark's
+    location = delta_location(spark, name, lookup(spark, name))
+    if location is None:
+        return None
+    snapshot = load_snapshot(location)
+    found = connect_table_information(spark, name)
+    if found is None:  # a Delta directory at the default location, not registered
+        parts = [t.value() for t in tokens[i:j + 1:2]]
+        database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+        return j + 1, _Table(snapshot, f"spark_catalog.{database}.{parts[-1]}",
+                             _resolved("spark_catalog", database, parts[-1]), qualified_location(location))
+    full_name, info = found
+    database, _, table_name = full_name.partition(".")
+    return j + 1, _Table(snapshot, f"spark_catalog.{full_name}", _resolved("spark_catalog", database, table_name),
+                         qualified_location(location), info.get("Owner") or None,
+                         _storage_properties(info.get("Storage Properties", "")), info.get("Type", "").upper())
+
+
+def _temporary_view(spark: SparkSession, name: str) -> bool:
+    from pydelta.spark.sql.raw import raw_sql
+
+    if any(c in name for c in "*|'\\`"):  # LIKE pattern characters: no view lookup by pattern
+        return False
+    return any(r.isTemporary and r.viewName.lower() == name.lower()
+               for r in raw_sql(spark, f"SHOW VIEWS LIKE '{name}'").collect())
+
+
+def _resolved(*parts: str) -> str:
+    return ".".join(_quote(p) for p in parts)
+
+
+def _properties(table: _Table) -> dict[str, str]:
+    return delta_properties(table.snapshot, table.location, table.owner, table.storage, table.table_type)
+
+
+def _columns(snapshot: Snapshot) -> list[ColumnInfo]:
+    from pyspark.sql.types import StructType
+
+    fields = StructType.fromJson(json.loads(snapshot.metadata.schema_string)).fields
+    return [ColumnInfo(f.name, f.dataType.simpleString(), f.metadata.get("comment"),
+                       f.metadata.get(CURRENT_DEFAULT)) for f in fields]
+
+
+def _storage_properties(text: str) -> dict[str, str]:
+    """SHOW TABLE EXTENDED's "Storage Properties: [k=v, k2=v2]"."""
+    inner = text.strip()[1:-1] if text.strip().startswith("[") else ""
+    pairs = [p.split("=", 1) for p in inner.split(", ") if "=" in p]
+    return {k: v for k, v in pairs}
+
+
+def _quote(part: str) -> str:
+    """Spark's QuotingUtils.quoteIfNeeded."""
+    if _PLAIN_IDENTIFIER.fullmatch(part) and not part.isdigit():
+        return part
+    return "`" + part.replace("`", "``") + "`"
