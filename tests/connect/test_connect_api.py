@@ -34,3 +34,9 @@ from tests.spark.test_sql_describe import (  # noqa: F401
     test_show_tblproperties,
     test_show_tblproperties_legacy_protocol_and_path,
 )
+
+
+def test_describe_of_anything_but_a_table_is_sparks(spark):
+    assert {r[0] for r in spark.sql("DESCRIBE DATABASE default").collect()} >= {"Catalog Name", "Namespace Name"}
+    assert any("abs" in r[0] for r in spark.sql("DESCRIBE FUNCTION abs").collect())
+    assert [r.col_name for r in spark.sql("DESCRIBE QUERY SELECT 1 AS one").collect()] == ["one"]

@@ -34,6 +34,8 @@ from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.tokens import Token
 
 _PLAIN_IDENTIFIER = re.compile(r"[a-zA-Z0-9_]+")
+# What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
+_NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY", "PROCEDURE", "HISTORY", "DETAIL"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
     """The answer to a DESCRIBE / SHOW TBLPROPERTIES / SHOW CREATE TABLE / SHOW PARTITIONS
     statement on a Delta table, or NOT_DELTA for any other statement (Spark's to run)."""
     words = [t.upper if t.kind == "word" else t.text for t in tokens]
-    if words[:1] in (["DESCRIBE"], ["DESC"]):
+    if words[:1] in (["DESCRIBE"], ["DESC"]) and words[1:2] != [] and words[1] not in _NOT_TABLES:
         i = 1 + (words[1:2] == ["TABLE"])
         extended = words[i:i + 1] in (["EXTENDED"], ["FORMATTED"])
         found = _table_at(spark, tokens, i + extended)
