@@ -304,7 +304,7 @@ def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) ->
         return []
     steps = np.diff(indices)
     if (steps > 0).all():  # ascending (the usual case): filter only the pieces that lose rows
-        whole = concat(chunks, target) if len(chunks) == 1 else pa.chunked_array(chunks, type=target)
+        whole = pa.chunked_array(chunks, type=target)
         keep = np.zeros(len(whole), dtype=bool)
         keep[indices] = True
         kept = _without_rows(whole, np.flatnonzero(~keep))

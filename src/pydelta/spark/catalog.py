@@ -90,18 +90,14 @@ def alter_table_metadata(spark: SparkSession, metadata: Any) -> None:
 def _lookup_over_connect(spark: SparkSession, name: str) -> CatalogEntry | None:
     """`lookup` on a Spark Connect session, which has no catalog objects on the client."""
     found = connect_table_information(spark, name)
-    if found is None:
-        return None
-    full_name, info = found
-    location = info.get("Location")
-    return CatalogEntry(full_name, info.get("Provider"), to_local_path(location) if location else None,
-                        info.get("Type", "").upper() == "MANAGED")
+    return found[0] if found is not None else None
 
 
-def connect_table_information(spark: SparkSession, name: str) -> tuple[str, dict[str, str]] | None:
-    """On a Spark Connect session: (namespace.table, the lines of its catalog entry as "Key: value"
-    pairs) from the server's SHOW TABLE EXTENDED (a listing, so a missing table is no error and no
-    table is resolved through its provider); None when the catalog has no such table."""
+def connect_table_information(spark: SparkSession, name: str) -> tuple[CatalogEntry, dict[str, str]] | None:
+    """On a Spark Connect session: the catalog entry of `name` and all of its lines as "Key: value"
+    pairs (Owner, Storage Properties, ...), from the server's SHOW TABLE EXTENDED (a listing, so a
+    missing table is no error and no table is resolved through its provider); None when the
+    catalog has no such table."""
     parts = name_parts(name)
     if any(c in parts[-1] for c in "*|'\\"):  # LIKE pattern characters: not a name SHOW can look up
         raise DeltaIllegalArgumentError(f"invalid table name {name!r}")
@@ -116,7 +112,10 @@ def connect_table_information(spark: SparkSession, name: str) -> tuple[str, dict
     if not rows:
         return None
     info = dict(line.split(": ", 1) for line in str(rows[0].information).splitlines() if ": " in line)
-    return f"{rows[0].namespace}.{rows[0].tableName}", info
+    location = info.get("Location")
+    entry = CatalogEntry(f"{rows[0].namespace}.{rows[0].tableName}", info.get("Provider"),
+                         to_local_path(location) if location else None, info.get("Type", "").upper() == "MANAGED")
+    return entry, info
 
 
 def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.option_keys import option_value
 from pydelta.spark.read.scan import read_snapshot
 from pydelta.spark.spark_errors import _path_exists, no_table_to_read
 from pydelta.spark.write.options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
@@ -41,15 +42,8 @@ READ_UNSUPPORTED: dict[str, str | None] = {
 }
 
 
-def _option(opts: dict[str, Any], name: str) -> Any:
-    for key, value in opts.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
 def _flag(opts: dict[str, Any], name: str) -> bool:
-    value = _option(opts, name)
+    value = option_value(opts, name)
     if value is None:
         return False
     text = str(value).strip().lower()
@@ -69,14 +63,14 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     change_feed = is_change_feed_read(opts)
     if not change_feed and not ignore:
         for name in CDF_RANGE_OPTIONS:
-            if _option(opts, name) is not None:
+            if option_value(opts, name) is not None:
                 raise DeltaUnsupportedOptionError(
                     f"The read option {name!r} applies to change data feed reads (readChangeFeed=true) and "
                     "streaming reads; a plain batch read would ignore it.",
                     option=name,
                 )
-    version = _option(opts, "versionAsOf")
-    timestamp = _option(opts, "timestampAsOf")
+    version = option_value(opts, "versionAsOf")
+    timestamp = option_value(opts, "timestampAsOf")
     path, at_version, at_timestamp = split_at_syntax(spark, path)
     if at_version is not None or at_timestamp is not None:
         if version is not None or timestamp is not None:

@@ -31,7 +31,7 @@ from pydelta.spark.sql.describe import (
     user_properties,
 )
 from pydelta.spark.sql.jplan import NOT_DELTA
-from pydelta.spark.sql.tokens import Token
+from pydelta.spark.sql.tokens import Token, dotted_name_end
 
 _PLAIN_IDENTIFIER = re.compile(r"[a-zA-Z0-9_]+")
 # What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
@@ -90,34 +90,32 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
 def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _Table] | None:
     """The Delta table named at token i (delta.`path` or a catalog name): (the index after it, the
     table); None when what is there is no Delta table."""
-    from pydelta.spark.catalog import connect_table_information, delta_location, lookup
+    from pydelta.spark.catalog import connect_table_information, delta_location
 
     if i + 2 < len(tokens) and tokens[i].kind == "word" and tokens[i].upper == "DELTA" and tokens[i + 1].text == "." \
             and tokens[i + 2].kind == "quoted":
         path = tokens[i + 2].value()
         return i + 3, _Table(load_snapshot(path), f"delta.`{qualified_location(path)}`",
                              _resolved("spark_catalog", "delta", path), path.rstrip("/") or "/")
-    j = i
-    if j >= len(tokens) or tokens[j].kind not in ("word", "quoted"):
+    if i >= len(tokens) or tokens[i].kind not in ("word", "quoted"):
         return None
-    while j + 2 < len(tokens) and tokens[j + 1].text == "." and tokens[j + 2].kind in ("word", "quoted"):
-        j += 2
+    j = dotted_name_end(tokens, i)
     name = "".join(t.text for t in tokens[i:j + 1])
     if j == i and _temporary_view(spark, tokens[i].value()):
         return None  # a temporary view shadows a table of its name: Spark's
-    location = delta_location(spark, name, lookup(spark, name))
+    found = connect_table_information(spark, name)
+    location = delta_location(spark, name, found[0] if found is not None else None)
     if location is None:
         return None
     snapshot = load_snapshot(location)
-    found = connect_table_information(spark, name)
     if found is None:  # a Delta directory at the default location, not registered
         parts = [t.value() for t in tokens[i:j + 1:2]]
         database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
         return j + 1, _Table(snapshot, f"spark_catalog.{database}.{parts[-1]}",
                              _resolved("spark_catalog", database, parts[-1]), qualified_location(location))
-    full_name, info = found
-    database, _, table_name = full_name.partition(".")
-    return j + 1, _Table(snapshot, f"spark_catalog.{full_name}", _resolved("spark_catalog", database, table_name),
+    entry, info = found
+    database, _, table_name = entry.name.partition(".")
+    return j + 1, _Table(snapshot, f"spark_catalog.{entry.name}", _resolved("spark_catalog", database, table_name),
                          qualified_location(location), info.get("Owner") or None,
                          _storage_properties(info.get("Storage Properties", "")), info.get("Type", "").upper())
 

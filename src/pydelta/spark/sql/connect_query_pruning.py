@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydelta.spark.sql.tokens import Token
+from pydelta.spark.sql.tokens import Token, dotted_name_end
 
 # Words that end a WHERE clause at the top level of the block.
 _AFTER_WHERE = {"GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET", "WINDOW", "QUALIFY", "CLUSTER", "DISTRIBUTE",
@@ -106,10 +106,7 @@ def _block_prunable(text: str, tokens: list[Token], depths: list[int], start: in
 
 def _last_name_part(tokens: list[Token], first: int) -> str:
     """`t` of a relation named `db.t` starting at token `first`."""
-    i = first
-    while i + 2 < len(tokens) and tokens[i + 1].text == "." and tokens[i + 2].kind in ("word", "quoted"):
-        i += 2
-    return tokens[i].value()
+    return tokens[dotted_name_end(tokens, first)].value()
 
 
 def _depths(tokens: list[Token]) -> list[int]:

@@ -29,7 +29,7 @@ from pydelta.spark.sql.connect_describe import run_catalog_statement
 from pydelta.spark.sql.connect_grammar import parse_statement
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.statements import parse_utility, run_utility
-from pydelta.spark.sql.tokens import Token, tokenize
+from pydelta.spark.sql.tokens import Token, dotted_name_end, tokenize
 from pydelta.spark._typing import SparkSession
 
 _QUERY_OPENINGS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE", "(", "EXPLAIN", "SHOW", "CACHE"}
@@ -81,9 +81,7 @@ def _name_at(tokens: list[Token], i: int) -> tuple[int, str] | None:
     """A (possibly dotted) table name starting at token i: (its last token, its text)."""
     if i >= len(tokens) or tokens[i].kind not in ("word", "quoted"):
         return None
-    j = i
-    while j + 2 < len(tokens) and tokens[j + 1].text == "." and tokens[j + 2].kind in ("word", "quoted"):
-        j += 2
+    j = dotted_name_end(tokens, i)
     if j + 1 < len(tokens) and tokens[j + 1].text == "(":
         return None  # a function (table-valued) call
     return j, "".join(t.text for t in tokens[i:j + 1])

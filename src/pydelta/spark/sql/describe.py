@@ -158,10 +158,12 @@ def _comment(field: Any) -> str | None:
 
 def _find_field(spark: SparkSession, fields: list[Any], name: str) -> Any | None:
     case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
-    for field in fields:
-        if field.name() == name or (not case_sensitive and str(field.name()).lower() == name.lower()):
-            return field
-    return None
+    return next((f for f in fields if _same_name(str(f.name()), name, case_sensitive)), None)
+
+
+def _same_name(a: str, b: str, case_sensitive: bool) -> bool:
+    """Whether two column names resolve alike under spark.sql.caseSensitive."""
+    return a == b or (not case_sensitive and a.lower() == b.lower())
 
 
 # ---- DESCRIBE [EXTENDED] t ----------------------------------------------------------------
@@ -197,8 +199,7 @@ def rows_of_describe(columns: list[ColumnInfo], partition_columns: tuple[str, ..
         rows.append(("# Partition Information", "", ""))
         rows.append(("# col_name", "data_type", "comment"))
         for name in partition_columns:
-            column = next((c for c in columns if c.name == name or (
-                not case_sensitive and c.name.lower() == name.lower())), None)
+            column = next((c for c in columns if _same_name(c.name, name, case_sensitive)), None)
             if column is None:
                 raise DeltaAnalysisError(f"partition column {name} is not in the table's schema")
             rows.append((quote(column.name), column.type_text, column.comment))

@@ -48,6 +48,13 @@ class Token:
         return self.text
 
 
+def dotted_name_end(tokens: list[Token], i: int) -> int:
+    """The last token of the dotted name (`a`, `db.t`, `c.db.t`) whose first part is token i."""
+    while i + 2 < len(tokens) and tokens[i + 1].text == "." and tokens[i + 2].kind in ("word", "quoted"):
+        i += 2
+    return i
+
+
 def tokenize(text: str) -> list[Token]:
     """Split `text` into tokens (comments and white space dropped)."""
     tokens: list[Token] = []

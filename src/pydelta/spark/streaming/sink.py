@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
 from pydelta.spark.hooks.state import _is_delta, _state
+from pydelta.spark.option_keys import option_value
 from pydelta.spark.streaming import trigger_marks
 from pydelta.spark.spark_errors import boundary, to_pyspark
 from pydelta.spark._typing import DataFrame
@@ -62,7 +63,7 @@ class SinkSpec:
 
 
 def _get(options: dict[str, Any], key: str) -> Any:
-    return next((v for k, v in options.items() if k.lower() == key.lower()), None)
+    return option_value(options, key)
 
 
 def output_mode(value: str | None) -> str:

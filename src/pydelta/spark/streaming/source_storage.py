@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from pydelta.spark.option_keys import option_value
 from pydelta.spark.streaming import trigger_marks
 
 # The reader option carrying the table's storage options (a JSON object), set by `load`.
@@ -62,7 +63,7 @@ def _hook(cls: type) -> None:
 def apply(options: Mapping[str, Any], path: str) -> dict[str, str] | None:
     """Register the storage options a reader's `options` carry for the bucket of `path` in this
     process; returns them (None when there are none)."""
-    raw = next((v for k, v in options.items() if str(k).lower() == OPTION.lower()), None)
+    raw = option_value(options, OPTION)
     if not raw:
         return None
     from pydelta.log.storage import use_bucket_options

@@ -23,6 +23,7 @@ import uuid
 from typing import Any, Mapping
 
 from pydelta.errors import DeltaNotImplementedError
+from pydelta.spark.option_keys import option_value
 from pydelta.spark.pyspark_compat import pyspark_before
 
 # The reader option carrying a Delta source's token.
@@ -62,8 +63,8 @@ def mark(df: Any, trigger: str | None) -> None:
 
 def runs_to_end(options: Mapping[str, Any]) -> bool:
     """In the source's process: whether the query reading it runs Once or AvailableNow."""
-    token = next((str(v) for k, v in options.items() if str(k).lower() == TOKEN_OPTION.lower()), None)
-    return token is not None and os.path.exists(_marker(token))
+    token = option_value(options, TOKEN_OPTION)
+    return token is not None and os.path.exists(_marker(str(token)))
 
 
 def refuse_over_connect(plan: Any, trigger: str | None) -> None:
