@@ -20,17 +20,20 @@ from tests.spark.test_clone import (  # noqa: F401
     test_replace_and_existing_target,
     test_shallow_clone_references_source_files,
 )
-# DESCRIBE [EXTENDED] and SHOW TBLPROPERTIES are answered from the log over Connect too
-# (sql/connect_describe.py); SHOW CREATE TABLE, SHOW PARTITIONS, DESCRIBE of a column and SHOW
-# COLUMNS are not (the first two are refused, the last two are the server's).
+# DESCRIBE [EXTENDED] (of a table or a column), SHOW COLUMNS and SHOW TBLPROPERTIES are answered
+# from the log over Connect too (sql/connect_describe.py); SHOW CREATE TABLE and SHOW PARTITIONS
+# are refused.
 from tests.spark.test_sql_describe import (  # noqa: F401
     db,
+    test_describe_column,
     test_describe_column_mapped_table_shows_logical_names,
     test_describe_extended_external_table_and_path,
     test_describe_extended_managed_table,
     test_describe_lists_columns_then_partition_information,
+    test_describe_reads_the_log_not_the_catalog_copy,
     test_other_tables_views_and_unknown_names_go_to_spark,
     test_path_without_a_delta_table,
+    test_show_columns,
     test_show_tblproperties,
     test_show_tblproperties_legacy_protocol_and_path,
 )

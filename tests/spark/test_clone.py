@@ -106,8 +106,13 @@ def test_clone_to_a_catalog_name(spark, source):
         DeltaTable.forPath(spark, source).clone("cloned_by_name", True)
         assert spark.table("cloned_by_name").count() == 8
         assert DeltaTable.forName(spark, "cloned_by_name").history(1).first().operation == "CLONE"
+        location = DeltaTable.forName(spark, "cloned_by_name").detail().first().location
+        assert spark.catalog.getTable("cloned_by_name").tableType == "MANAGED"  # as delta-spark's clone makes it
     finally:
         spark.sql("DROP TABLE IF EXISTS cloned_by_name")
+    assert not os.path.exists(location.removeprefix("file:"))  # a managed table's data goes with it
+    DeltaTable.forPath(spark, source).clone("cloned_by_name", True)  # so the name can be cloned to again
+    spark.sql("DROP TABLE cloned_by_name")
 
 
 def test_argument_checks(spark, source, tmp_path):

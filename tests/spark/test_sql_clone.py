@@ -79,6 +79,11 @@ def test_shallow_clone_of_a_name_and_time_travel(spark, source, tmp_path):
     spark.sql(f"REPLACE TABLE {t2} SHALLOW CLONE {name} VERSION AS OF 2")
     assert _rs_ids(location) == [0, 1, 2, 3, 4]
 
+    # Cloned to a new name with no LOCATION, the table is managed (delta-spark): DROP TABLE removes its data.
+    assert spark.catalog.getTable(t2).tableType == "MANAGED"
+    spark.sql(f"DROP TABLE {t2}")
+    assert not Path(location).exists()
+
 
 def test_clone_to_path_location_and_properties(spark, source, tmp_path):
     name, src = source

@@ -11,8 +11,9 @@ holds a `_delta_log` also resolves.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
@@ -226,6 +227,21 @@ def register_table(spark: SparkSession, name: str, location: str, schema: Any, c
         sql += f" COMMENT {string_literal(comment)}"
     raw_sql(spark, sql)
     return True
+
+
+@contextmanager
+def registered_while_created(spark: SparkSession, name: str | None, location: str, schema: Any,
+                             comment: str | None = None) -> Iterator[None]:
+    """`name` (if any) entered in the catalog before the table at `location` is first committed,
+    and dropped again if that fails. Registered first, a new table at its default location is
+    managed (DROP TABLE removes its data), as delta-spark's CREATE TABLE and CLONE make it."""
+    registered = name is not None and register_table(spark, name, location, schema, comment)
+    try:
+        yield
+    except BaseException:
+        if registered and name is not None:
+            unregister_table(spark, name)
+        raise
 
 
 def unregister_table(spark: SparkSession, name: str) -> None:

@@ -350,17 +350,20 @@ class DeltaTableApi(DeltaTableOperations):
 
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
                properties: dict[str, str] | None) -> DeltaTableApi:
-        from pydelta.spark.catalog import default_location, delta_table_location, register_table
+        from pydelta.protocol.internal_metadata import remove_internal_metadata
+        from pydelta.spark.catalog import default_location, delta_table_location, registered_while_created
+        from pydelta.spark.read.scan import spark_schema
         from pydelta.spark.transactions import engine_info
         from pydelta.txn.clone import clone_table
 
         is_path = "/" in target or target.startswith("file:")
-        location = target if is_path else (delta_table_location(self._spark, target)
-                                           or default_location(self._spark, target))
-        clone_table(source, location, shallow=shallow, replace_existing=replace, properties=properties,
-                    engine_info=engine_info(self._spark))
-        if not is_path and delta_table_location(self._spark, target) is None:
-            register_table(self._spark, target, location, self._spark.read.format("delta").load(location).schema)
+        existing = None if is_path else delta_table_location(self._spark, target)
+        location = target if is_path else (existing or default_location(self._spark, target))
+        new_name = None if is_path or existing is not None else target
+        schema = spark_schema(remove_internal_metadata(source.schema))
+        with registered_while_created(self._spark, new_name, location, schema):
+            clone_table(source, location, shallow=shallow, replace_existing=replace, properties=properties,
+                        engine_info=engine_info(self._spark))
         return type(self)(self._spark, location)
 
     @classmethod

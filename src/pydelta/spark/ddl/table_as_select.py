@@ -54,16 +54,9 @@ def table_as_select(
     operation = Operation.table_definition(operation_name, is_managed=managed, description=comment,
                                            partition_by=partition_by or [], properties=props,
                                            cluster_by=cluster_by)
-    registered = False
-    if name is not None:
-        registered = catalog.register_table(spark, name, path, df.schema, comment)
-    try:
+    with catalog.registered_while_created(spark, name, path, df.schema, comment):
         return write_dataframe(
             df, path, "overwrite" if replacing else "errorifexists", partition_by, dict(options or {}),
             operation=operation,
             new_table=NewTableSpec(properties=props, description=comment, replace=replacing, cluster_by=cluster_by),
         )
-    except BaseException:
-        if registered and name is not None:  # registered only under a name
-            catalog.unregister_table(spark, name)
-        raise

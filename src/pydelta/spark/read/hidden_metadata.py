@@ -20,6 +20,7 @@ from pydelta.spark._typing import DataFrame, JavaObject
 
 METADATA_COLUMN = "_metadata"
 _METADATA_COL_ATTR_KEY = "__metadata_col"  # Spark's MetadataAttribute marker
+METADATA_MARKER = {_METADATA_COL_ATTR_KEY: METADATA_COLUMN}  # the field metadata of a `_metadata` column
 
 # The fields of Spark's file-source `_metadata` struct, kept in the extended one.
 FILE_SOURCE_FIELDS = (
@@ -34,7 +35,7 @@ def metadata_struct(extra: dict[str, Any]) -> Any:
 
     fields = [F.col(f"{METADATA_COLUMN}.{name}").alias(name) for name in FILE_SOURCE_FIELDS]
     fields += [column.alias(name) for name, column in extra.items()]
-    return F.struct(*fields).alias(METADATA_COLUMN, metadata={_METADATA_COL_ATTR_KEY: METADATA_COLUMN})
+    return F.struct(*fields).alias(METADATA_COLUMN, metadata=METADATA_MARKER)
 
 
 def hide_last_column(df: DataFrame) -> Any:

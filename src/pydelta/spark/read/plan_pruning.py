@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
@@ -117,18 +118,26 @@ def _prune(df: DataFrame) -> Any:
 def restrict(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
     """`df` with the scans of `snapshot` in its plan reading only `files` (same output attributes).
 
-    An empty `files` still reads its first file: the filter that pruned the rest drops its
-    rows, and the scan keeps the `_metadata` column the plan above may use.
+    A read may be several scans, each of some of the files (those with deletion vectors apart):
+    each keeps the ones it read, and one left with none reads nothing. If no scan keeps a file,
+    the first still reads its first file: the filter that pruned the rest drops its rows, and
+    the scan keeps the `_metadata` column the plan above may use.
     """
     spark = df.sparkSession
     analyzed = df._jdf.queryExecution().analyzed()
-    if files.num_rows == 0:
-        files = snapshot.files().slice(0, 1)
-    replacements = {}
+    kept = {}
     for leaf in _relation_leaves(analyzed):
         scan = _registered(spark, leaf)
         if scan is not None and scan.snapshot is snapshot:
-            replacements[_first_attribute_id(leaf)] = _scan_over(spark, leaf, scan, files)
+            in_scan = pc.is_in(files.column("path"), value_set=scan.files.column("path"))
+            kept[_first_attribute_id(leaf)] = (leaf, scan, files.filter(in_scan))
+    if kept and not any(rows.num_rows for _, _, rows in kept.values()):
+        attr_id, (leaf, scan, _) = next(iter(kept.items()))
+        kept[attr_id] = (leaf, scan, scan.files.slice(0, 1))
+    replacements = {
+        attr_id: _scan_over(spark, leaf, scan, rows)
+        for attr_id, (leaf, scan, rows) in kept.items() if rows.num_rows < scan.files.num_rows
+    }
     if not replacements:
         return df
     return _with_scans_replaced(spark, analyzed, replacements)

@@ -29,7 +29,7 @@ from pydelta.protocol.schema import (
 from pydelta.spark.connect import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
-from pydelta.spark.read.hidden_metadata import hide_last_column, metadata_struct
+from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
 from pydelta.spark.pyspark_compat import alias, refuse_geospatial_before_4_2
 from pydelta.spark.predicates import filter_condition, translate
 from pydelta.spark._typing import DataFrame, SparkSession
@@ -88,10 +88,8 @@ def build_dataframe(
     from pydelta.spark.hadoop_storage import require_connector
 
     require_connector(spark, snapshot.table_root)
-    hidden_metadata = (
-        row_tracking_metadata and not (with_file or row_ids or extra_fields) and files.num_rows > 0
-        and _tracks_rows(snapshot)
-    )
+    user_read = not (with_file or row_ids or extra_fields)
+    hidden_metadata = row_tracking_metadata and user_read and files.num_rows > 0 and _tracks_rows(snapshot)
     row_ids = row_ids or hidden_metadata
     schema = snapshot.schema
     if extra_fields:
@@ -124,20 +122,25 @@ def build_dataframe(
         # partitions wherever the scan sits in a plan, dynamic partition pruning included.
         for name in partition_cols:
             read_schema = read_schema.add(logical[name])
-        df = read_parquet_files(spark, read_schema, paths, base_path=snapshot.table_root, options=read_options)
+    with_row = has_dv or with_file or row_ids
+    scan = functools.partial(
+        _scan_files, spark, snapshot, read_schema, base_path=snapshot.table_root if hive else None,
+        read_options=read_options, with_path=bool(partition_cols and not hive) or with_row, with_row=with_row,
+    )
+    # Files without a deletion vector need no row filter: on a classic session they get a scan of
+    # their own, so only the rows of files with one pay for the anti join (delta-spark filters in
+    # its Parquet reader instead). A user read then carries Spark's `_metadata` as a hidden column,
+    # since a union hides its children's.
+    split = has_dv and dvs.null_count > 0 and not is_connect(spark)
+    file_metadata = split and user_read
+    if split:
+        clean = dvs.is_null()
+        clean_paths = [p for p, c in zip(paths, clean.to_pylist()) if c]
+        dv_paths = [p for p, c in zip(paths, clean.to_pylist()) if not c]
+        df = scan(files.filter(clean), clean_paths, file_metadata=file_metadata).union(
+            scan(files.filter(pc.invert(clean)), dv_paths, file_metadata=file_metadata, dv=True))
     else:
-        df = read_parquet_files(spark, read_schema, paths, options=read_options)
-    plan_pruning.register(df, snapshot, files, read_schema, snapshot.table_root if hive else None)
-    if (partition_cols and not hive) or has_dv or with_file or row_ids:
-        extra = [F.col("_metadata.file_path").alias(FILE_COL)]
-        if has_dv or with_file or row_ids:
-            extra.append(F.col("_metadata.row_index").alias(ROW_COL))
-        if has_dv:
-            extra.append(F.col("_metadata.file_size").alias(_FILE_SIZE_COL))
-            extra.append(F.col("_metadata.file_modification_time").alias(_FILE_MTIME_COL))
-        df = df.select("*", *extra)
-    if has_dv:
-        df = _drop_deleted_rows(spark, snapshot, files, paths, df)
+        df = scan(files, paths, dv=has_dv)
     if partition_cols and not hive:
         df = _join_on_file(df, F.broadcast(_partition_map(spark, snapshot, files, paths, mode)), "inner")
     if row_ids:
@@ -168,6 +171,9 @@ def build_dataframe(
             columns.append(alias(col, field.name, exposed, spark_type))
     if with_file:
         columns += [F.col(FILE_COL), F.col(ROW_COL)]
+    if file_metadata and not hidden_metadata:
+        columns.append(F.col(METADATA_COLUMN).alias(METADATA_COLUMN, metadata=METADATA_MARKER))
+        return hide_last_column(df.select(*columns))
     if hidden_metadata:
         columns.append(metadata_struct({  # delta-spark's field order, all four non-nullable
             "row_id": _not_null(ROW_ID_COL), "base_row_id": _not_null(_BASE_ROW_ID),
@@ -258,6 +264,36 @@ def _hive_layout(snapshot: Snapshot, files: pa.Table, paths: list[str]) -> bool:
             if value != (logged.get(col) or None):
                 return False
     return True
+
+
+def _scan_files(
+    spark: SparkSession, snapshot: Snapshot, read_schema: Any, files: pa.Table, paths: list[str], *,
+    base_path: str | None, read_options: Mapping[str, str] | None, with_path: bool, with_row: bool,
+    dv: bool = False, file_metadata: bool = False,
+) -> Any:
+    """Spark's Parquet scan of `files` (registered for skipping), with the per-row columns asked for:
+    FILE_COL, ROW_COL, Spark's `_metadata` struct as an ordinary last column, and with `dv` the rows
+    the files' deletion vectors delete dropped."""
+    from pyspark.sql import functions as F
+
+    df = read_parquet_files(spark, read_schema, paths, base_path=base_path, options=read_options)
+    plan_pruning.register(df, snapshot, files, read_schema, base_path)
+    extra = []
+    if with_path:
+        extra.append(F.col("_metadata.file_path").alias(FILE_COL))
+    if with_row:
+        extra.append(F.col("_metadata.row_index").alias(ROW_COL))
+    if dv:
+        extra.append(F.col("_metadata.file_size").alias(_FILE_SIZE_COL))
+        extra.append(F.col("_metadata.file_modification_time").alias(_FILE_MTIME_COL))
+    if file_metadata:
+        extra.append(metadata_struct({}))
+    if not extra:
+        return df
+    df = df.select("*", *extra)
+    if dv:
+        df = _drop_deleted_rows(spark, snapshot, files, paths, df).drop(_FILE_SIZE_COL, _FILE_MTIME_COL)
+    return df
 
 
 def _is_primitive(spark_type: Any) -> bool:

@@ -42,13 +42,15 @@ def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
     from pydelta.spark.transactions import engine_info
     from pydelta.txn.clone import clone_table
 
-    clone = clone_table(source, location, shallow=stmt.shallow, replace_existing=existing,
-                        properties=dict(stmt.properties), source_name=stmt.source.display(),
-                        engine_info=engine_info(spark))
-    if name is not None and not existing:
-        from pydelta.spark.catalog import register_table
+    from pydelta.protocol.internal_metadata import remove_internal_metadata
+    from pydelta.spark.catalog import registered_while_created
+    from pydelta.spark.read.scan import spark_schema
 
-        register_table(spark, name, location, spark.read.format("delta").load(location).schema)
+    schema = spark_schema(remove_internal_metadata(source.schema))
+    with registered_while_created(spark, None if existing else name, location, schema):
+        clone = clone_table(source, location, shallow=stmt.shallow, replace_existing=existing,
+                            properties=dict(stmt.properties), source_name=stmt.source.display(),
+                            engine_info=engine_info(spark))
     metrics = history(clone, 1)[0].commit_info.get("operationMetrics", {})
     return spark.createDataFrame([tuple(int(metrics.get(k, 0)) for k in _METRICS)], RESULT_SCHEMA)
 

@@ -5,8 +5,9 @@ nothing of the log: its DESCRIBE shows no partitioning, no location, comment or 
 SHOW TBLPROPERTIES nothing. So these statements are answered here, from the log and the
 catalog's entry (SHOW TABLE EXTENDED), with the rows a classic session gives
 (`describe.rows_of_describe`, `describe.delta_properties`). SHOW CREATE TABLE and SHOW
-PARTITIONS of a Delta table are refused by name over Connect; DESCRIBE of one column and SHOW
-COLUMNS are the server's (they read only the schema, which the catalog has).
+PARTITIONS of a Delta table are refused by name over Connect. DESCRIBE of one column and SHOW
+COLUMNS are answered from the log too: the catalog's copy of the schema is not updated when
+the table's schema evolves.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark._typing import SparkSession
 from pydelta.spark.conf import conf_bool
 from pydelta.spark.sql.describe import (
+    COLUMNS_SCHEMA,
     CURRENT_DEFAULT,
+    DESCRIBE_COLUMN_SCHEMA,
     DESCRIBE_SCHEMA,
     PROPERTIES_SCHEMA,
     ColumnInfo,
+    check_show_columns_namespace,
+    column_rows,
     delta_properties,
     qualified_location,
     rows_of_describe,
@@ -33,6 +38,7 @@ from pydelta.spark.sql.describe import (
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.tokens import Token, dotted_name_end
 
+_RAW_TYPE = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata key for a char/varchar column's type
 _PLAIN_IDENTIFIER = re.compile(r"[a-zA-Z0-9_]+")
 # What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
 _NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY", "PROCEDURE", "HISTORY", "DETAIL"}
@@ -42,11 +48,16 @@ _NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY"
 class _Table:
     snapshot: Snapshot
     name: str  # DeltaTableV2.name(): spark_catalog.db.t, or delta.`file:/path`
-    resolved: str  # Spark's ResolvedTable.name: each part quoted if needed
+    parts: tuple[str, ...]  # Spark's resolved identifier: spark_catalog, db, t (or delta, path)
     location: str
     owner: str | None = None
     storage: dict[str, str] | None = None
     table_type: str | None = None
+
+    @property
+    def resolved(self) -> str:
+        """Spark's ResolvedTable.name: each part quoted if needed."""
+        return ".".join(_quote(p) for p in self.parts)
 
 
 def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
@@ -57,13 +68,20 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
         i = 1 + (words[1:2] == ["TABLE"])
         extended = words[i:i + 1] in (["EXTENDED"], ["FORMATTED"])
         found = _table_at(spark, tokens, i + extended)
-        if found is None or found[0] != len(tokens):  # a column, a PARTITION clause: Spark's
+        if found is None:
             return NOT_DELTA
-        table = found[1]
+        end, table = found
+        case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
+        if end < len(tokens):
+            column = _column_name(tokens, end)
+            if column is None:  # a PARTITION clause: Spark's
+                return NOT_DELTA
+            rows = column_rows(_columns(table.snapshot, raw_types=True), table.parts, column, case_sensitive)
+            return spark.createDataFrame(rows, DESCRIBE_COLUMN_SCHEMA)
         props = _properties(table) if extended else None
         columns = _columns(table.snapshot)
         rows = rows_of_describe(columns, table.snapshot.metadata.partition_columns, props, table.name,
-                                conf_bool(spark, "spark.sql.caseSensitive", False), _quote)
+                                case_sensitive, _quote)
         return spark.createDataFrame(rows, DESCRIBE_SCHEMA)
     if words[:2] == ["SHOW", "TBLPROPERTIES"]:
         found = _table_at(spark, tokens, 2)
@@ -79,6 +97,8 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
         key = inside[0].value() if len(inside) == 1 else "".join(t.text for t in inside)  # 'k' or a.b.c
         return spark.createDataFrame(
             [(key, props.get(key, f"Table {table.resolved} does not have property: {key}"))], PROPERTIES_SCHEMA)
+    if words[:2] == ["SHOW", "COLUMNS"] and words[2:3] in (["IN"], ["FROM"]):
+        return _show_columns(spark, tokens)
     for statement, at in (("SHOW CREATE TABLE", 3), ("SHOW PARTITIONS", 2)):
         if words[:at] == statement.split() and _table_at(spark, tokens, at) is not None:
             raise DeltaNotImplementedError(
@@ -96,7 +116,7 @@ def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _T
             and tokens[i + 2].kind == "quoted":
         path = tokens[i + 2].value()
         return i + 3, _Table(load_snapshot(path), f"delta.`{qualified_location(path)}`",
-                             _resolved("spark_catalog", "delta", path), path.rstrip("/") or "/")
+                             ("spark_catalog", "delta", path), path.rstrip("/") or "/")
     if i >= len(tokens) or tokens[i].kind not in ("word", "quoted"):
         return None
     j = dotted_name_end(tokens, i)
@@ -112,12 +132,42 @@ def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _T
         parts = [t.value() for t in tokens[i:j + 1:2]]
         database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
         return j + 1, _Table(snapshot, f"spark_catalog.{database}.{parts[-1]}",
-                             _resolved("spark_catalog", database, parts[-1]), qualified_location(location))
+                             ("spark_catalog", database, parts[-1]), qualified_location(location))
     entry, info = found
     database, _, table_name = entry.name.partition(".")
-    return j + 1, _Table(snapshot, f"spark_catalog.{entry.name}", _resolved("spark_catalog", database, table_name),
+    return j + 1, _Table(snapshot, f"spark_catalog.{entry.name}", ("spark_catalog", database, table_name),
                          qualified_location(location), info.get("Owner") or None,
                          _storage_properties(info.get("Storage Properties", "")), info.get("Type", "").upper())
+
+
+def _column_name(tokens: list[Token], i: int) -> list[str] | None:
+    """The parts of the (dotted) column name from token i to the end; None if that is something else."""
+    if tokens[i].kind not in ("word", "quoted") or dotted_name_end(tokens, i) != len(tokens) - 1:
+        return None
+    return [t.value() for t in tokens[i::2]]
+
+
+def _show_columns(spark: SparkSession, tokens: list[Token]) -> Any:
+    """SHOW COLUMNS {IN | FROM} t [{IN | FROM} db] of a Delta table: its columns from the log."""
+    end = dotted_name_end(tokens, 3) if len(tokens) > 3 and tokens[3].kind in ("word", "quoted") else None
+    if end is None:
+        return NOT_DELTA
+    database = None
+    if end + 1 < len(tokens):
+        if len(tokens) != end + 3 or tokens[end + 1].upper not in ("IN", "FROM") \
+                or tokens[end + 2].kind not in ("word", "quoted"):
+            return NOT_DELTA
+        database = tokens[end + 2].value()
+    table_tokens = tokens[3:end + 1]
+    if database is not None and len(table_tokens) == 1:  # SHOW COLUMNS IN t IN db: the table db.t
+        table_tokens = [tokens[end + 2], Token("punct", ".", 0, 0), table_tokens[0]]
+    found = _table_at(spark, table_tokens, 0)
+    if found is None:
+        return NOT_DELTA
+    table = found[1]
+    if database is not None:
+        check_show_columns_namespace(database, table.parts[-2])
+    return spark.createDataFrame([(c.name,) for c in _columns(table.snapshot)], COLUMNS_SCHEMA)
 
 
 def _temporary_view(spark: SparkSession, name: str) -> bool:
@@ -129,20 +179,17 @@ def _temporary_view(spark: SparkSession, name: str) -> bool:
                for r in raw_sql(spark, f"SHOW VIEWS LIKE '{name}'").collect())
 
 
-def _resolved(*parts: str) -> str:
-    return ".".join(_quote(p) for p in parts)
-
-
 def _properties(table: _Table) -> dict[str, str]:
     return delta_properties(table.snapshot, table.location, table.owner, table.storage, table.table_type)
 
 
-def _columns(snapshot: Snapshot) -> list[ColumnInfo]:
+def _columns(snapshot: Snapshot, raw_types: bool = False) -> list[ColumnInfo]:
+    """The table's columns; with `raw_types`, char(n)/varchar(n) as written rather than string."""
     from pyspark.sql.types import StructType
 
     fields = StructType.fromJson(json.loads(snapshot.metadata.schema_string)).fields
-    return [ColumnInfo(f.name, f.dataType.simpleString(), f.metadata.get("comment"),
-                       f.metadata.get(CURRENT_DEFAULT)) for f in fields]
+    return [ColumnInfo(f.name, (raw_types and f.metadata.get(_RAW_TYPE)) or f.dataType.simpleString(),
+                       f.metadata.get("comment"), f.metadata.get(CURRENT_DEFAULT)) for f in fields]
 
 
 def _storage_properties(text: str) -> dict[str, str]:

@@ -156,11 +156,6 @@ def _comment(field: Any) -> str | None:
     return str(metadata.getString("comment")) if metadata.contains("comment") else None
 
 
-def _find_field(spark: SparkSession, fields: list[Any], name: str) -> Any | None:
-    case_sensitive = conf_bool(spark, "spark.sql.caseSensitive", False)
-    return next((f for f in fields if _same_name(str(f.name()), name, case_sensitive)), None)
-
-
 def _same_name(a: str, b: str, case_sensitive: bool) -> bool:
     """Whether two column names resolve alike under spark.sql.caseSensitive."""
     return a == b or (not case_sensitive and a.lower() == b.lower())
@@ -238,14 +233,31 @@ def describe_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 # ---- DESCRIBE t column --------------------------------------------------------------------
 
 
-def _column_parts(spark: SparkSession, table: DeltaTableInfo, fields: list[Any], parts: list[str]) -> list[str]:
+def _column_parts(names: list[str], table_parts: tuple[str, ...], parts: list[str], case_sensitive: bool) -> list[str]:
     """The column's name parts without a leading table qualifier (t.c, db.t.c, ...)."""
-    if len(parts) > 1 and _find_field(spark, fields, parts[0]) is None:
-        qualifier = [p.lower() for p in table.parts]
+    if len(parts) > 1 and not any(_same_name(n, parts[0], case_sensitive) for n in names):
+        qualifier = [p.lower() for p in table_parts]
         for size in range(min(len(qualifier), len(parts) - 1), 0, -1):
             if [p.lower() for p in parts[:size]] == qualifier[-size:]:
                 return parts[size:]
     return parts
+
+
+def column_rows(columns: list[ColumnInfo], table_parts: tuple[str, ...], written: list[str],
+                case_sensitive: bool) -> list[tuple[str, str]]:
+    """DescribeColumnExec's rows (col_name, data_type, comment) for the column `written` names, its
+    type text the raw catalog string (char/varchar kept); Spark's errors for others and nested ones."""
+    parts = _column_parts([c.name for c in columns], table_parts, written, case_sensitive)
+    column = next((c for c in columns if _same_name(c.name, parts[0], case_sensitive)), None)
+    if column is None:
+        names = ", ".join(f"`{c.name}`" for c in columns)
+        raise DeltaAnalysisError(
+            f"[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name "
+            f"`{'`.`'.join(written)}` cannot be resolved. Did you mean one of the following? [{names}].")
+    if len(parts) > 1:
+        raise DeltaAnalysisError(f"DESC TABLE COLUMN does not support nested column: {'.'.join(written)}.")
+    return [("col_name", column.name), ("data_type", column.type_text),
+            ("comment", column.comment if column.comment is not None else "NULL")]
 
 
 def describe_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
@@ -253,22 +265,13 @@ def describe_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     table = load_table(spark, plan.relation())
     if table is None:
         return NOT_DELTA
-    fields = list(jvm_schema(spark, table.snapshot).fields())
+    raw_type = jvm(spark).org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType
+    columns = []
+    for field in jvm_schema(spark, table.snapshot).fields():
+        data_type = jplan.option(raw_type(field.metadata())) or field.dataType()
+        columns.append(ColumnInfo(str(field.name()), str(data_type.catalogString()), _comment(field), None))
     written = [str(p) for p in jplan.seq(plan.column().nameParts())]
-    parts = _column_parts(spark, table, fields, written)
-    field = _find_field(spark, fields, parts[0])
-    if field is None:
-        names = ", ".join(f"`{f.name()}`" for f in fields)
-        raise DeltaAnalysisError(
-            f"[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name "
-            f"`{'`.`'.join(written)}` cannot be resolved. Did you mean one of the following? [{names}].")
-    if len(parts) > 1:
-        raise DeltaAnalysisError(f"DESC TABLE COLUMN does not support nested column: {'.'.join(written)}.")
-    raw = jplan.option(jvm(spark).org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(field.metadata()))
-    data_type = raw if raw is not None else field.dataType()
-    comment = _comment(field)
-    rows = [("col_name", str(field.name())), ("data_type", str(data_type.catalogString())),
-            ("comment", comment if comment is not None else "NULL")]
+    rows = column_rows(columns, table.parts, written, conf_bool(spark, "spark.sql.caseSensitive", False))
     return spark.createDataFrame(rows, DESCRIBE_COLUMN_SCHEMA)
 
 
@@ -294,6 +297,13 @@ def show_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     return spark.createDataFrame([(key, value)], PROPERTIES_SCHEMA)
 
 
+def check_show_columns_namespace(given: str, database: str) -> None:
+    """SHOW COLUMNS IN db.t IN db2: Spark's error when the two databases differ."""
+    if given.lower() != database.lower():
+        raise DeltaAnalysisError(
+            f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] SHOW COLUMNS with conflicting namespaces: `{given}` != `{database}`.")
+
+
 def show_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """SHOW COLUMNS {IN | FROM} t [{IN | FROM} db]."""
     table = load_table(spark, plan.child())
@@ -301,12 +311,7 @@ def show_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         return NOT_DELTA
     namespace = jplan.option(plan.namespace())
     if namespace is not None:
-        given = [str(p) for p in jplan.seq(namespace)]
-        database = table.parts[-2]
-        if given[0].lower() != database.lower():
-            raise DeltaAnalysisError(
-                f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] SHOW COLUMNS with conflicting namespaces: "
-                f"`{given[0]}` != `{database}`.")
+        check_show_columns_namespace(str(jplan.seq(namespace)[0]), table.parts[-2])
     names = [(str(f.name()),) for f in jvm_schema(spark, table.snapshot).fields()]
     return spark.createDataFrame(names, COLUMNS_SCHEMA)
 
