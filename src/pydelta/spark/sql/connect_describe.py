@@ -76,8 +76,8 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
             column = _column_name(tokens, end)
             if column is None:  # a PARTITION clause: Spark's
                 return NOT_DELTA
-            rows = column_rows(_columns(table.snapshot, raw_types=True), table.parts, column, case_sensitive)
-            return spark.createDataFrame(rows, DESCRIBE_COLUMN_SCHEMA)
+            info = column_rows(_columns(table.snapshot, raw_types=True), table.parts, column, case_sensitive)
+            return spark.createDataFrame(info, DESCRIBE_COLUMN_SCHEMA)
         props = _properties(table) if extended else None
         columns = _columns(table.snapshot)
         rows = rows_of_describe(columns, table.snapshot.metadata.partition_columns, props, table.name,
