@@ -9,6 +9,7 @@ from tests.spark.test_catalog import (  # noqa: F401
     test_builder_managed_table_lives_in_warehouse_and_drop_removes_it,
     test_builder_name_with_location_resolves_by_name,
     test_failed_create_leaves_no_catalog_entry,
+    test_list_tables_reports_type_and_comment_of_delta_tables,
 )
 from tests.spark.test_clone import (  # noqa: F401
     source,

@@ -36,12 +36,24 @@ def _corrected(spark: SparkSession, table: Any) -> Any:
 
 
 def install() -> None:
-    """Patch pyspark's Catalog once per process."""
+    """Patch pyspark's Catalog, classic and Spark Connect's, once per process."""
     from pyspark.sql.catalog import Catalog
 
-    if getattr(Catalog, "_pydelta_hooked", False):
+    from pydelta.spark.connect import connect_classes
+
+    classes: list[type] = [Catalog]
+    if connect_classes() is not None:  # Connect's client loads here
+        from pyspark.sql.connect.catalog import Catalog as ConnectCatalog
+
+        classes.append(ConnectCatalog)
+    for catalog_class in classes:
+        _patch(catalog_class)
+
+
+def _patch(catalog_class: type) -> None:
+    if catalog_class.__dict__.get("_pydelta_hooked", False):
         return
-    list_tables, get_table = Catalog.listTables, Catalog.getTable
+    list_tables, get_table = catalog_class.listTables, catalog_class.getTable  # type: ignore[attr-defined]
 
     def listTables(self: Any, *args: Any, **kwargs: Any) -> list[Any]:
         return [_corrected(self._sparkSession, t) for t in list_tables(self, *args, **kwargs)]
@@ -49,6 +61,7 @@ def install() -> None:
     def getTable(self: Any, tableName: str) -> Any:
         return _corrected(self._sparkSession, get_table(self, tableName))
 
-    setattr(Catalog, "listTables", listTables)  # patched on purpose: pydelta's view of Delta tables
-    setattr(Catalog, "getTable", getTable)
-    setattr(Catalog, "_pydelta_hooked", True)
+    listTables.__doc__, getTable.__doc__ = list_tables.__doc__, get_table.__doc__
+    setattr(catalog_class, "listTables", listTables)  # patched on purpose: pydelta's view of Delta tables
+    setattr(catalog_class, "getTable", getTable)
+    setattr(catalog_class, "_pydelta_hooked", True)
