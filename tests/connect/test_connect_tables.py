@@ -272,3 +272,28 @@ def test_filters_skip_through_joins(spark, tmp_path):
     outer = plain.join(ta, "k", "left").filter(ta.k >= 90)
     assert outer._pydelta_join.right.files.num_rows == 10 and outer.count() == 10
     assert type(plain.join(plain.alias("q"), "k")).__name__ == "DataFrame"  # no Delta read: untouched
+
+
+def test_filters_skip_through_joins_of_joins(spark, tmp_path):
+    a, b, c = str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "c")
+    spark.range(0, 100, 1, 10).selectExpr("id AS k", "id % 7 AS v").write.format("delta").save(a)
+    spark.range(0, 100, 1, 5).selectExpr("id AS k", "id AS w").write.format("delta").save(b)
+    spark.range(0, 100, 1, 4).selectExpr("id AS k2", "id * 2 AS z").write.format("delta").save(c)
+    ta, tb, tc = (spark.read.format("delta").load(p) for p in (a, b, c))
+    # ((a JOIN b) JOIN c): a filter above the outer join reaches every scan
+    chained = ta.join(tb, "k").join(tc, F.col("k") == tc.k2).filter(ta.k < 10).filter(tb.w < 5).filter("z < 20")
+    inner = chained._pydelta_join.left
+    assert (inner.left.files.num_rows, inner.right.files.num_rows, chained._pydelta_join.right.files.num_rows) \
+        == (1, 1, 1)
+    assert sorted((r.k, r.z) for r in chained.collect()) == [(i, 2 * i) for i in range(5)]
+    # c JOIN (a JOIN b): a join on the right side, and an outer join that keeps its null-supplying side whole
+    mirrored = tc.join(ta.join(tb, "k"), F.col("k2") == F.col("k"), "left").filter(tc.k2 >= 75).filter(ta.v == 0)
+    nested = mirrored._pydelta_join.right
+    assert mirrored._pydelta_join.left.files.num_rows == 1
+    assert (nested.left.files.num_rows, nested.right.files.num_rows) == (10, 5)  # null-supplying: read whole
+    assert sorted(r.k2 for r in mirrored.collect()) == [77, 84, 91, 98]
+    # a plain DataFrame joined with a join of Delta reads: the Delta sides still skip
+    plain = spark.range(0, 100).selectExpr("id AS k", "id AS p")
+    outer = plain.join(ta.join(tb, "k"), "k").filter(tb.w >= 80)
+    assert (outer._pydelta_join.right.left.files.num_rows, outer._pydelta_join.right.right.files.num_rows) == (10, 1)
+    assert outer.count() == 20

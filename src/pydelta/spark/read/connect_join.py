@@ -7,16 +7,18 @@ skip: one the join does not make null-supplying (the right of a left join, the l
 right join, both of a full join) or hide (the right of a semi/anti join), since then every row
 a skipped file holds is one the filter rejects anyway. A reference belongs to a side by its
 DataFrame's plan id (`a.col`), its alias (`"a.col"` after `a.alias("a")`), or, unqualified,
-by being no column of the other side. When a side's files shrink, the join is built again
-over the pruned scans under the same plan ids, and the filters are replayed on top. A join
-whose left side is not a Delta read is seen through a hook on Connect's DataFrame.join
-(`connect_scan.install_join_hook`), which changes nothing unless the right side is one.
+by being no column of any other relation in the join. A side may itself be such a join
+(`a.join(b).join(c)`): the filter is then translated over each of its sides that both joins
+let skip. When a side's files shrink, the join is built again over the pruned scans under the
+same plan ids, and the filters are replayed on top. A join whose left side is not a Delta read
+is seen through a hook on Connect's DataFrame.join (`connect_scan.install_join_hook`), which
+changes nothing unless the right side is one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Union
 
 from pydelta.spark.read.connect_lineage import Lineage, Step, rebuild, set_plan_id
 
@@ -33,8 +35,8 @@ _PRESERVED = {  # how -> (left may skip, right may skip)
 class JoinLineage:
     """What a join with a Delta read (and the filters above it) was built from."""
 
-    left: Lineage | None  # the left side's, when it is a Delta read
-    right: Lineage | None  # the right side's, when it is a Delta read
+    left: Side  # the left side's lineage, when it is a Delta read or such a join
+    right: Side  # the right side's
     left_df: Any  # the left DataFrame as given
     other: Any  # the right DataFrame as given
     on: Any
@@ -47,45 +49,77 @@ class JoinLineage:
         return _PRESERVED.get(self.how or "inner", (False, False))
 
 
-def _plan_ids(lineage: Lineage) -> frozenset[int]:
-    return frozenset([lineage.scan_id, *(step.plan_id for step in lineage.steps)])
+Side = Union[Lineage, JoinLineage, None]  # a Delta read, a join with one, or any other DataFrame
 
 
-def _pruned(lineage: Lineage, condition: Any, other_columns: tuple[str, ...], theirs: frozenset[int]) -> Lineage:
-    """The side's lineage over the files `condition` leaves it (itself when none drop out)."""
+def _side_ids(side: Side, df: Any) -> frozenset[int]:
+    """The plan ids a column reference taken from a side's DataFrames may carry."""
+    if isinstance(side, Lineage):
+        return frozenset([side.scan_id, *(step.plan_id for step in side.steps)])
+    if isinstance(side, JoinLineage):
+        return (_side_ids(side.left, side.left_df) | _side_ids(side.right, side.other)
+                | frozenset([side.plan_id, *(step.plan_id for step in side.filters)]))
+    return frozenset([df._plan._plan_id])
+
+
+def _with_columns(join: JoinLineage) -> JoinLineage:
+    if join.columns is None:  # two schema round trips, on the first filter only
+        return replace(join, columns=(tuple(join.left_df.columns), tuple(join.other.columns)))
+    return join
+
+
+def _pruned_side(side: Side, condition: Any, other_columns: tuple[str, ...], theirs: frozenset[int]) -> Side:
+    """The side over the files `condition` leaves it (itself when none drop out)."""
+    if isinstance(side, JoinLineage):
+        return _pruned_join(side, condition, other_columns, theirs)
+    if side is None:
+        return None
     from pydelta.spark.read.connect_filters import translate_join_side
 
-    predicate = translate_join_side(condition, lineage.schema(), lineage.alias, list(other_columns),
-                                    (_plan_ids(lineage), theirs))
-    return lineage.pruned(predicate)
+    predicate = translate_join_side(condition, side.schema(), side.alias, list(other_columns),
+                                    (_side_ids(side, None), theirs))
+    return side.pruned(predicate)
+
+
+def _pruned_join(join: JoinLineage, condition: Any, outer_columns: tuple[str, ...],
+                 outer_ids: frozenset[int]) -> JoinLineage:
+    """`join` with each side it lets skip over the files `condition` leaves it; the columns and
+    plan ids of the relations joined around it (`outer_*`) are the other side's too."""
+    join = _with_columns(join)
+    assert join.columns is not None
+    left_skips, right_skips = join.may_skip()
+    left_ids, right_ids = _side_ids(join.left, join.left_df), _side_ids(join.right, join.other)
+    left, right = join.left, join.right
+    if left_skips:
+        left = _pruned_side(left, condition, join.columns[1] + outer_columns, right_ids | outer_ids)
+    if right_skips:
+        right = _pruned_side(right, condition, join.columns[0] + outer_columns, left_ids | outer_ids)
+    if left is join.left and right is join.right:
+        return join
+    return replace(join, left=left, right=right)
 
 
 def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinLineage]:
     """`out` (the joined DataFrame's `filter(condition)`) over fewer files where the condition
     allows, and the join lineage that describes it."""
-    join = replace(join, filters=join.filters + (Step("filter", (condition,), out._plan._plan_id),))
-    if join.columns is None:  # two schema round trips, on the first filter only
-        join = replace(join, columns=(tuple(join.left_df.columns), tuple(join.other.columns)))
-    assert join.columns is not None
-    left_skips, right_skips = join.may_skip()
-    left_ids = _plan_ids(join.left) if join.left is not None else frozenset([join.left_df._plan._plan_id])
-    right_ids = _plan_ids(join.right) if join.right is not None else frozenset([join.other._plan._plan_id])
-    left, right = join.left, join.right
-    if left_skips and left is not None:
-        left = _pruned(left, condition, join.columns[1], right_ids)
-    if right_skips and right is not None:
-        right = _pruned(right, condition, join.columns[0], left_ids)
-    if left is join.left and right is join.right:
+    join = _with_columns(replace(join, filters=join.filters + (Step("filter", (condition,), out._plan._plan_id),)))
+    pruned = _pruned_join(join, condition, (), frozenset())
+    if pruned is join:
         return out, join
-    join = replace(join, left=left, right=right)
-    return _rebuild_join(out.sparkSession, join), join
+    return _rebuild_join(out.sparkSession, pruned), pruned
+
+
+def _rebuilt_side(spark: Any, side: Side, df: Any) -> Any:
+    if isinstance(side, JoinLineage):
+        return _rebuild_join(spark, side)
+    return rebuild(spark, side) if side is not None else df
 
 
 def _rebuild_join(spark: Any, join: JoinLineage) -> Any:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-    left = rebuild(spark, join.left) if join.left is not None else join.left_df
-    right = rebuild(spark, join.right) if join.right is not None else join.other
+    left = _rebuilt_side(spark, join.left, join.left_df)
+    right = _rebuilt_side(spark, join.right, join.other)
     df: Any = ConnectDataFrame.join(left, right, join.on, join.how)
     set_plan_id(df, join.plan_id)
     for step in join.filters:

@@ -132,7 +132,7 @@ def _dataframe_class() -> type:
 
             out: Any = super().join(other, on, how)
             return wrap_join(out, JoinLineage(
-                self._pydelta_lineage, lineage_of(other), self, other, on, normalized_how(how), out._plan._plan_id))
+                self._pydelta_lineage, side_of(other), self, other, on, normalized_how(how), out._plan._plan_id))
 
     return DeltaScanConnectDataFrame
 
@@ -151,6 +151,13 @@ def _join_dataframe_class() -> type:
 
             out, join = filter_join(self._pydelta_join, condition, super().filter(condition))
             return wrap_join(out, join)
+
+        def join(self, other: Any, on: Any = None, how: str | None = None) -> Any:
+            from pydelta.spark.read.connect_join import JoinLineage, normalized_how
+
+            out: Any = super().join(other, on, how)
+            return wrap_join(out, JoinLineage(
+                self._pydelta_join, side_of(other), self, other, on, normalized_how(how), out._plan._plan_id))
 
     return DeltaJoinConnectDataFrame
 
@@ -179,6 +186,13 @@ def lineage_of(df: Any) -> Lineage | None:
     return vars(df).get("_pydelta_lineage")
 
 
+def side_of(df: Any) -> Any:
+    """What a join side was built from: a Delta read's lineage, a join's with one (JoinLineage),
+    or None for any other DataFrame."""
+    found = vars(df)
+    return found.get("_pydelta_lineage") or found.get("_pydelta_join")
+
+
 def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alone: bool) -> Any:
     """`df` (a Delta read) over only the files that may hold rows meeting every condition (SQL
     text), with no filter added: for a query that applies those conditions itself. Beside other
@@ -204,8 +218,8 @@ def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) 
 
 
 def install_join_hook(dataframe_class: type) -> None:
-    """Connect's DataFrame.join: a plain DataFrame joined with a Delta read (on its right)
-    becomes a join whose filters skip the Delta side's files."""
+    """Connect's DataFrame.join: a plain DataFrame joined with a Delta read or a join with one
+    (on its right) becomes a join whose filters skip the Delta side's files."""
     if dataframe_class.__dict__.get("_pydelta_join_hooked", False):
         return
     original = getattr(dataframe_class, "join")
@@ -214,8 +228,8 @@ def install_join_hook(dataframe_class: type) -> None:
         from pydelta.spark.read.connect_join import JoinLineage, normalized_how
 
         out = original(self, other, on, how)
-        right = lineage_of(other)
-        if right is None or lineage_of(self) is not None:
+        right = side_of(other)
+        if right is None or side_of(self) is not None:
             return out  # no Delta read on the right, or a Delta left side (its own join does it)
         return wrap_join(out, JoinLineage(None, right, self, other, on, normalized_how(how), out._plan._plan_id))
 
