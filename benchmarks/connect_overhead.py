@@ -4,9 +4,10 @@
 
 Two worker processes run the same workloads, one with a classic local[2] session and one as
 a Connect client of a local[2] Connect server started from pip's pyspark (same Spark, same
-settings). Runs alternate between the two; each worker times its workloads in-process (JVM
-and server start-up are not counted) and both check their answers against each other.
-Prints medians and the ratio Connect / classic.
+settings). Runs alternate between the two; each worker runs the workloads once untimed (the
+shared server is warm after the first run, a classic worker's JVM would not be), then times
+them in-process (JVM and server start-up are not counted); both check their answers against
+each other. Prints medians and the ratio Connect / classic.
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def worker(kind: str, url: str | None, rows: int) -> None:
             spark.conf.set(key, value)
     work = Path(tempfile.mkdtemp(prefix=f"bench-{kind}-"))
     try:
-        results = _workloads(spark, work, rows)
+        (work / "warm-up").mkdir()
+        _workloads(spark, work / "warm-up", rows)
+        (work / "timed").mkdir()
+        results = _workloads(spark, work / "timed", rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({name: [secs, answer] for name, (secs, answer) in results.items()}))

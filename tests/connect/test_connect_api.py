@@ -21,9 +21,13 @@ from tests.spark.test_clone import (  # noqa: F401
     test_replace_and_existing_target,
     test_shallow_clone_references_source_files,
 )
-# DESCRIBE [EXTENDED] (of a table or a column), SHOW COLUMNS and SHOW TBLPROPERTIES are answered
-# from the log over Connect too (sql/connect_describe.py); SHOW CREATE TABLE and SHOW PARTITIONS
-# are refused.
+# DESCRIBE [EXTENDED] (of a table or a column), SHOW COLUMNS / TBLPROPERTIES / PARTITIONS and SHOW
+# CREATE TABLE are answered from the log over Connect too (sql/connect_describe.py).
+from tests.spark.test_sql_parity import (  # noqa: F401
+    partitioned,
+    test_show_partitions,
+    test_show_partitions_with_column_mapping,
+)
 from tests.spark.test_sql_describe import (  # noqa: F401
     db,
     test_describe_column,
@@ -35,6 +39,9 @@ from tests.spark.test_sql_describe import (  # noqa: F401
     test_other_tables_views_and_unknown_names_go_to_spark,
     test_path_without_a_delta_table,
     test_show_columns,
+    test_show_create_table_external_recreates_at_a_new_location,
+    test_show_create_table_managed_recreates_the_table,
+    test_show_create_table_of_a_path,
     test_show_tblproperties,
     test_show_tblproperties_legacy_protocol_and_path,
 )

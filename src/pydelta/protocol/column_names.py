@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydelta.errors import DeltaIllegalArgumentError
 
-__all__ = ["quote_identifier", "quote_path", "split_identifier"]
+__all__ = ["quote_identifier", "quote_if_needed", "quote_path", "split_identifier"]
 
+_PLAIN_PART = re.compile(r"[a-zA-Z0-9_]+")
+
+
+
+def quote_if_needed(part: str) -> str:
+    """Spark's QuotingUtils.quoteIfNeeded, as Spark prints names: `a b` in backticks (inner
+    backticks doubled), names of letters, digits and underscores (not all digits) as they are."""
+    if _PLAIN_PART.fullmatch(part) and not part.isdigit():
+        return part
+    return quote_identifier(part)
 
 
 def quote_identifier(name: str) -> str:

@@ -20,10 +20,10 @@ delta-spark also gates all of this behind the internal session conf
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
 from pydelta.errors import DeltaAnalysisError
+from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import (
     MIXED_SRID_CRS,
     ArrayType,
@@ -49,13 +49,6 @@ PREVIEW_FEATURE = "geospatial-dev"
 MIXED_SRID = -1  # Spark's SRID of GEOMETRY(ANY) / GEOGRAPHY(ANY)
 # Spark's column-default metadata keys (ResolveDefaultColumns).
 _DEFAULT_KEYS = ("CURRENT_DEFAULT", "EXISTS_DEFAULT")
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _quote_if_needed(part: str) -> str:
-    return part if _PLAIN_NAME.match(part) else "`" + part.replace("`", "``") + "`"
-
-
 def _paths(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], DataType]]:
     if is_geospatial(dt):
         yield prefix, dt
@@ -72,7 +65,7 @@ def _paths(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, .
 def geo_column_paths(schema: StructType) -> list[tuple[str, DataType]]:
     """(column path, type) of every geo type in the schema, as delta-spark's
     ``SchemaUtils.findColumnPaths`` names them (``s.inner``, ``xs.element``, ``m.value``)."""
-    return [(".".join(_quote_if_needed(p) for p in path), dt) for path, dt in _paths(schema, ())]
+    return [(".".join(quote_if_needed(p) for p in path), dt) for path, dt in _paths(schema, ())]
 
 
 def _srid_of(crs: str) -> int | None:

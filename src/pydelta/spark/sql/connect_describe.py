@@ -1,35 +1,38 @@
-"""DESCRIBE [TABLE] [EXTENDED | FORMATTED] and SHOW TBLPROPERTIES of Delta tables over Spark Connect.
+"""DESCRIBE, SHOW TBLPROPERTIES / COLUMNS / PARTITIONS and SHOW CREATE TABLE of Delta tables
+over Spark Connect.
 
 The server resolves a Delta table name through pydelta's Python data source, which knows
-nothing of the log: its DESCRIBE shows no partitioning, no location, comment or properties, and
-SHOW TBLPROPERTIES nothing. So these statements are answered here, from the log and the
-catalog's entry (SHOW TABLE EXTENDED), with the rows a classic session gives
-(`describe.rows_of_describe`, `describe.delta_properties`). SHOW CREATE TABLE and SHOW
-PARTITIONS of a Delta table are refused by name over Connect. DESCRIBE of one column and SHOW
-COLUMNS are answered from the log too: the catalog's copy of the schema is not updated when
-the table's schema evolves.
+nothing of the log: its DESCRIBE shows no partitioning, no location, comment or properties,
+SHOW TBLPROPERTIES nothing, and the catalog's copy of the schema is not updated when the
+table's schema evolves. So these statements are answered here, from the log and the catalog's
+entry (SHOW TABLE EXTENDED), with what a classic session gives: the rows are built by the same
+functions of `describe` from plain values (`rows_of_describe`, `column_rows`,
+`delta_properties`, `create_statement`, `partitions_of`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydelta.errors import DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError, DeltaParseError
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol.column_names import quote_if_needed
+from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark._typing import SparkSession
 from pydelta.spark.conf import conf_bool
 from pydelta.spark.sql.describe import (
     COLUMNS_SCHEMA,
-    CURRENT_DEFAULT,
+    CREATE_SCHEMA,
     DESCRIBE_COLUMN_SCHEMA,
     DESCRIBE_SCHEMA,
     PROPERTIES_SCHEMA,
     ColumnInfo,
     check_show_columns_namespace,
     column_rows,
+    create_statement,
+    partitions_of,
     delta_properties,
     qualified_location,
     rows_of_describe,
@@ -39,7 +42,6 @@ from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.tokens import Token, dotted_name_end
 
 _RAW_TYPE = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata key for a char/varchar column's type
-_PLAIN_IDENTIFIER = re.compile(r"[a-zA-Z0-9_]+")
 # What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
 _NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY", "PROCEDURE", "HISTORY", "DETAIL"}
 
@@ -53,11 +55,12 @@ class _Table:
     owner: str | None = None
     storage: dict[str, str] | None = None
     table_type: str | None = None
+    is_path: bool = False
 
     @property
     def resolved(self) -> str:
         """Spark's ResolvedTable.name: each part quoted if needed."""
-        return ".".join(_quote(p) for p in self.parts)
+        return ".".join(quote_if_needed(p) for p in self.parts)
 
 
 def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
@@ -81,7 +84,7 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
         props = _properties(table) if extended else None
         columns = _columns(table.snapshot)
         rows = rows_of_describe(columns, table.snapshot.metadata.partition_columns, props, table.name,
-                                case_sensitive, _quote)
+                                case_sensitive, quote_if_needed)
         return spark.createDataFrame(rows, DESCRIBE_SCHEMA)
     if words[:2] == ["SHOW", "TBLPROPERTIES"]:
         found = _table_at(spark, tokens, 2)
@@ -99,12 +102,45 @@ def run_catalog_statement(spark: SparkSession, tokens: list[Token]) -> Any:
             [(key, props.get(key, f"Table {table.resolved} does not have property: {key}"))], PROPERTIES_SCHEMA)
     if words[:2] == ["SHOW", "COLUMNS"] and words[2:3] in (["IN"], ["FROM"]):
         return _show_columns(spark, tokens)
-    for statement, at in (("SHOW CREATE TABLE", 3), ("SHOW PARTITIONS", 2)):
-        if words[:at] == statement.split() and _table_at(spark, tokens, at) is not None:
-            raise DeltaNotImplementedError(
-                f"{statement} of a Delta table through spark.sql over Spark Connect is not supported by pydelta "
-                "yet: use DESCRIBE TABLE EXTENDED / DESCRIBE DETAIL, or a classic SparkSession")
+    if words[:3] == ["SHOW", "CREATE", "TABLE"]:
+        found = _table_at(spark, tokens, 3)
+        if found is None:
+            return NOT_DELTA
+        end, table = found
+        if end < len(tokens):  # AS SERDE
+            raise DeltaAnalysisError(
+                f"SHOW CREATE TABLE AS SERDE is not supported for v2 tables: {table.name} is a Delta table.")
+        # A path table is named delta.`/path` (Spark would print spark_catalog.delta.`/path`) so that
+        # the statement runs again.
+        name = f"delta.`{table.parts[2]}`" if table.is_path else table.resolved
+        return spark.createDataFrame([(create_statement(name, table.snapshot, _properties(table)),)], CREATE_SCHEMA)
+    if words[:2] == ["SHOW", "PARTITIONS"]:
+        found = _table_at(spark, tokens, 2)
+        if found is None:
+            return NOT_DELTA
+        end, table = found
+        return partitions_of(spark, table.snapshot, table.name, _partition_spec(tokens, end))
     return NOT_DELTA
+
+
+def _partition_spec(tokens: list[Token], i: int) -> dict[str, str | None]:
+    """`PARTITION (k = v, ...)` from token i to the end, each value as Spark's spec holds it (a
+    string; NULL as None); empty when nothing follows."""
+    if i == len(tokens):
+        return {}
+    words = [t.upper if t.kind == "word" else t.text for t in tokens[i:]]
+    if words[:2] != ["PARTITION", "("] or words[-1] != ")":
+        raise DeltaParseError(f"expected PARTITION (column = value, ...) after the table: {' '.join(words)}")
+    spec: dict[str, str | None] = {}
+    inside = tokens[i + 2:-1]
+    for k in range(0, len(inside), 4):
+        key, equals, value = inside[k:k + 3] if len(inside) >= k + 3 else (None, None, None)
+        separator = inside[k + 3] if k + 3 < len(inside) else None
+        if key is None or equals is None or value is None or equals.text != "=" or key.kind not in ("word", "quoted") \
+                or value.kind not in ("string", "number", "word") or (separator is not None and separator.text != ","):
+            raise DeltaParseError("expected PARTITION (column = literal, ...) in SHOW PARTITIONS")
+        spec[key.value()] = None if value.kind == "word" and value.upper == "NULL" else value.value()
+    return spec
 
 
 def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _Table] | None:
@@ -116,7 +152,7 @@ def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _T
             and tokens[i + 2].kind == "quoted":
         path = tokens[i + 2].value()
         return i + 3, _Table(load_snapshot(path), f"delta.`{qualified_location(path)}`",
-                             ("spark_catalog", "delta", path), path.rstrip("/") or "/")
+                             ("spark_catalog", "delta", path), path.rstrip("/") or "/", is_path=True)
     if i >= len(tokens) or tokens[i].kind not in ("word", "quoted"):
         return None
     j = dotted_name_end(tokens, i)
@@ -189,7 +225,7 @@ def _columns(snapshot: Snapshot, raw_types: bool = False) -> list[ColumnInfo]:
 
     fields = StructType.fromJson(json.loads(snapshot.metadata.schema_string)).fields
     return [ColumnInfo(f.name, (raw_types and f.metadata.get(_RAW_TYPE)) or f.dataType.simpleString(),
-                       f.metadata.get("comment"), f.metadata.get(CURRENT_DEFAULT)) for f in fields]
+                       f.metadata.get("comment"), f.metadata.get(CURRENT_DEFAULT_KEY)) for f in fields]
 
 
 def _storage_properties(text: str) -> dict[str, str]:
@@ -197,10 +233,3 @@ def _storage_properties(text: str) -> dict[str, str]:
     inner = text.strip()[1:-1] if text.strip().startswith("[") else ""
     pairs = [p.split("=", 1) for p in inner.split(", ") if "=" in p]
     return {k: v for k, v in pairs}
-
-
-def _quote(part: str) -> str:
-    """Spark's QuotingUtils.quoteIfNeeded."""
-    if _PLAIN_IDENTIFIER.fullmatch(part) and not part.isdigit():
-        return part
-    return "`" + part.replace("`", "``") + "`"

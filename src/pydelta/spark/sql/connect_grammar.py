@@ -205,11 +205,16 @@ class _Parser(TokenStream):
             if not self.accept_punct(","):
                 return out
 
-    def name_list(self) -> list[str]:
+    def name_list(self, unquoted: bool = False) -> list[str]:
+        """(name, ...) as SQL text; with `unquoted`, each one-part name as the column's name (`p p` -> p p)."""
         self.expect_punct("(")
-        names = [self.column_name()]
-        while self.accept_punct(","):
-            names.append(self.column_name())
+        names = []
+        while True:
+            start = self.pos
+            name = self.column_name()
+            names.append(self.tokens[start].value() if unquoted and self.pos == start + 1 else name)
+            if not self.accept_punct(","):
+                break
         self.expect_punct(")")
         return names
 
@@ -462,7 +467,7 @@ def _create(p: _Parser) -> CreateTable | None:
         if p.accept("USING"):
             provider = p.identifier().lower()
         elif p.accept("PARTITIONED", "BY"):
-            spec["partitioned_by"] = p.name_list()
+            spec["partitioned_by"] = p.name_list(unquoted=True)
         elif p.accept("CLUSTER", "BY"):
             spec["clustered_by"] = [] if p.accept("NONE") else p.name_list()
         elif p.accept("LOCATION"):

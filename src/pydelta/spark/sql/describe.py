@@ -22,7 +22,10 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol.column_names import quote_if_needed
+from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark.sql import jplan
+from pydelta.spark.sql.column_ddl import column_ddl, escape_single_quoted
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 from pydelta.spark.conf import conf_bool, session_time_zone
@@ -33,8 +36,6 @@ from pydelta.spark._typing import JavaObject, SparkSession
 # as rows of their own, never as table properties.
 RESERVED = ("comment", "collation", "location", "provider", "owner", "external", "is_managed_location", "table_type")
 OPTION_PREFIX = "option."
-GENERATION_EXPRESSION = "delta.generationExpression"
-CURRENT_DEFAULT = "CURRENT_DEFAULT"
 
 DESCRIBE_SCHEMA = "col_name STRING NOT NULL, data_type STRING NOT NULL, comment STRING"
 DESCRIBE_COLUMN_SCHEMA = "info_name STRING NOT NULL, info_value STRING NOT NULL"
@@ -74,15 +75,6 @@ class DeltaTableInfo:
 def qualified_location(path: str) -> str:
     """A path as Spark qualifies a local one (file:/...)."""
     return path if "://" in path or path.startswith("file:") else "file:" + path
-
-
-def quote_if_needed(spark: SparkSession, part: str) -> str:
-    """Spark's quoteIfNeeded: `a b` in backticks, plain identifiers as they are."""
-    return str(jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.quoteIfNeeded(part))
-
-
-def _escape(spark: SparkSession, text: str) -> str:
-    return str(jvm(spark).org.apache.spark.sql.catalyst.util.QuotingUtils.escapeSingleQuotedString(text))
 
 
 def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
@@ -177,12 +169,12 @@ class ColumnInfo:
 def describe_rows(spark: SparkSession, table: DeltaTableInfo, extended: bool) -> list[tuple[str, str, str | None]]:
     """DescribeTableExec's rows for a Delta table."""
     columns = [ColumnInfo(str(f.name()), str(f.dataType().simpleString()), _comment(f),
-                          str(f.metadata().getString(CURRENT_DEFAULT)) if f.metadata().contains(CURRENT_DEFAULT)
+                          str(f.metadata().getString(CURRENT_DEFAULT_KEY)) if f.metadata().contains(CURRENT_DEFAULT_KEY)
                           else None)
                for f in jvm_schema(spark, table.snapshot).fields()]
     return rows_of_describe(columns, table.snapshot.metadata.partition_columns,
                             table_properties(table) if extended else None, table.v2_name(),
-                            conf_bool(spark, "spark.sql.caseSensitive", False), lambda p: quote_if_needed(spark, p))
+                            conf_bool(spark, "spark.sql.caseSensitive", False), quote_if_needed)
 
 
 def rows_of_describe(columns: list[ColumnInfo], partition_columns: tuple[str, ...] | list[str],
@@ -280,7 +272,7 @@ def describe_column(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
 def resolved_name(spark: SparkSession, table: DeltaTableInfo) -> str:
     """Spark's ResolvedTable.name: catalog.namespace.table, each part quoted if needed."""
-    return ".".join(quote_if_needed(spark, p) for p in table.parts)
+    return ".".join(quote_if_needed(p) for p in table.parts)
 
 
 def show_properties(spark: SparkSession, text: str, plan: JavaObject) -> Any:
@@ -320,8 +312,20 @@ def show_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
 
 def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
-    """SHOW PARTITIONS t [PARTITION (k = v, ...)], as delta-spark 4.4: one typed column per
-    partition column, one row per distinct partition of the live files."""
+    """SHOW PARTITIONS t [PARTITION (k = v, ...)]."""
+    table = load_table(spark, plan.table())
+    if table is None:
+        return NOT_DELTA
+    spec: dict[str, str | None] = {}
+    pattern = jplan.option(plan.pattern())
+    if pattern is not None:
+        spec = {str(k): (None if v is None else str(v)) for k, v in jplan.scala_map(pattern.spec()).items()}
+    return partitions_of(spark, table.snapshot, table.v2_name(), spec)
+
+
+def partitions_of(spark: SparkSession, snapshot: Snapshot, name: str, spec: dict[str, str | None]) -> Any:
+    """SHOW PARTITIONS of the Delta table `name`, as delta-spark 4.4: one typed column per
+    partition column, one row per distinct partition of the live files matching `spec`."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
@@ -330,18 +334,10 @@ def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
     from pydelta.spark.read.scan import spark_schema
 
-    table = load_table(spark, plan.table())
-    if table is None:
-        return NOT_DELTA
-    snapshot = table.snapshot
     columns = list(snapshot.partition_columns)
     if not columns:
         raise DeltaAnalysisError(f"[DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_TABLE] SHOW PARTITIONS is not allowed on a "
-                                 f"table that is not partitioned: {table.v2_name()}")
-    spec: dict[str, str | None] = {}
-    pattern = jplan.option(plan.pattern())
-    if pattern is not None:
-        spec = {str(k): (None if v is None else str(v)) for k, v in jplan.scala_map(pattern.spec()).items()}
+                                 f"table that is not partitioned: {name}")
     unknown = [k for k in spec if k not in columns]
     if unknown:
         raise DeltaAnalysisError(f"[DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_COLUMN] Non-partitioning column(s) "
@@ -355,63 +351,41 @@ def show_partitions(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     distinct = pa.Table.from_struct_array(typed).group_by(columns, use_threads=False).aggregate([])
     rows = pc.take(distinct, pc.sort_indices(distinct, [(c, "ascending") for c in columns])).to_pylist()
     out = spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], spark_schema(fields))
-    for name, value in spec.items():
-        out = out.where(F.col(f"`{name}`").eqNullSafe(F.lit(value)))
+    for key, value in spec.items():
+        out = out.where(F.col(f"`{key}`").eqNullSafe(F.lit(value)))
     return out
 
 
 # ---- SHOW CREATE TABLE --------------------------------------------------------------------
 
 
-def _column_ddl(spark: SparkSession, field: Any) -> str:
-    """StructField.toDDL as ShowCreateTableExec prints it, with GENERATED ALWAYS AS added."""
-    jv = jvm(spark)
-    metadata = field.metadata()
-    raw = jplan.option(jv.org.apache.spark.sql.catalyst.util.CharVarcharUtils.getRawType(metadata))
-    data_type = raw if raw is not None else field.dataType()
-    if jplan.has_static_method(jv, "org.apache.spark.sql.catalyst.types.DataTypeUtils",
-                               "replaceNonCollatedTypesWithExplicitUTF8Binary"):  # Spark 4.1+
-        data_type = jv.org.apache.spark.sql.catalyst.types.DataTypeUtils.replaceNonCollatedTypesWithExplicitUTF8Binary(
-            data_type)
-    ddl = f"{quote_if_needed(spark, str(field.name()))} {data_type.sql()}"
-    if not field.nullable():
-        ddl += " NOT NULL"
-    if metadata.contains(CURRENT_DEFAULT):
-        ddl += " DEFAULT " + str(metadata.getString(CURRENT_DEFAULT))
-    if metadata.contains(GENERATION_EXPRESSION):
-        ddl += f" GENERATED ALWAYS AS ({metadata.getString(GENERATION_EXPRESSION)})"
-    comment = _comment(field)
-    if comment is not None:
-        ddl += f" COMMENT '{_escape(spark, comment)}'"
-    return ddl
-
-
 def _lines(items: list[str]) -> str:
     return "(\n  " + ",\n  ".join(items) + ")\n"
 
 
-def create_statement(spark: SparkSession, table: DeltaTableInfo) -> str:
-    """The CREATE TABLE statement of a Delta table, formatted as Spark's ShowCreateTableExec."""
-    props = table_properties(table)
-    # A path table is named delta.`/path` (Spark would print spark_catalog.delta.`/path`) so
-    # that the statement runs again.
-    name = f"delta.`{table.target.path}`" if table.is_path else resolved_name(spark, table)
-    out = f"CREATE TABLE {name} "
-    out += _lines([_column_ddl(spark, f) for f in jvm_schema(spark, table.snapshot).fields()])
-    out += "USING delta\n"
+def create_statement(name: str, snapshot: Snapshot, props: dict[str, str]) -> str:
+    """The CREATE TABLE statement of the Delta table `name` (as printed), formatted as Spark's
+    ShowCreateTableExec; `props` are its DeltaTableV2 properties (`delta_properties`)."""
+    import json
+
+    from pyspark.sql.types import StructType as SparkStructType
+
+    fields = SparkStructType.fromJson(json.loads(snapshot.metadata.schema_string)).fields
+    out = f"CREATE TABLE {name} " + _lines([column_ddl(f) for f in fields]) + "USING delta\n"
     options = sorted((k[len(OPTION_PREFIX):], v) for k, v in props.items() if k.startswith(OPTION_PREFIX))
     if options:
-        out += "OPTIONS " + _lines([f"'{_escape(spark, k)}' = '{_escape(spark, v)}'" for k, v in options])
-    partition_columns = table.snapshot.metadata.partition_columns
+        out += "OPTIONS " + _lines([f"'{escape_single_quoted(k)}' = '{escape_single_quoted(v)}'" for k, v in options])
+    partition_columns = snapshot.metadata.partition_columns
     if partition_columns:
-        out += "PARTITIONED BY (" + ", ".join(quote_if_needed(spark, c) for c in partition_columns) + ")\n"
+        out += "PARTITIONED BY (" + ", ".join(quote_if_needed(c) for c in partition_columns) + ")\n"
     if "comment" in props:
-        out += f"COMMENT '{_escape(spark, props['comment'])}'\n"
+        out += f"COMMENT '{escape_single_quoted(props['comment'])}'\n"
     if props.get("is_managed_location", "false").lower() != "true":
-        out += f"LOCATION '{_escape(spark, props['location'])}'\n"
+        out += f"LOCATION '{escape_single_quoted(props['location'])}'\n"
     shown = [(k, v) for k, v in user_properties(props) if not k.startswith(OPTION_PREFIX)]
     if shown:
-        out += "TBLPROPERTIES " + _lines([f"'{_escape(spark, k)}' = '{_escape(spark, v)}'" for k, v in shown])
+        out += "TBLPROPERTIES " + _lines(
+            [f"'{escape_single_quoted(k)}' = '{escape_single_quoted(v)}'" for k, v in shown])
     return out
 
 
@@ -423,7 +397,10 @@ def show_create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     if plan.asSerde():
         raise DeltaAnalysisError(
             f"SHOW CREATE TABLE AS SERDE is not supported for v2 tables: {table.v2_name()} is a Delta table.")
-    return spark.createDataFrame([(create_statement(spark, table),)], CREATE_SCHEMA)
+    # A path table is named delta.`/path` (Spark would print spark_catalog.delta.`/path`) so
+    # that the statement runs again.
+    name = f"delta.`{table.target.path}`" if table.is_path else resolved_name(spark, table)
+    return spark.createDataFrame([(create_statement(name, table.snapshot, table_properties(table)),)], CREATE_SCHEMA)
 
 
 # ---- statements Delta tables do not support -----------------------------------------------
