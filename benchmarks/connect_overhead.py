@@ -42,8 +42,9 @@ def _workloads(spark, work: Path, rows: int) -> dict[str, tuple[float, object]]:
 
     data = spark.range(0, rows, 1, 40).selectExpr("id", "id % 100 AS k", "CAST(rand(7) * 1000 AS INT) AS v")
     timed("write", lambda: data.write.format("delta").save(path))
-    table = spark.read.format("delta").load(path)
-    timed("full scan", lambda: table.agg(F.count("*"), F.sum("v")).collect()[0][0])
+    # The read is timed with its query: a classic session lists the files when the read is made,
+    # a Connect server when the query runs.
+    timed("full scan", lambda: spark.read.format("delta").load(path).agg(F.count("*"), F.sum("v")).collect()[0][0])
     timed("selective scan", lambda: spark.read.format("delta").load(path).filter(F.col("id") < rows // 100).count())
     dt = DeltaTable.forPath(spark, path)
     timed("delete 1%", lambda: (dt.delete(F.col("id") % 100 == 7), dt.toDF().count())[1])
