@@ -12,7 +12,6 @@ __all__ = ["quote_identifier", "quote_if_needed", "quote_path", "split_identifie
 _PLAIN_PART = re.compile(r"[a-zA-Z0-9_]+")
 
 
-
 def quote_if_needed(part: str) -> str:
     """Spark's QuotingUtils.quoteIfNeeded, as Spark prints names: `a b` in backticks (inner
     backticks doubled), names of letters, digits and underscores (not all digits) as they are."""

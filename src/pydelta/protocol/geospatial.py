@@ -49,6 +49,8 @@ PREVIEW_FEATURE = "geospatial-dev"
 MIXED_SRID = -1  # Spark's SRID of GEOMETRY(ANY) / GEOGRAPHY(ANY)
 # Spark's column-default metadata keys (ResolveDefaultColumns).
 _DEFAULT_KEYS = ("CURRENT_DEFAULT", "EXISTS_DEFAULT")
+
+
 def _paths(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], DataType]]:
     if is_geospatial(dt):
         yield prefix, dt

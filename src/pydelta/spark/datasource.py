@@ -33,13 +33,12 @@ class DeltaCatalogSource(DataSource):
         path = self.options.get("path")
         if path:
             from pydelta.log.snapshot import load_snapshot
-            from pydelta.protocol.internal_metadata import remove_internal_metadata
-            from pydelta.spark.read.scan import spark_schema
+            from pydelta.spark.read.scan import reader_schema
             from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 
             apply_storage_options(self.options, path)  # a stream's: this process has no Spark session
             snapshot = load_snapshot(path)
-            schema = spark_schema(remove_internal_metadata(snapshot.schema))
+            schema = reader_schema(snapshot.schema)
             if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
                 from pydelta.spark.streaming.source import StreamOptions
 
@@ -49,7 +48,7 @@ class DeltaCatalogSource(DataSource):
 
                     tracked = SchemaTrackingLog(opts.schema_tracking, snapshot.metadata.id, opts.tracking_id).latest()
                     if tracked is not None:
-                        schema = spark_schema(remove_internal_metadata(tracked.schema))
+                        schema = reader_schema(tracked.schema)
             if _change_feed(self.options):
                 from pyspark.sql.types import LongType, StringType, TimestampType
 

@@ -350,9 +350,8 @@ class DeltaTableApi(DeltaTableOperations):
 
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
                properties: dict[str, str] | None) -> DeltaTableApi:
-        from pydelta.protocol.internal_metadata import remove_internal_metadata
         from pydelta.spark.catalog import default_location, delta_table_location, registered_while_created
-        from pydelta.spark.read.scan import spark_schema
+        from pydelta.spark.read.scan import reader_schema
         from pydelta.spark.transactions import engine_info
         from pydelta.txn.clone import clone_table
 
@@ -360,8 +359,7 @@ class DeltaTableApi(DeltaTableOperations):
         existing = None if is_path else delta_table_location(self._spark, target)
         location = target if is_path else (existing or default_location(self._spark, target))
         new_name = None if is_path or existing is not None else target
-        schema = spark_schema(remove_internal_metadata(source.schema))
-        with registered_while_created(self._spark, new_name, location, schema):
+        with registered_while_created(self._spark, new_name, location, reader_schema(source.schema)):
             clone_table(source, location, shallow=shallow, replace_existing=replace, properties=properties,
                         engine_info=engine_info(self._spark))
         return type(self)(self._spark, location)

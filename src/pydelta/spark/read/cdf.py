@@ -27,7 +27,7 @@ from pydelta.log.changes import (
 )
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
-from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, spark_file_uri, spark_schema
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, reader_schema, spark_file_uri
 from pydelta.spark._typing import SparkSession
 
 _VERSION = "__pydelta_cdf_version"
@@ -40,9 +40,7 @@ def cdf_schema(schema: StructType) -> Any:
     """The Spark schema of a change feed: the table's columns, then the three CDF columns."""
     from pyspark.sql.types import LongType, StringType, TimestampType
 
-    from pydelta.protocol.internal_metadata import remove_internal_metadata
-
-    out = spark_schema(remove_internal_metadata(schema))  # as reads show it (read.build_dataframe)
+    out = reader_schema(schema)  # as reads show it (read.build_dataframe)
     return out.add(CHANGE_TYPE, StringType()).add(COMMIT_VERSION, LongType()).add(COMMIT_TIMESTAMP, TimestampType())
 
 

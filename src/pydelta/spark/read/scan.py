@@ -60,6 +60,12 @@ def spark_schema(schema: StructType) -> Any:
     return SparkStructType.fromJson(json.loads(schema.to_json()))
 
 
+def reader_schema(schema: StructType) -> Any:
+    """The Spark schema readers see: field metadata as delta-spark exposes it (comments,
+    defaults), without Delta's internal keys (`remove_internal_metadata`)."""
+    return spark_schema(remove_internal_metadata(schema))
+
+
 def build_dataframe(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
     row_ids: bool = False, row_tracking_metadata: bool = False, read_options: Mapping[str, str] | None = None,
@@ -94,7 +100,7 @@ def build_dataframe(
     schema = snapshot.schema
     if extra_fields:
         schema = StructType(tuple(schema.fields) + tuple(extra_fields))
-    logical = spark_schema(remove_internal_metadata(schema))
+    logical = reader_schema(schema)
     if files.num_rows == 0:
         if with_file:
             logical = logical.add(StructField(FILE_COL, StringType())).add(StructField(ROW_COL, LongType()))
@@ -135,8 +141,9 @@ def build_dataframe(
     file_metadata = split and user_read
     if split:
         clean = dvs.is_null()
-        clean_paths = [p for p, c in zip(paths, clean.to_pylist()) if c]
-        dv_paths = [p for p, c in zip(paths, clean.to_pylist()) if not c]
+        is_clean = clean.to_pylist()
+        clean_paths = [p for p, c in zip(paths, is_clean) if c]
+        dv_paths = [p for p, c in zip(paths, is_clean) if not c]
         df = scan(files.filter(clean), clean_paths, file_metadata=file_metadata).union(
             scan(files.filter(pc.invert(clean)), dv_paths, file_metadata=file_metadata, dv=True))
     else:

@@ -42,12 +42,10 @@ def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
     from pydelta.spark.transactions import engine_info
     from pydelta.txn.clone import clone_table
 
-    from pydelta.protocol.internal_metadata import remove_internal_metadata
     from pydelta.spark.catalog import registered_while_created
-    from pydelta.spark.read.scan import spark_schema
+    from pydelta.spark.read.scan import reader_schema
 
-    schema = spark_schema(remove_internal_metadata(source.schema))
-    with registered_while_created(spark, None if existing else name, location, schema):
+    with registered_while_created(spark, None if existing else name, location, reader_schema(source.schema)):
         clone = clone_table(source, location, shallow=stmt.shallow, replace_existing=existing,
                             properties=dict(stmt.properties), source_name=stmt.source.display(),
                             engine_info=engine_info(spark))

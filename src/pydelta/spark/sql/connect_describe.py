@@ -22,6 +22,7 @@ from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark._typing import SparkSession
 from pydelta.spark.conf import conf_bool
+from pydelta.spark.sql.column_ddl import RAW_TYPE
 from pydelta.spark.sql.describe import (
     COLUMNS_SCHEMA,
     CREATE_SCHEMA,
@@ -41,7 +42,6 @@ from pydelta.spark.sql.describe import (
 from pydelta.spark.sql.jplan import NOT_DELTA
 from pydelta.spark.sql.tokens import Token, dotted_name_end
 
-_RAW_TYPE = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata key for a char/varchar column's type
 # What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
 _NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY", "PROCEDURE", "HISTORY", "DETAIL"}
 
@@ -224,7 +224,7 @@ def _columns(snapshot: Snapshot, raw_types: bool = False) -> list[ColumnInfo]:
     from pyspark.sql.types import StructType
 
     fields = StructType.fromJson(json.loads(snapshot.metadata.schema_string)).fields
-    return [ColumnInfo(f.name, (raw_types and f.metadata.get(_RAW_TYPE)) or f.dataType.simpleString(),
+    return [ColumnInfo(f.name, (raw_types and f.metadata.get(RAW_TYPE)) or f.dataType.simpleString(),
                        f.metadata.get("comment"), f.metadata.get(CURRENT_DEFAULT_KEY)) for f in fields]
 
 
