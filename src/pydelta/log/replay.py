@@ -22,9 +22,9 @@ from pydelta.errors import MissingMetadataError, MissingProtocolError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat
 from pydelta.log.checkpoint_reader import read_checkpoint
 from pydelta.log.commits import CommitActions, parse_actions  # noqa: F401  (parse_actions re-exported)
-from pydelta.log.json_actions import parse_commit
+from pydelta.log.json_actions import CommitBytes, parse_commit
 from pydelta.log.segment import LogSegment
-from pydelta.log.storage import Storage, to_local_path
+from pydelta.log.storage import LocalStorage, Storage, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 
@@ -367,11 +367,18 @@ def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:
             continue
         comp = compactions.get(version)
         if comp is not None:
-            out.append(parse_commit(storage.read(comp.file.path), comp.end, comp.file.path))
+            out.append(parse_commit(_read_commit(storage, comp.file.path), comp.end, comp.file.path))
             skip_until = comp.end
             continue
-        out.append(parse_commit(storage.read(info.path), version, info.path))
+        out.append(parse_commit(_read_commit(storage, info.path), version, info.path))
     return out
+
+
+def _read_commit(storage: Storage, path: str) -> CommitBytes:
+    """A commit file's bytes; a large local one memory-mapped, as `parse_commit` only reads it."""
+    if isinstance(storage, LocalStorage):
+        return storage.read_mapped(path)
+    return storage.read(path)
 
 
 def apply_commits(
