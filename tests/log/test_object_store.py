@@ -35,16 +35,20 @@ SCHEMA = json.dumps({"type": "struct", "fields": [
 
 @pytest.fixture(scope="module")
 def s3():
-    """A moto S3 server on loopback and the options pydelta / deltalake need to reach it."""
-    import logging
+    """A moto S3 server on loopback and the options pydelta / deltalake need to reach it.
 
-    from moto.server import ThreadedMotoServer
+    moto's own ThreadedMotoServer decides `If-None-Match: *` in two steps, so two racing commits
+    of one version could both win (tests/s3a/moto_server.py): this one serializes them, as S3 does.
+    """
+    import logging
+    import threading
+
+    from tests.s3a.moto_server import make_atomic_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = make_atomic_server()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_port}"
     import boto3
 
     boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
@@ -52,7 +56,7 @@ def s3():
     options = {"aws_endpoint": endpoint, "aws_access_key_id": "test", "aws_secret_access_key": "test",
                "aws_region": "us-east-1", "allow_http": "true"}
     yield options
-    server.stop()
+    server.shutdown()
 
 
 def _root() -> str:

@@ -29,14 +29,18 @@ def atomic_conditional_writes(app: Callable[..., Iterable[bytes]]) -> Callable[.
     return guarded
 
 
-def main() -> None:
+def make_atomic_server() -> Any:
+    """moto's threaded werkzeug server on 127.0.0.1 (a port it picks), conditional writes serialized."""
     from werkzeug.serving import make_server
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
     app = DomainDispatcherApplication(create_backend_app)
-    server = make_server("127.0.0.1", 0, atomic_conditional_writes(app), threaded=True,
-                         request_handler=MotoRequestHandler)
+    return make_server("127.0.0.1", 0, atomic_conditional_writes(app), threaded=True, request_handler=MotoRequestHandler)
+
+
+def main() -> None:
+    server = make_atomic_server()
     print(f"Running on http://127.0.0.1:{server.server_port}", file=sys.stderr, flush=True)
     server.serve_forever()
 
