@@ -152,7 +152,10 @@ class LocalStorage:
             if os.name == "nt" or size == 0 or size < MAPPED_FROM_BYTES:
                 return f.read()
             flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-            return mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+            try:
+                return mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+            except OSError:  # a file system that cannot map files (some FUSE mounts)
+                return f.read()
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         target = to_local_path(path)
