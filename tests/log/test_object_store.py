@@ -57,6 +57,7 @@ def s3():
                "aws_region": "us-east-1", "allow_http": "true"}
     yield options
     server.shutdown()
+    server.server_close()  # shutdown() only stops serving; this closes the listening socket
 
 
 def _root() -> str:
