@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -20,12 +21,15 @@ import pydelta
 from pydelta.errors import (
     CatalogManagedOperationBlockedError,
     CatalogManagedTableError,
+    CommitOwnerError,
     CommitOwnerMismatchError,
     CommitOwnerUnavailableError,
     InvalidTableError,
+    VersionNotFoundError,
 )
 from pydelta.log.catalog_maintenance import grant_maintenance
 from pydelta.log.cleanup import cleanup_expired_logs
+from pydelta.log.history import history
 from pydelta.log.commit_owners import CommitOwnerClient, owner_of, register_commit_owner
 from pydelta.log.commit_owners.registry import CATALOG_KEY
 from pydelta.log.commit_owners.sqlite_owner import SqliteCommitOwner
@@ -94,6 +98,8 @@ def test_readers_see_ratified_commits_and_nothing_unratified(catalog_table: str,
     (_log(root) / f"{2:020d}.json").write_text(body)
     snap = pydelta.load_snapshot(root)
     assert snap.version == 1 and rows_of(root) == [(1, "a", "v1")]
+    with pytest.raises(VersionNotFoundError, match="not ratified by its catalog"):
+        pydelta.load_snapshot(root, version=2)  # time travel does not reach it either
     (_log(root) / f"{2:020d}.json").unlink()
     # A ratified commit that nobody published yet is part of the table.
     with monkeypatch.context() as m:
@@ -106,8 +112,17 @@ def test_readers_see_ratified_commits_and_nothing_unratified(catalog_table: str,
     assert pydelta.load_snapshot(root).version == 2 and committed_versions(root) == [0, 1, 2]  # a reader published
 
 
-def test_kill_9_between_ratification_and_publish(catalog_table: str) -> None:
-    root = catalog_table
+@pytest.fixture(params=[(o, k) for o in OWNERS for k in ("catalogManaged", "catalogManaged-inline")],
+                ids=lambda p: f"{p[0]}-{'inline' if p[1].endswith('inline') else 'staged'}")
+def staged_or_inline_table(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    root = str(tmp_path / "t")
+    owner, kind = request.param
+    create_table(root, configuration=owner_conf(owner, tmp_path, kind))
+    return root
+
+
+def test_kill_9_between_ratification_and_publish(staged_or_inline_table: str) -> None:
+    root = staged_or_inline_table
     append(root, _row(1))
     worker = spawn("die-before-publish", root)
     out, err = worker.communicate(timeout=120)
@@ -118,6 +133,95 @@ def test_kill_9_between_ratification_and_publish(catalog_table: str) -> None:
     assert snap.version == 2 and ids[0] in {r[0] for r in rows_of(root)}
     assert committed_versions(root) == [0, 1, 2]  # and the reader published it, as any client may
     assert append(root, _row(3)) == 3
+
+
+def test_inline_commits_live_in_the_catalog_until_published(staged_or_inline_table: str, monkeypatch) -> None:
+    root = staged_or_inline_table
+    inline = "inlineCommitBytes" in pydelta.load_snapshot(root).configuration["io.pydelta.catalog.conf"]
+    with monkeypatch.context() as m:
+        m.setattr(CommitOwnerClient, "backfill_to_version", lambda self, *a, **k: -1)  # nobody publishes
+        assert append(root, _row(1)) == 1
+        snap = pydelta.load_snapshot(root)
+        assert snap.version == 1 and rows_of(root) == [(1, "a", "v1")]  # read from the catalog's answer
+    owner = owner_of(snap.metadata, snap.protocol)
+    (held,) = owner.get_commits(snap.metadata.id, 0).commits
+    staged = _log(root) / "_staged_commits" / held.file_name
+    assert staged.exists() != inline and (held.content is not None) == inline  # one place or the other
+    body = held.content if inline else staged.read_bytes()
+    assert json.loads(body.splitlines()[0])["commitInfo"]["txnId"]
+    assert committed_versions(root) == [0]
+    assert pydelta.load_snapshot(root).version == 1  # this reader publishes ...
+    assert (_log(root) / f"{1:020d}.json").read_bytes() == body  # ... exactly the ratified bytes
+    assert owner.get_commits(snap.metadata.id, 0).commits == []  # and the catalog forgets it
+    assert [c.content is not None for c in owner.ratified_commits(snap.metadata.id)] == [inline]
+    assert append(root, _row(2)) == 2 and rows_of(root) == [(1, "a", "v1"), (2, "a", "v2")]
+
+
+def test_the_catalogs_commit_wins_over_a_published_file(staged_or_inline_table: str, monkeypatch) -> None:
+    """PROTOCOL.md: for a version the catalog returns, readers use the catalog's commit and
+    ignore a published `<v>.json`; one written past the catalog is never taken as published."""
+    root = staged_or_inline_table
+    append(root, _row(1))
+    with monkeypatch.context() as m:
+        m.setattr(CommitOwnerClient, "backfill_to_version", lambda self, *a, **k: -1)
+        assert append(root, _row(2)) == 2
+    rogue = write_data_file(root, _row(99))  # a writer that bypasses the catalog takes <2>.json
+    info = {"commitInfo": {"inCommitTimestamp": int(time.time() * 1000) + 10, "operation": "WRITE"}}
+    (_log(root) / f"{2:020d}.json").write_text("\n".join(json.dumps(a) for a in (info, rogue)) + "\n")
+    snap = pydelta.load_snapshot(root)
+    assert snap.version == 2 and rows_of(root) == [(1, "a", "v1"), (2, "a", "v2")]
+    assert next(e for e in history(snap) if e.version == 2).commit_info.get("txnId")  # ours, not the rogue's
+    as_of_2 = pydelta.load_snapshot(root, version=2).files().column("path").to_pylist()
+    assert len(as_of_2) == 2 and rogue["add"]["path"] not in as_of_2  # time travel too
+    owner = owner_of(snap.metadata, snap.protocol)
+    with pytest.raises(CommitOwnerError, match="differs from the ratified commit of version 2"):
+        owner.backfill_to_version(snap.storage, root, snap.metadata.id)
+    assert [c.version for c in owner.get_commits(snap.metadata.id, 0).commits] == [2]  # still held
+    assert append(root, _row(3)) == 3 and rows_of(root)[-1] == (3, "a", "v3")
+    assert 99 not in {r[0] for r in rows_of(root)}
+
+
+def test_a_published_commit_the_catalog_still_holds_is_let_go(staged_or_inline_table: str, monkeypatch) -> None:
+    """A publisher that died after copying the commit, before telling the catalog: the published
+    file holds the ratified bytes, readers take it as it is and let the catalog forget it."""
+    root = staged_or_inline_table
+    append(root, _row(1))
+    with monkeypatch.context() as m:
+        m.setattr(CommitOwnerClient, "_mark_backfilled", lambda self, *a, **k: None)
+        assert append(root, _row(2)) == 2
+    assert committed_versions(root) == [0, 1, 2]
+    snap = pydelta.load_snapshot(root)
+    owner = owner_of(snap.metadata, snap.protocol)
+    assert owner.get_commits(snap.metadata.id, 0).commits == []  # the reader above let versions 1 and 2 go
+    assert rows_of(root) == [(1, "a", "v1"), (2, "a", "v2")]
+
+
+def test_inline_commit_bytes_is_checked(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    conf = {CATALOG_KEY: "sqlite", "io.pydelta.catalog.conf": json.dumps(
+        {"path": str(tmp_path / "c.sqlite3"), "inlineCommitBytes": "lots"})}
+    with pytest.raises(CommitOwnerError, match="inlineCommitBytes must be a byte count"):
+        create_table(root, configuration=conf)
+    assert not (Path(root) / "_delta_log").exists() or committed_versions(root) == []
+
+
+def test_a_catalog_database_made_before_inline_commits_gains_its_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:  # the commits table as pydelta made it before inline commits
+        conn.execute("CREATE TABLE commits (table_id TEXT NOT NULL, version INTEGER NOT NULL, file_name TEXT NOT NULL, "
+                     "size INTEGER NOT NULL, modification_time INTEGER NOT NULL, commit_timestamp INTEGER NOT NULL, "
+                     "backfilled INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (table_id, version))")
+        conn.execute("INSERT INTO commits VALUES ('t0', 1, 'f.json', 10, 1, 1, 0)")
+    owner = SqliteCommitOwner(str(path))
+    try:
+        assert [(c.version, c.content) for c in owner.ratified_commits("t0")] == [(1, None)]
+    finally:
+        owner.close()
+    root = str(tmp_path / "t")
+    create_table(root, configuration={CATALOG_KEY: "sqlite", "io.pydelta.catalog.conf": json.dumps(
+        {"path": str(path), "inlineCommitBytes": "100000"})})
+    assert append(root, _row(1)) == 1 and rows_of(root) == [(1, "a", "v1")]
+    assert not (_log(root) / "_staged_commits").exists() or not any((_log(root) / "_staged_commits").iterdir())
 
 
 def test_an_unreachable_catalog_is_a_clear_error_and_commits_nothing(tmp_path: Path) -> None:

@@ -129,8 +129,8 @@ class _MemoryOwner(CommitOwnerClient):
         cs = [c for c, done in self.commits.get(table_id, []) if not done and start <= c.version <= (end or 1 << 60)]
         return GetCommitsResponse(cs, self.latest.get(table_id, -1))
 
-    def _mark_backfilled(self, table_id: str, version: int) -> None:
-        self.commits[table_id] = [(c, done or c.version <= version) for c, done in self.commits.get(table_id, [])]
+    def _mark_backfilled(self, table_id: str, first: int, last: int) -> None:
+        self.commits[table_id] = [(c, done or first <= c.version <= last) for c, done in self.commits.get(table_id, [])]
 
     def ratified_commits(self, table_id: str) -> list[Commit]:
         return [c for c, _ in self.commits.get(table_id, [])]

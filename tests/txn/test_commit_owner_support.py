@@ -43,7 +43,8 @@ def postgres_unreachable_reason() -> str | None:
 
 def owner_conf(owner: str, tmp_path: Path, kind: str = "managedCommit") -> dict[str, str]:
     """Table properties turning managed commits on with `owner` (sqlite: a db file in tmp_path);
-    with kind "catalogManaged", making the table catalog-managed by that store instead."""
+    with kind "catalogManaged", making the table catalog-managed by that store instead
+    ("catalogManaged-inline": one whose commits are inline commits)."""
     if owner == "postgres":
         reason = postgres_unreachable_reason()
         if reason:
@@ -53,7 +54,9 @@ def owner_conf(owner: str, tmp_path: Path, kind: str = "managedCommit") -> dict[
         conf = {"dsn": PG_DSN}
     else:
         conf = {"path": str(tmp_path / "owner.sqlite3")}
-    if kind == "catalogManaged":
+    if kind == "catalogManaged-inline":  # commits go to the catalog itself (inline commits)
+        conf["inlineCommitBytes"] = str(1 << 20)
+    if kind.startswith("catalogManaged"):
         return {CATALOG_KEY: owner, CATALOG_CONF_KEY: json.dumps(conf, sort_keys=True)}
     return {COMMIT_OWNER_KEY: owner, COMMIT_OWNER_CONF_KEY: json.dumps(conf, sort_keys=True)}
 

@@ -1,21 +1,34 @@
 # Run by tests/witness/test_catalog_managed_witness.py in a delta-spark process (run_delta_spark):
-# delta-spark reads a pydelta catalog-managed table through pydelta's SQLite catalog.
-# args: table path, the catalog's SQLite file, the table id. `spark`, `canon`, `result` come
-# from _server.py.
+# delta-spark reads pydelta catalog-managed tables through pydelta's SQLite catalog.
+# args: (table path, the catalog's SQLite file, the table id) per table. `spark`, `canon`,
+# `result` come from _server.py.
 #
 # delta-spark 4.4 refuses path access to catalog-managed tables unless a catalog-owned commit
 # coordinator is registered for spark_catalog, which it consults only in test mode
 # (spark.testing). The coordinator here answers getCommits from the catalog's own database
-# (read with sqlite3, not through pydelta), as a catalog server would.
+# (read with sqlite3, not through pydelta), as a catalog server would. delta-spark's client API
+# takes every ratified commit as a staged file (it refuses one anywhere else): an inline commit
+# (content held by the catalog) is handed over as the staged file the catalog recorded its name
+# for, written from the catalog's content, as a catalog client serving delta-spark would have to.
+import os
 import sqlite3
 
 from pyspark.java_gateway import ensure_callback_server_started
 
-path, db_path, table_id = args  # noqa: F821 - given by _server.py
 jvm = spark._jvm  # noqa: F821
 jvm.java.lang.System.setProperty("spark.testing", "true")
 ensure_callback_server_started(spark.sparkContext._gateway)  # noqa: F821
+tables = {}  # the table's log path -> (catalog file, table id)
+for i in range(0, len(args), 3):  # noqa: F821 - given by _server.py
+    path, db_path, table_id = args[i:i + 3]  # noqa: F821
+    tables[os.path.realpath(os.path.join(path, "_delta_log"))] = (db_path, table_id)
 calls = []
+inline_served = []
+
+
+def _status(path):
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return p.getFileSystem(spark._jsc.hadoopConfiguration()).getFileStatus(p)  # noqa: F821
 
 
 class CatalogClient:
@@ -28,17 +41,24 @@ class CatalogClient:
         raise RuntimeError("the witness only reads")
 
     def getCommits(self, table_desc, start, end):
+        log_path = str(table_desc.getLogPath().toUri().getPath())
+        db_path, table_id = tables[os.path.realpath(log_path)]
         calls.append([start, end])
         with sqlite3.connect(db_path) as db:
             latest = db.execute("SELECT latest_version FROM owned_tables WHERE table_id = ?", (table_id,)).fetchone()[0]
-            rows = db.execute("SELECT version, file_name FROM commits WHERE table_id = ? AND NOT backfilled "
+            rows = db.execute("SELECT version, file_name, content FROM commits WHERE table_id = ? AND NOT backfilled "
                               "AND version >= ? ORDER BY version", (table_id, start or 0)).fetchall()
         commits = jvm.java.util.ArrayList()
-        for version, name in rows:
+        for version, name, content in rows:
             if end is not None and version > end:
                 continue
-            staged = jvm.org.apache.hadoop.fs.Path(f"{table_desc.getLogPath()}/_staged_commits/{name}")
-            status = staged.getFileSystem(spark._jsc.hadoopConfiguration()).getFileStatus(staged)  # noqa: F821
+            staged = f"{log_path}/_staged_commits/{name}"
+            if content is not None:
+                os.makedirs(os.path.dirname(staged), exist_ok=True)
+                with open(staged, "wb") as f:
+                    f.write(content)
+                inline_served.append(version)
+            status = _status(f"file://{staged}")
             commits.add(jvm.io.delta.storage.commit.Commit(version, status, status.getModificationTime()))
         return jvm.io.delta.storage.commit.GetCommitsResponse(commits, latest)
 
@@ -71,12 +91,18 @@ class Builder:
 
 jvm.org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorProvider.registerBuilder(
     "spark_catalog", Builder())
-df = spark.read.format("delta").load(path)  # noqa: F821
-detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]  # noqa: F821
-history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()  # noqa: F821
-result = {  # noqa: F841 - read by _server.py
-    "rows": canon.rows(df.collect()),  # noqa: F821
-    "features": sorted(detail.tableFeatures),
-    "versions": sorted(r.version for r in history),
-    "asked_catalog": bool(calls),
-}
+result = []  # noqa: F841 - read by _server.py
+for i in range(0, len(args), 3):  # noqa: F821
+    path = args[i]  # noqa: F821
+    calls.clear()
+    inline_served.clear()
+    df = spark.read.format("delta").load(path)  # noqa: F821
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]  # noqa: F821
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()  # noqa: F821
+    result.append({
+        "rows": canon.rows(df.collect()),  # noqa: F821
+        "features": sorted(detail.tableFeatures),
+        "versions": sorted(r.version for r in history),
+        "asked_catalog": bool(calls),
+        "inline_served": sorted(set(inline_served)),
+    })

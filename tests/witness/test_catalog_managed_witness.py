@@ -1,8 +1,10 @@
-"""delta-spark (the reference) reads a pydelta catalog-managed table through pydelta's catalog.
+"""delta-spark (the reference) reads pydelta catalog-managed tables through pydelta's catalog.
 
-The table's commits go through pydelta's SQLite catalog; one ratified commit is left
-unpublished on purpose. delta-spark, given a commit coordinator that answers from the
-catalog's database, must see every ratified version (the unpublished one too) and the same rows."""
+Two tables, one whose commits are staged files and one whose commits are inline commits (held
+by the catalog until published), both through pydelta's SQLite catalog; one ratified commit of
+each is left unpublished on purpose. delta-spark, given a commit coordinator that answers from
+the catalog's database, must see every ratified version (the unpublished one too) and the same
+rows, and read the commits pydelta published from the catalog's content as ordinary Delta files."""
 
 from __future__ import annotations
 
@@ -22,23 +24,35 @@ HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.spark
 
 
-def test_delta_spark_reads_a_catalog_managed_table_with_an_unpublished_commit(tmp_path, monkeypatch):
-    root = str(tmp_path / "t")
-    conf = owner_conf("sqlite", tmp_path, "catalogManaged")
+def _table_with_an_unpublished_commit(root: str, conf: dict[str, str], monkeypatch) -> tuple[list[tuple], str]:
+    """Versions 1 and 2 published, version 3 ratified and left unpublished (as by a writer that
+    died): the table's rows and id."""
     create_table(root, configuration=conf)
     for i in range(1, 3):
         append(root, [{"id": i, "part": "a", "value": f"v{i}"}])
-    with monkeypatch.context() as m:  # ratified, then left unpublished (as by a writer that died)
+    with monkeypatch.context() as m:
         m.setattr(CommitOwnerClient, "backfill_to_version", lambda self, *a, **k: -1)
         append(root, [{"id": 3, "part": "b", "value": "v3"}])
         assert not (Path(root) / "_delta_log" / f"{3:020d}.json").exists()
-        ours = rows_of(root)
-        table_id = pydelta.load_snapshot(root).metadata.id
-        db = json.loads(conf["io.pydelta.catalog.conf"])["path"]
-        theirs = run_delta_spark(HERE / "_catalog_managed_reader.py", root, db, table_id)
-    assert theirs["asked_catalog"]
-    assert theirs["versions"] == [0, 1, 2, 3]  # the unpublished ratified version 3 included
-    assert {"catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"} <= set(theirs["features"])
-    assert sorted(tuple(r) for r in theirs["rows"]) == sorted(ours)
-    assert len(ours) == 3
+        return rows_of(root), pydelta.load_snapshot(root).metadata.id
 
+
+def test_delta_spark_reads_catalog_managed_tables_with_an_unpublished_commit(tmp_path, monkeypatch):
+    args, ours = [], []
+    for kind in ("catalogManaged", "catalogManaged-inline"):
+        (tmp_path / kind).mkdir()
+        root = str(tmp_path / kind / "t")
+        conf = owner_conf("sqlite", tmp_path / kind, kind)
+        rows, table_id = _table_with_an_unpublished_commit(root, conf, monkeypatch)
+        staged = Path(root) / "_delta_log" / "_staged_commits"
+        assert (kind == "catalogManaged") == (staged.exists() and any(staged.iterdir()))  # inline: no staged file
+        ours.append(rows)
+        args += [root, json.loads(conf["io.pydelta.catalog.conf"])["path"], table_id]
+    theirs = run_delta_spark(HERE / "_catalog_managed_reader.py", *args)
+    for kind, mine, seen in zip(("staged", "inline"), ours, theirs):
+        assert seen["asked_catalog"], kind
+        assert seen["versions"] == [0, 1, 2, 3], kind  # the unpublished ratified version 3 included
+        assert {"catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"} <= set(seen["features"]), kind
+        assert sorted(tuple(r) for r in seen["rows"]) == sorted(mine), kind
+        assert len(mine) == 3
+    assert theirs[0]["inline_served"] == [] and theirs[1]["inline_served"] == [3]  # versions 1, 2: published

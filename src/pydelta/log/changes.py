@@ -75,8 +75,7 @@ def read_versions(
     `Snapshot.unbackfilled_commits`), so the feed reaches the owner's latest version.
     """
     commits = list_log(storage, table_root, start).commits
-    for version, extra in (extra_commits or {}).items():
-        commits.setdefault(version, extra)
+    commits.update(extra_commits or {})  # the owner's copy of a version is authoritative (PROTOCOL.md)
     previous_ts: int | None = None
     for version in range(start, end + 1):
         info: FileInfo | None = commits.get(version)
@@ -87,7 +86,7 @@ def read_versions(
                 f"[DELTA_VERSION_NOT_FOUND] commit {version} of {table_root} is missing "
                 "(removed by log cleanup?): cannot read its changes"
             )
-        actions = parse_actions(storage.read(info.path), version, info.path)
+        actions = parse_actions(info.read(storage), version, info.path)
         ts = previous_ts = commit_timestamp(info, actions.in_commit_timestamp, previous_ts)
         yield VersionActions(version, ts, actions)
 

@@ -1,9 +1,13 @@
-"""A listed file, as every storage returns it."""
+"""A listed file, as every storage returns it, and a commit that has no file."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydelta.log.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -17,3 +21,21 @@ class FileInfo:
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    def read(self, storage: Storage) -> bytes:
+        """The file's bytes."""
+        return storage.read(self.path)
+
+
+@dataclass(frozen=True)
+class InlineCommit(FileInfo):
+    """A ratified commit whose content the catalog holds itself (PROTOCOL.md's inline commit).
+
+    No file exists until it is published: `path` is where a staged copy would be (it names the
+    version and the staging directory), and `read` gives the catalog's bytes.
+    """
+
+    content: bytes = b""
+
+    def read(self, storage: Storage) -> bytes:
+        return self.content

@@ -40,8 +40,7 @@ def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
     storage: Storage = snapshot.storage
     commits = list_log(storage, snapshot.table_root).commits
     extra = dict(snapshot.unbackfilled_commits)  # managed commits the owner ratified, not backfilled yet
-    for version, info in extra.items():
-        commits.setdefault(version, info)
+    commits.update(extra)  # the owner's copy of a version is authoritative (PROTOCOL.md)
     stamps = {
         c.version: c.timestamp
         for c in commit_timestamps(storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), extra)
@@ -51,6 +50,6 @@ def history(snapshot: Snapshot, limit: int | None = None) -> list[HistoryEntry]:
         versions = versions[:max(limit, 0)]
     out = []
     for v in versions:
-        commit_info = _commit_info(storage.read(commits[v].path))
+        commit_info = _commit_info(commits[v].read(storage))
         out.append(HistoryEntry(v, stamps.get(v, commits[v].modification_time), commit_info))
     return out

@@ -23,6 +23,7 @@ from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat
 from pydelta.log.checkpoint_reader import read_checkpoint
 from pydelta.log.commits import CommitActions, parse_actions  # noqa: F401  (parse_actions re-exported)
 from pydelta.log.json_actions import CommitBytes, parse_commit
+from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.segment import LogSegment
 from pydelta.log.storage import LocalStorage, Storage, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
@@ -367,18 +368,18 @@ def read_commits(storage: Storage, segment: LogSegment) -> list[CommitActions]:
             continue
         comp = compactions.get(version)
         if comp is not None:
-            out.append(parse_commit(_read_commit(storage, comp.file.path), comp.end, comp.file.path))
+            out.append(parse_commit(_read_commit(storage, comp.file), comp.end, comp.file.path))
             skip_until = comp.end
             continue
-        out.append(parse_commit(_read_commit(storage, info.path), version, info.path))
+        out.append(parse_commit(_read_commit(storage, info), version, info.path))
     return out
 
 
-def _read_commit(storage: Storage, path: str) -> CommitBytes:
-    """A commit file's bytes; a large local one memory-mapped, as `parse_commit` only reads it."""
-    if isinstance(storage, LocalStorage):
-        return storage.read_mapped(path)
-    return storage.read(path)
+def _read_commit(storage: Storage, info: FileInfo) -> CommitBytes:
+    """A commit's bytes; a large local file memory-mapped, as `parse_commit` only reads it."""
+    if isinstance(storage, LocalStorage) and not isinstance(info, InlineCommit):
+        return storage.read_mapped(info.path)
+    return info.read(storage)
 
 
 def apply_commits(

@@ -228,13 +228,34 @@ class Snapshot:
             return self
         from pydelta.log.commit_owners.reader import owner_commits
 
-        commits, latest = owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end)
+        listed_from = self.segment.commits[0][0] if self.segment.commits else self.version + 1
+        commits, latest = owner_commits(self.storage, self.table_root, self.metadata, self.protocol, self.version, end,
+                                        held_from=listed_from)
         if "catalogManaged" in features and self.version > latest:
             if latest < 0:
                 raise DeltaTableNotFoundError(
                     f"{self.table_root} is catalog-managed and its catalog has no ratified version of it")
-            return _snapshot_at(self.storage, self.table_root, latest)
-        return self.applying(commits)
+            return _snapshot_at(self.storage, self.table_root, latest).with_owner_commits(end)
+        held = dict((v, f) for v, f in commits if v <= self.version)
+        return self._reading_held(held).applying([(v, f) for v, f in commits if v > self.version])
+
+    def _reading_held(self, held: dict[int, FileInfo]) -> "Snapshot":
+        """This snapshot with the owner's copy of versions it read from published files.
+
+        The owner still holds a version it ratified until it hears that the version is
+        published; its copy is the authority (PROTOCOL.md). Published as ratified (the usual
+        case: a publisher died before telling the owner), nothing changes; a published file
+        that differs was written past the owner, and the snapshot is replayed from the owner's.
+        """
+        listed = dict(self.segment.commits)
+        differing = {v: f for v, f in held.items()
+                     if f.path != listed[v].path and f.read(self.storage) != listed[v].read(self.storage)}
+        if not differing:
+            return self
+        commits = [(v, differing.get(v, f)) for v, f in self.segment.commits]
+        segment = LogSegment(self.segment.log_dir, self.version, self.segment.checkpoint, commits,
+                             [c for c in self.segment.compactions if not any(c.start <= v <= c.end for v in differing)])
+        return Snapshot(self.table_root, self.storage, segment, _replay(self.storage, self.table_root, segment))
 
     @property
     def unbackfilled_commits(self) -> list[tuple[int, FileInfo]]:
@@ -322,9 +343,10 @@ def load_snapshot(
         if snapshot is None:
             raise
     else:
-        snapshot = Snapshot(root, storage, segment, _replay(storage, root, segment))
-        if version is None:
-            snapshot = snapshot.with_owner_commits()
+        snapshot = Snapshot(root, storage, segment, _replay(storage, root, segment)).with_owner_commits(end=version)
+        if version is not None and snapshot.version != version:  # published, but past what the catalog ratified
+            raise VersionNotFoundError(f"version {version} of {root} was not ratified by its catalog "
+                                       f"(its latest version is {snapshot.version})")
     if check_protocol:
         snapshot.protocol.check_readable()
     return snapshot

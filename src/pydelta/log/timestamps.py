@@ -46,15 +46,14 @@ def commit_timestamps(
     `extra_commits` are commits not in the listing (a managed table's un-backfilled ones).
     """
     commits = list_log(storage, table_root).commits
-    for version, info in (extra_commits or {}).items():
-        commits.setdefault(version, info)
+    commits.update(extra_commits or {})  # the owner's copy of a version is authoritative (PROTOCOL.md)
     out: list[CommitTimestamp] = []
     previous = None
     for version in sorted(commits):
         info = commits[version]
         ict = None
         if ict_enablement_version is not None and version >= ict_enablement_version:
-            ci = _first_commit_info(storage.read(info.path))
+            ci = _first_commit_info(info.read(storage))
             if ci is not None and ci.get("inCommitTimestamp") is not None:
                 ict = int(ci["inCommitTimestamp"])
         ts = commit_timestamp(info, ict, previous)

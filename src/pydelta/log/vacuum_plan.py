@@ -356,7 +356,7 @@ def lite_plan(snapshot: Snapshot, plan: VacuumPlan) -> VacuumPlan:
     for version in sorted(v for v in commits if v <= snapshot.version):
         if stamps.get(version, commits[version].modification_time) > plan.delete_before_ms:
             break
-        for line in storage.read(commits[version].path).splitlines():
+        for line in commits[version].read(storage).splitlines():
             action = json.loads(line) if line.strip() else {}
             for kind in ("add", "remove"):
                 if kind in action:

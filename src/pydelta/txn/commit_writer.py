@@ -206,7 +206,7 @@ class CommitWriter:
             target = self.commit_path(version)
             if not self.storage.exists(target):
                 try:
-                    self.storage.put_if_absent(target, self.storage.read(info.path))
+                    self.storage.put_if_absent(target, info.read(self.storage))
                 except FileAlreadyExistsError:
                     pass
 
@@ -217,8 +217,7 @@ class CommitWriter:
             from pydelta.log.commit_owners.reader import owner_commits
 
             md, proto = self.snapshot.metadata, self.snapshot.protocol
-            for v, info in owner_commits(self.storage, self.table_root, md, proto, version - 1)[0]:
-                listing.setdefault(v, info)
+            listing.update(owner_commits(self.storage, self.table_root, md, proto, version - 1)[0])
         return listing
 
     def rebase(self, prepared: PreparedCommit, attempt_version: int) -> tuple[bool, int] | None:
@@ -232,7 +231,7 @@ class CommitWriter:
         found = False
         while version in listing:
             info = listing[version]
-            winner = WinningCommit.read(self.storage, info.path, version, info.modification_time)
+            winner = WinningCommit.read(self.storage, info, version)
             if version == attempt_version and winner.txn_id == self.txn_id:
                 return (True, version)
             check_conflicts(prepared.conflict_info, winner)

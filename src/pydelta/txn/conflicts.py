@@ -32,6 +32,7 @@ from pydelta.txn import protocol_upgrade as pu
 
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
+    from pydelta.log.file_info import FileInfo
     from pydelta.log.storage import Storage
 
 DOCS_LINK = "https://docs.delta.io/latest/concurrency-control.html"
@@ -51,8 +52,8 @@ class WinningCommit:
     file_modification_time: int = 0
 
     @classmethod
-    def read(cls, storage: "Storage", path: str, version: int, modification_time: int = 0) -> "WinningCommit":
-        return cls(version, parse_actions(storage.read(path), version, path), modification_time)
+    def read(cls, storage: "Storage", info: "FileInfo", version: int) -> "WinningCommit":
+        return cls(version, parse_actions(info.read(storage), version, info.path), info.modification_time)
 
     @property
     def commit_info(self) -> dict[str, Any] | None:

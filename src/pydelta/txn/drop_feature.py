@@ -595,7 +595,7 @@ def _history_uses(snapshot: Snapshot, feature: Removable) -> bool:
     for version, info in sorted(listing.commits.items()):
         if version > snapshot.version:
             break
-        for line in snapshot.storage.read(info.path).splitlines():
+        for line in info.read(snapshot.storage).splitlines():
             if not line.strip():
                 continue
             action = json.loads(line)

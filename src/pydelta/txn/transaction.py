@@ -500,10 +500,9 @@ def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
     if any(v not in commits for v in wanted) and owner_spec(snapshot.metadata, snapshot.protocol) is not None:
         from pydelta.log.commit_owners.reader import owner_commits
 
-        for v, info in owner_commits(
+        commits.update(owner_commits(
             snapshot.storage, snapshot.table_root, snapshot.metadata, snapshot.protocol, snapshot.version, version
-        )[0]:
-            commits.setdefault(v, info)
+        )[0])
     missing = [v for v in wanted if v not in commits]
     if missing:
         raise FileNotFoundError(f"commits {missing} are not in the log")

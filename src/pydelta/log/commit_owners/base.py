@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from pydelta.errors import CommitOwnerError, CommitOwnerUnavailableError
+from pydelta.log.file_info import InlineCommit
 from pydelta.log.storage import FileAlreadyExistsError, FileInfo, Storage
 
 logger = logging.getLogger(__name__)
@@ -41,16 +42,21 @@ _UNBACKFILLED = re.compile(r"^(\d{20})\.([0-9a-fA-F-]{36})\.json$")
 
 @dataclass(frozen=True)
 class Commit:
-    """One ratified commit: its version and the un-backfilled file holding its actions."""
+    """One ratified commit: its version and the un-backfilled file holding its actions, or, for an
+    inline commit (PROTOCOL.md), the actions themselves as the catalog stores them."""
 
     version: int
-    file_name: str  # basename in _delta_log/_commits
+    file_name: str  # basename in _delta_log/_commits (an inline commit: the name a staged copy would have)
     size: int
-    modification_time: int  # ms, when the commit file was written
+    modification_time: int  # ms, when the commit file was written (or the inline commit proposed)
     commit_timestamp: int  # ms, the in-commit timestamp (or ratification time)
+    content: bytes | None = None  # an inline commit's bytes
 
     def file_info(self, log_dir: str, directory: str = COMMITS_DIR) -> FileInfo:
-        return FileInfo(os.path.join(log_dir, directory, self.file_name), self.size, self.modification_time)
+        path = os.path.join(log_dir, directory, self.file_name)
+        if self.content is not None:
+            return InlineCommit(path, self.size, self.modification_time, self.content)
+        return FileInfo(path, self.size, self.modification_time)
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,10 @@ class CommitOwnerClient(ABC):
 
     name: str = "?"
     commits_dir: str = COMMITS_DIR  # STAGED_COMMITS_DIR for a catalogManaged table's catalog
+    # Commits of at most this many bytes go to the catalog inline instead of to a staged file
+    # (catalogManaged only; a backend that can store content sets `stores_inline_commits`).
+    inline_commit_bytes: int = 0
+    stores_inline_commits: bool = False
 
     # ---- what a backend implements (one atomic operation each) -------------------------
     @abstractmethod
@@ -111,8 +121,8 @@ class CommitOwnerClient(ABC):
     def _unbackfilled(self, table_id: str, start: int, end: int | None) -> GetCommitsResponse: ...
 
     @abstractmethod
-    def _mark_backfilled(self, table_id: str, version: int) -> None:
-        """Forget (stop returning) commits <= version: they are in `_delta_log/` now."""
+    def _mark_backfilled(self, table_id: str, first: int, last: int) -> None:
+        """Forget (stop returning) commits first..last: they are in `_delta_log/` now."""
 
     @abstractmethod
     def ratified_commits(self, table_id: str) -> list[Commit]:
@@ -142,14 +152,19 @@ class CommitOwnerClient(ABC):
     ) -> Commit:
         """Write `payload` as an un-backfilled commit file and have the owner ratify it as `version`.
 
-        Raises CommitOwnerConflictError when another writer already has `version`. The
-        commit file of a refused attempt is deleted; after CommitOwnerUnavailableError it is
-        kept (the owner may have ratified it before the connection broke).
+        A payload of at most `inline_commit_bytes` goes to the owner itself (an inline commit:
+        no file is written before it is published). Raises CommitOwnerConflictError when
+        another writer already has `version`. The commit file of a refused attempt is deleted;
+        after CommitOwnerUnavailableError it is kept (the owner may have ratified it before the
+        connection broke).
         """
         name = f"{version:020d}.{uuid.uuid4()}.json"
         path = os.path.join(log_dir(table_root), self.commits_dir, name)
-        storage.put_if_absent(path, payload)
-        commit = Commit(version, name, len(payload), int(time.time() * 1000), int(commit_timestamp))
+        inline = len(payload) <= self.inline_commit_bytes
+        if not inline:
+            storage.put_if_absent(path, payload)
+        commit = Commit(version, name, len(payload), int(time.time() * 1000), int(commit_timestamp),
+                        payload if inline else None)
         try:
             self._ratify(table_id, commit, release)
         except CommitOwnerUnavailableError:
@@ -157,7 +172,8 @@ class CommitOwnerClient(ABC):
                 return commit  # the answer was lost, not the commit
             raise  # unknown or refused: keep the file (cleanup removes it if unratified)
         except CommitOwnerError:
-            storage.delete(path)  # refused for sure: nobody will ever point at this file
+            if not inline:
+                storage.delete(path)  # refused for sure: nobody will ever point at this file
             raise
         return commit
 
@@ -192,22 +208,38 @@ class CommitOwnerClient(ABC):
         else:
             commits = self._unbackfilled(table_id, 0, version).commits
         done = -1
-        for c in commits:
-            if version is not None and c.version > version:
-                break
-            src = c.file_info(log_dir(table_root), self.commits_dir).path
-            try:
-                data = storage.read(src)
-            except FileNotFoundError:
-                if storage.exists(backfilled_path(table_root, c.version)):
-                    done = c.version
-                    continue  # backfilled and cleaned up meanwhile
-                raise CommitOwnerError(f"ratified commit file {src} of version {c.version} is missing") from None
-            try:
-                storage.put_if_absent(backfilled_path(table_root, c.version), data)
-            except FileAlreadyExistsError:
-                pass  # another client backfilled it first
-            done = c.version
-        if done >= 0:
-            self._mark_backfilled(table_id, done)
+        try:
+            for c in commits:
+                if version is not None and c.version > version:
+                    break
+                info = c.file_info(log_dir(table_root), self.commits_dir)
+                try:
+                    data = info.read(storage)
+                except FileNotFoundError:
+                    if storage.exists(backfilled_path(table_root, c.version)):
+                        done = c.version
+                        continue  # backfilled and cleaned up meanwhile
+                    raise CommitOwnerError(f"ratified commit file {info.path} of version {c.version} is missing") from None
+                publish(storage, table_root, c.version, data)
+                done = c.version
+        finally:
+            if done >= 0:  # only what this call published: a version held below it may differ from its file
+                self._mark_backfilled(table_id, commits[0].version, done)
         return done
+
+
+def publish(storage: Storage, table_root: str, version: int, data: bytes) -> None:
+    """Put-if-absent of a ratified commit's bytes as `_delta_log/<version>.json`.
+
+    Another client may have published it first (the same bytes: done). A different file there
+    was written past the catalog or owner, which PROTOCOL.md forbids: it stays unpublished, so
+    readers go on reading the ratified copy, and the error names the file.
+    """
+    target = backfilled_path(table_root, version)
+    try:
+        storage.put_if_absent(target, data)
+    except FileAlreadyExistsError:
+        if storage.read(target) != data:
+            raise CommitOwnerError(
+                f"{target} differs from the ratified commit of version {version}: it was written without going "
+                "through the table's commit owner or catalog; readers use the ratified commit") from None

@@ -25,7 +25,10 @@ from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
 DSN_ENV = "PYDELTA_POSTGRES_DSN"
 _DDL_LOCK = 0x7079_6465_6C74_61  # advisory lock id for the one-time DDL ("pydelta")
 
-_SCHEMA = schema("pydelta_owned_tables", "pydelta_commits", "BIGINT", "BOOLEAN", "FALSE")
+_SCHEMA = [
+    *schema("pydelta_owned_tables", "pydelta_commits", "BIGINT", "BOOLEAN", "FALSE", "BYTEA"),
+    "ALTER TABLE pydelta_commits ADD COLUMN IF NOT EXISTS content BYTEA",  # a database made before inline commits
+]
 
 
 def _redacted(dsn: str) -> str:

@@ -29,6 +29,7 @@ def owner_commits(
     end: int | None = None,
     *,
     backfill: bool = True,
+    held_from: int | None = None,
 ) -> tuple[list[tuple[int, FileInfo]], int]:
     """(commits after version `after` (up to `end`) known only to the owner, ascending and
     contiguous; the owner's latest ratified version: -1 when it has none).
@@ -37,15 +38,18 @@ def owner_commits(
     tracks but reports as ratified (<= latestTableVersion) is looked up in a fresh listing.
     With `backfill`, the commits found are backfilled (any client may; a process that died
     between ratification and backfill is repaired by the next reader or writer).
+    `held_from`: also return, first, the commits from that version to `after` the owner still
+    holds; a caller that read those versions from `_delta_log/` must use the owner's copy
+    (PROTOCOL.md: the catalog's commit is authoritative over a published file).
     """
     owner = owner_of(metadata, protocol)
     if owner is None:
         return [], -1
-    response = owner.get_commits(metadata.id, after + 1, end)
-    tracked = {c.version: c.file_info(log_dir(table_root), owner.commits_dir)
-               for c in response.commits if c.version > after}
+    first = after + 1 if held_from is None else min(held_from, after + 1)
+    response = owner.get_commits(metadata.id, first, end)
+    tracked = {c.version: c.file_info(log_dir(table_root), owner.commits_dir) for c in response.commits}
     last = response.latest_table_version if end is None else min(end, response.latest_table_version)
-    out: list[tuple[int, FileInfo]] = []
+    out: list[tuple[int, FileInfo]] = [(v, f) for v, f in sorted(tracked.items()) if v <= after]
     listed: dict[int, FileInfo] | None = None
     for version in range(after + 1, last + 1):
         info = tracked.get(version)

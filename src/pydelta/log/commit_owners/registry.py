@@ -17,7 +17,12 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from pydelta.errors import CatalogManagedTableError, InvalidManagedCommitStateError, UnknownCommitOwnerError
+from pydelta.errors import (
+    CatalogManagedTableError,
+    CommitOwnerError,
+    InvalidManagedCommitStateError,
+    UnknownCommitOwnerError,
+)
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.log.commit_owners.base import (
     COMMIT_OWNER_CONF_KEY,
@@ -34,6 +39,9 @@ CATALOG_FEATURE = "catalogManaged"
 PREVIEW_CATALOG_FEATURE = "catalogOwned-preview"
 CATALOG_MANAGED = "catalogManaged"  # OwnerSpec.kind
 MANAGED_COMMIT = "managedCommit"
+# In `io.pydelta.catalog.conf`: commits of at most this many bytes are inline commits, whose
+# content the catalog stores until they are published (PROTOCOL.md); default 0: all staged.
+INLINE_COMMIT_BYTES_KEY = "inlineCommitBytes"
 
 Factory = Callable[[dict[str, str]], CommitOwnerClient]
 
@@ -96,8 +104,23 @@ def commit_owner(name: str, conf: dict[str, str] | None = None, kind: str = MANA
         client = factory(conf)
         if kind == CATALOG_MANAGED:
             client.commits_dir = STAGED_COMMITS_DIR
+            client.inline_commit_bytes = _inline_commit_bytes(name, conf, client)
         _CLIENTS[key] = client
         return client
+
+
+def _inline_commit_bytes(name: str, conf: dict[str, str], client: CommitOwnerClient) -> int:
+    raw = conf.get(INLINE_COMMIT_BYTES_KEY, "0")
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise CommitOwnerError(f"{CATALOG_CONF_KEY} {INLINE_COMMIT_BYTES_KEY} must be a byte count (0 or more), "
+                               f"got {raw!r}")
+    if limit and not client.stores_inline_commits:
+        raise CommitOwnerError(f"the {name!r} catalog cannot store inline commits ({INLINE_COMMIT_BYTES_KEY})")
+    return limit
 
 
 def owner_spec(metadata: Metadata | None, protocol: Protocol | None) -> OwnerSpec | None:

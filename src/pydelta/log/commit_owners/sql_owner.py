@@ -16,12 +16,13 @@ from pydelta.errors import CommitOwnerConflictError, CommitOwnerError
 from pydelta.log.commit_owners.base import Commit, CommitOwnerClient, GetCommitsResponse
 
 _NO_END = 2**62
-_COMMIT_COLUMNS = "version, file_name, size, modification_time, commit_timestamp"
+_COMMIT_COLUMNS = "version, file_name, size, modification_time, commit_timestamp, content"
 
 
-def schema(owned: str, commits: str, integer: str, boolean: str, false: str) -> list[str]:
+def schema(owned: str, commits: str, integer: str, boolean: str, false: str, blob: str) -> list[str]:
     """CREATE TABLE statements of the three tables, in the dialect's type names: owned tables,
-    ratified commits, and the maintenance operations granted on catalog-managed tables."""
+    ratified commits (`content`: an inline commit's bytes, else NULL), and the maintenance
+    operations granted on catalog-managed tables."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {owned} (
             table_id TEXT PRIMARY KEY,
@@ -37,6 +38,7 @@ def schema(owned: str, commits: str, integer: str, boolean: str, false: str) -> 
             modification_time {integer} NOT NULL,
             commit_timestamp {integer} NOT NULL,
             backfilled {boolean} NOT NULL DEFAULT {false},
+            content {blob},
             PRIMARY KEY (table_id, version)
         )""",
         f"""CREATE TABLE IF NOT EXISTS {grants_table(owned)} (
@@ -58,6 +60,7 @@ class SqlCommitOwner(CommitOwnerClient):
     owned_table: str
     commits_table: str
     placeholder: str  # "?" (sqlite3) or "%s" (psycopg)
+    stores_inline_commits = True
 
     @abstractmethod
     def _txn(self) -> AbstractContextManager[Any]:
@@ -111,9 +114,9 @@ class SqlCommitOwner(CommitOwnerClient):
                     f"is {row[0]}{' and it released the table' if row[1] else ''}",
                     int(row[0]),
                 )
-            conn.execute(self._sql(f"INSERT INTO {{commits}} (table_id, {_COMMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"),
+            conn.execute(self._sql(f"INSERT INTO {{commits}} (table_id, {_COMMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
                          (table_id, commit.version, commit.file_name, commit.size, commit.modification_time,
-                          commit.commit_timestamp))
+                          commit.commit_timestamp, commit.content))
 
     def _unbackfilled(self, table_id: str, start: int, end: int | None) -> GetCommitsResponse:
         with self._read_txn() as conn:
@@ -126,17 +129,24 @@ class SqlCommitOwner(CommitOwnerClient):
                 "WHERE table_id = ? AND NOT backfilled AND version >= ? AND version <= ? ORDER BY version"),
                 (table_id, start, end if end is not None else _NO_END),
             ).fetchall()
-        return GetCommitsResponse([Commit(*r) for r in rows], int(row[0]))
+        return GetCommitsResponse([_commit(r) for r in rows], int(row[0]))
 
-    def _mark_backfilled(self, table_id: str, version: int) -> None:
+    def _mark_backfilled(self, table_id: str, first: int, last: int) -> None:
         with self._txn() as conn:
             conn.execute(self._sql(
-                "UPDATE {commits} SET backfilled = TRUE WHERE table_id = ? AND version <= ? AND NOT backfilled"),
-                (table_id, version),
+                "UPDATE {commits} SET backfilled = TRUE "
+                "WHERE table_id = ? AND version >= ? AND version <= ? AND NOT backfilled"),
+                (table_id, first, last),
             )
 
     def ratified_commits(self, table_id: str) -> list[Commit]:
         with self._read_txn() as conn:
             rows = conn.execute(self._sql(f"SELECT {_COMMIT_COLUMNS} FROM {{commits}} WHERE table_id = ? ORDER BY version"),
                                 (table_id,)).fetchall()
-        return [Commit(*r) for r in rows]
+        return [_commit(r) for r in rows]
+
+
+def _commit(row: Any) -> Commit:
+    version, file_name, size, modification_time, commit_timestamp, content = row
+    return Commit(version, file_name, size, modification_time, commit_timestamp,
+                  None if content is None else bytes(content))  # psycopg gives a memoryview

@@ -22,7 +22,7 @@ from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
 PATH_ENV = "PYDELTA_SQLITE_COMMIT_OWNER"
 DEFAULT_PATH = os.path.join("~", ".pydelta", "commit-owner.sqlite3")
 
-_SCHEMA = ";\n".join(schema("owned_tables", "commits", "INTEGER", "INTEGER", "0")) + ";"
+_SCHEMA = ";\n".join(schema("owned_tables", "commits", "INTEGER", "INTEGER", "0", "BLOB")) + ";"
 
 
 class SqliteCommitOwner(SqlCommitOwner):
@@ -48,6 +48,7 @@ class SqliteCommitOwner(SqlCommitOwner):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.executescript(_SCHEMA)
+                _add_content_column(conn)
             except (sqlite3.Error, OSError) as e:
                 raise CommitOwnerUnavailableError(f"sqlite commit owner at {self.path} is unavailable: {e}") from e
             self._conn = conn
@@ -79,3 +80,14 @@ class SqliteCommitOwner(SqlCommitOwner):
 
     def _read_txn(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._txn(immediate=False)  # a deferred transaction reads one WAL snapshot
+
+
+def _add_content_column(conn: sqlite3.Connection) -> None:
+    """Give a file made before inline commits its `commits.content` column (two processes may race)."""
+    if "content" in {row[1] for row in conn.execute("PRAGMA table_info(commits)")}:
+        return
+    try:
+        conn.execute("ALTER TABLE commits ADD COLUMN content BLOB")
+    except sqlite3.OperationalError as e:
+        if "duplicate column" not in str(e):
+            raise

@@ -28,7 +28,7 @@ from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats
 from pydelta.log.commits import parse_actions
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
-from pydelta.log.file_info import FileInfo
+from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.storage import Storage
 from pydelta.spark._typing import DataFrame, SparkSession
 
@@ -205,6 +205,8 @@ def install(spark: SparkSession) -> None:
 
     def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
         limit = int(str(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES))))
+        if any(isinstance(info, InlineCommit) for _, info in segment.commits):
+            return None  # a commit only the catalog holds has no file for Spark tasks to read
         sidecars = _sidecars(storage, segment)
         if _log_bytes(segment, sidecars) < limit:
             return None
