@@ -153,7 +153,8 @@ def test_inline_commits_live_in_the_catalog_until_published(staged_or_inline_tab
     assert pydelta.load_snapshot(root).version == 1  # this reader publishes ...
     assert (_log(root) / f"{1:020d}.json").read_bytes() == body  # ... exactly the ratified bytes
     assert owner.get_commits(snap.metadata.id, 0).commits == []  # and the catalog forgets it
-    assert [c.content is not None for c in owner.ratified_commits(snap.metadata.id)] == [inline]
+    assert [c.content for c in owner.ratified_commits(snap.metadata.id)] == [None]  # published: no copy kept
+    assert staged.exists() != inline
     assert append(root, _row(2)) == 2 and rows_of(root) == [(1, "a", "v1"), (2, "a", "v2")]
 
 

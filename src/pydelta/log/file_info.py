@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from pydelta.log.storage import Storage
+
+class Readable(Protocol):
+    """What reading a listed file needs of a storage (every `Storage` is one)."""
+
+    def read(self, path: str) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class FileInfo:
     def name(self) -> str:
         return os.path.basename(self.path)
 
-    def read(self, storage: Storage) -> bytes:
+    def read(self, storage: Readable) -> bytes:
         """The file's bytes."""
         return storage.read(self.path)
 
@@ -37,5 +40,5 @@ class InlineCommit(FileInfo):
 
     content: bytes = b""
 
-    def read(self, storage: Storage) -> bytes:
+    def read(self, storage: Readable) -> bytes:
         return self.content

@@ -122,7 +122,7 @@ class CommitOwnerClient(ABC):
 
     @abstractmethod
     def _mark_backfilled(self, table_id: str, first: int, last: int) -> None:
-        """Forget (stop returning) commits first..last: they are in `_delta_log/` now."""
+        """Forget (stop returning, and drop the content of) commits first..last: they are in `_delta_log/` now."""
 
     @abstractmethod
     def ratified_commits(self, table_id: str) -> list[Commit]:

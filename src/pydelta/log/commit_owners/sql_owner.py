@@ -134,7 +134,7 @@ class SqlCommitOwner(CommitOwnerClient):
     def _mark_backfilled(self, table_id: str, first: int, last: int) -> None:
         with self._txn() as conn:
             conn.execute(self._sql(
-                "UPDATE {commits} SET backfilled = TRUE "
+                "UPDATE {commits} SET backfilled = TRUE, content = NULL "  # published: the file holds it now
                 "WHERE table_id = ? AND version >= ? AND version <= ? AND NOT backfilled"),
                 (table_id, first, last),
             )
