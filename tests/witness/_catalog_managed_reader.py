@@ -1,12 +1,12 @@
 # Run by tests/witness/test_catalog_managed_witness.py in a delta-spark process (run_delta_spark):
-# delta-spark reads pydelta catalog-managed tables through pydelta's SQLite catalog.
-# args: (table path, the catalog's SQLite file, the table id) per table. `spark`, `canon`,
-# `result` come from _server.py.
+# delta-spark reads pydelta catalog-managed tables through pydelta's SQLite or PostgreSQL catalog.
+# args: (table path, "sqlite" or "postgres", the catalog's SQLite file or DSN, the table id) per
+# table. `spark`, `canon`, `result` come from _server.py.
 #
 # delta-spark 4.4 refuses path access to catalog-managed tables unless a catalog-owned commit
 # coordinator is registered for spark_catalog, which it consults only in test mode
 # (spark.testing). The coordinator here answers getCommits from the catalog's own database
-# (read with sqlite3, not through pydelta), as a catalog server would. delta-spark's client API
+# (read with sqlite3 or psycopg, not through pydelta), as a catalog server would. delta-spark's client API
 # takes every ratified commit as a staged file (it refuses one anywhere else): an inline commit
 # (content held by the catalog) is handed over as the staged file the catalog recorded its name
 # for, written from the catalog's content, as a catalog client serving delta-spark would have to.
@@ -18,12 +18,28 @@ from pyspark.java_gateway import ensure_callback_server_started
 jvm = spark._jvm  # noqa: F821
 jvm.java.lang.System.setProperty("spark.testing", "true")
 ensure_callback_server_started(spark.sparkContext._gateway)  # noqa: F821
-tables = {}  # the table's log path -> (catalog file, table id)
-for i in range(0, len(args), 3):  # noqa: F821 - given by _server.py
-    path, db_path, table_id = args[i:i + 3]  # noqa: F821
-    tables[os.path.realpath(os.path.join(path, "_delta_log"))] = (db_path, table_id)
+tables = {}  # the table's log path -> (catalog kind, its file or DSN, table id)
+for i in range(0, len(args), 4):  # noqa: F821 - given by _server.py
+    path, kind, where, table_id = args[i:i + 4]  # noqa: F821
+    tables[os.path.realpath(os.path.join(path, "_delta_log"))] = (kind, where, table_id)
 calls = []
 inline_served = []
+
+
+def _catalog_state(kind, where, table_id, start):
+    """(latest ratified version, [(version, staged file name, inline content or None)] held)."""
+    if kind == "sqlite":
+        connect, prefix, mark = sqlite3.connect, "", "?"
+    else:
+        import psycopg
+
+        connect, prefix, mark = psycopg.connect, "pydelta_", "%s"
+    with connect(where) as db:
+        latest = db.execute(f"SELECT latest_version FROM {prefix}owned_tables WHERE table_id = {mark}",
+                            (table_id,)).fetchone()[0]
+        rows = db.execute(f"SELECT version, file_name, content FROM {prefix}commits WHERE table_id = {mark} "
+                          f"AND NOT backfilled AND version >= {mark} ORDER BY version", (table_id, start)).fetchall()
+    return latest, [(v, name, None if content is None else bytes(content)) for v, name, content in rows]
 
 
 def _status(path):
@@ -42,12 +58,9 @@ class CatalogClient:
 
     def getCommits(self, table_desc, start, end):
         log_path = str(table_desc.getLogPath().toUri().getPath())
-        db_path, table_id = tables[os.path.realpath(log_path)]
+        kind, where, table_id = tables[os.path.realpath(log_path)]
         calls.append([start, end])
-        with sqlite3.connect(db_path) as db:
-            latest = db.execute("SELECT latest_version FROM owned_tables WHERE table_id = ?", (table_id,)).fetchone()[0]
-            rows = db.execute("SELECT version, file_name, content FROM commits WHERE table_id = ? AND NOT backfilled "
-                              "AND version >= ? ORDER BY version", (table_id, start or 0)).fetchall()
+        latest, rows = _catalog_state(kind, where, table_id, start or 0)
         commits = jvm.java.util.ArrayList()
         for version, name, content in rows:
             if end is not None and version > end:
@@ -92,7 +105,7 @@ class Builder:
 jvm.org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorProvider.registerBuilder(
     "spark_catalog", Builder())
 result = []  # noqa: F841 - read by _server.py
-for i in range(0, len(args), 3):  # noqa: F821
+for i in range(0, len(args), 4):  # noqa: F821
     path = args[i]  # noqa: F821
     calls.clear()
     inline_served.clear()

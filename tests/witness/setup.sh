@@ -4,7 +4,7 @@
 #   jars: delta-spark and its runtime dependencies, copied with Maven into
 #         $PYDELTA_WITNESS_CACHE (default ~/.cache/pydelta/jars/delta-spark-<version>)
 #   venv: $PYDELTA_WITNESS_VENV (default ~/.cache/pydelta/witness-venv) with the
-#         pyspark that delta-spark supports (delta-spark 4.4.x is built for Spark 4.2).
+#         pyspark that delta-spark supports (delta-spark 4.4.x is built for Spark 4.2), and psycopg.
 # Prints the two paths (jars=..., python=...) on its last lines.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,6 +38,10 @@ if [ ! -e "$venv_stamp" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$PYSPARK_SPEC" >&2
   "$VENV/bin/python" -c "import pyspark; print('setup.sh: witness pyspark', pyspark.__version__)" >&2
   touch "$venv_stamp"
+fi
+# psycopg: the catalog-managed witness's commit coordinator reads pydelta's PostgreSQL catalog.
+if ! "$VENV/bin/python" -c "import psycopg" 2>/dev/null; then
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "psycopg[binary]>=3.1,<4" >&2
 fi
 echo "jars=$JARS"
 echo "python=$VENV/bin/python"

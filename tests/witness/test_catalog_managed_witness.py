@@ -1,8 +1,7 @@
 """delta-spark (the reference) reads pydelta catalog-managed tables through pydelta's catalog.
 
-Two tables, one whose commits are staged files and one whose commits are inline commits (held
-by the catalog until published), both through pydelta's SQLite catalog; one ratified commit of
-each is left unpublished on purpose. delta-spark, given a commit coordinator that answers from
+Three tables: commits staged as files (SQLite catalog), inline commits held by the catalog until
+published (SQLite, and PostgreSQL); one ratified commit of each is left unpublished on purpose. delta-spark, given a commit coordinator that answers from
 the catalog's database, must see every ratified version (the unpublished one too) and the same
 rows, and read the commits pydelta published from the catalog's content as ordinary Delta files."""
 
@@ -39,20 +38,24 @@ def _table_with_an_unpublished_commit(root: str, conf: dict[str, str], monkeypat
 
 def test_delta_spark_reads_catalog_managed_tables_with_an_unpublished_commit(tmp_path, monkeypatch):
     args, ours = [], []
-    for kind in ("catalogManaged", "catalogManaged-inline"):
-        (tmp_path / kind).mkdir()
-        root = str(tmp_path / kind / "t")
-        conf = owner_conf("sqlite", tmp_path / kind, kind)
+    cases = (("sqlite", "catalogManaged"), ("sqlite", "catalogManaged-inline"), ("postgres", "catalogManaged-inline"))
+    for owner, kind in cases:
+        here = tmp_path / f"{owner}-{kind}"
+        here.mkdir()
+        root = str(here / "t")
+        conf = owner_conf(owner, here, kind)
         rows, table_id = _table_with_an_unpublished_commit(root, conf, monkeypatch)
         staged = Path(root) / "_delta_log" / "_staged_commits"
         assert (kind == "catalogManaged") == (staged.exists() and any(staged.iterdir()))  # inline: no staged file
         ours.append(rows)
-        args += [root, json.loads(conf["io.pydelta.catalog.conf"])["path"], table_id]
+        where = json.loads(conf["io.pydelta.catalog.conf"])
+        args += [root, owner, where.get("path") or where["dsn"], table_id]
     theirs = run_delta_spark(HERE / "_catalog_managed_reader.py", *args)
-    for kind, mine, seen in zip(("staged", "inline"), ours, theirs):
+    assert len(theirs) == len(cases)
+    for kind, mine, seen in zip(cases, ours, theirs):
         assert seen["asked_catalog"], kind
         assert seen["versions"] == [0, 1, 2, 3], kind  # the unpublished ratified version 3 included
         assert {"catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"} <= set(seen["features"]), kind
         assert sorted(tuple(r) for r in seen["rows"]) == sorted(mine), kind
         assert len(mine) == 3
-    assert theirs[0]["inline_served"] == [] and theirs[1]["inline_served"] == [3]  # versions 1, 2: published
+    assert [seen["inline_served"] for seen in theirs] == [[], [3], [3]]  # versions 1, 2: published
