@@ -105,12 +105,30 @@ def expected_tables(report: dict) -> dict[str, list]:
             "copy": report["stream"]["copy"]}
 
 
+def _deltalake_uri(server: S3Server, path: str) -> str:
+    """The s3:// URL deltalake opens for the table at the decoded s3a path `path`.
+
+    deltalake 1.6 decodes a location once too often (the key `lit%20` is looked up as `lit `),
+    so a table under such a key is read from a byte-for-byte copy under a plain prefix: its log
+    holds relative paths only."""
+    from urllib.parse import quote
+
+    bucket, _, key = path.split("://", 1)[1].partition("/")
+    if "%" not in key:
+        return f"s3://{bucket}/{quote(key)}"
+    client = server.client()
+    plain = f"deltalake-copy/{abs(hash(key))}"
+    for k in server.keys(bucket, key + "/"):
+        client.copy_object(Bucket=bucket, Key=plain + k[len(key):], CopySource={"Bucket": bucket, "Key": k})
+    return f"s3://{bucket}/{plain}"
+
+
 def deltalake_reads(report: dict, server: S3Server, root: str) -> None:
     """deltalake (delta-rs) through its DataFusion reader, which applies deletion vectors."""
     from deltalake import DeltaTable, QueryBuilder
 
     for name, rows in expected_tables(report).items():
-        table = DeltaTable(f"{root}/{name}", storage_options=server.storage_options())
+        table = DeltaTable(_deltalake_uri(server, f"{root}/{name}"), storage_options=server.storage_options())
         assert table.version() == report["versions_latest"][name], name
         batches = pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all())
         got = sorted(list(r.values()) for r in batches.to_pylist())

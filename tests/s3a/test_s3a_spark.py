@@ -26,7 +26,7 @@ BUCKET = "pydelta-s3a-workload"
 def workload(s3_server, s3a_jars):
     """The workload's report, and where its tables are."""
     s3_server.create_bucket(BUCKET)
-    prefix = f"local-{uuid.uuid4().hex[:8]}"
+    prefix = f"local {uuid.uuid4().hex[:8]} %zz #h +p lit%20"  # a prefix URIs escape: each key is its name
     root = f"s3a://{BUCKET}/{prefix}"
     report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars)
     print(f"\ns3a workload: {report['seconds']}s, steps {report['steps']}")

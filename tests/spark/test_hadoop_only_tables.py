@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
+from urllib.parse import unquote
 
 import deltalake
 import pyarrow as pa
@@ -115,3 +117,31 @@ def test_stream_into_a_table_at_a_hadoop_uri(spark, mounted, tmp_path):
     # Hadoop FileSystem: refused with a clear message.
     with pytest.raises(Exception, match="Hadoop FileSystem"):
         spark.readStream.format("delta").load(uri).writeStream.format("console").start().stop()
+
+
+def test_a_table_at_an_odd_path_under_a_hadoop_uri(spark, mounted):
+    """The table's directory has every character URIs escape: the driver hands Hadoop names, once."""
+    from tests.spark.test_odd_paths import ALL, _deltalake_rows
+
+    uri, local = mounted
+    uri, local = f"{uri}/{ALL}/t", os.path.join(local, ALL, "t")
+    data = spark.range(0, 40, numPartitions=2).selectExpr("id", "CAST(id % 3 AS STRING) AS part")
+    data.write.format("delta").partitionBy("part").option("delta.enableDeletionVectors", "true").save(uri)
+    table = DeltaTable.forPath(spark, uri)
+    table.delete("id = 3")
+    table.update("id = 4", {"part": "'u'"})
+    expected = sorted([(i, str(i % 3)) for i in range(40) if i not in (3, 4)] + [(4, "u")])
+    assert _rows(spark.read.format("delta").load(uri)) == expected
+    assert _rows(spark.read.format("delta").load(uri).where("part = 'u'")) == [(4, "u")]
+    table.optimize().executeCompaction()
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        table.vacuum(0)
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert _rows(spark.read.format("delta").load(uri)) == expected
+    assert _deltalake_rows(Path(local), "id", "part") == expected
+    on_disk = {os.path.relpath(os.path.join(d, f), local) for d, _, fs in os.walk(local) for f in fs
+               if f.endswith(".parquet") and "_delta_log" not in d}
+    live = {unquote(p) for p in pydelta.load_snapshot(local).files().column("path").to_pylist()}
+    assert on_disk == live

@@ -535,15 +535,34 @@ def to_uri_path(path: str) -> str:
     return "".join(out)
 
 
+def _has_scheme(path: str) -> bool:
+    """Whether a decoded path is a remote URI (`s3a://b/k`), not a local path."""
+    scheme, sep, _ = path.partition("://")
+    # RFC 3986 scheme characters: s3a://, abfss://, o3fs:// have digits (one letter is a drive).
+    return bool(sep) and len(scheme) > 1 and scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme)
+
+
 def file_uri(local_path: str) -> str:
     """The URI Spark reports (`_metadata.file_path`) for an absolute local path (a `file:` URI)
     or for a decoded remote URI (`hdfs://nn/t/a b.parquet` -> `hdfs://nn/t/a%20b.parquet`)."""
-    scheme, sep, rest = local_path.partition("://")
-    # RFC 3986 scheme characters: s3a://, abfss://, o3fs:// have digits (one letter is a drive).
-    if sep and len(scheme) > 1 and scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme):
+    if _has_scheme(local_path):
+        scheme, _, rest = local_path.partition("://")
         authority, slash, path = rest.partition("/")
         return f"{scheme}://{authority}" + (to_uri_path("/" + path) if slash else "")
     return "file:" + to_uri_path(local_path)
+
+
+def hadoop_path(local_path: str) -> str:
+    """The string Spark's readers take for a decoded absolute path (local or remote).
+
+    Spark turns each path it is given into a Hadoop ``Path(String)``, which takes the string as
+    the file's *name* (it escapes `%`, `#`, `?` and spaces itself) and resolves a path without a
+    scheme against the default file system. So this is the decoded path, never a URI (a `%20`
+    in it would name a file called `%20`), with `file:` before a local path so that a cluster
+    whose default file system is HDFS still reads the local table. Data files and the base path
+    of one scan must both be in this form, or Spark finds the files outside the base path.
+    """
+    return local_path if _has_scheme(local_path) or local_path.startswith("file:") else "file:" + local_path
 
 
 def from_uri_path(path: str) -> str:

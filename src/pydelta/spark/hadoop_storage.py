@@ -642,10 +642,13 @@ class HadoopDataFiles:
         self.storage._fs(jpath).delete(jpath, recursive)
 
 
-def _uri_path(uri: str) -> str:
-    from urllib.parse import urlparse
-
-    return urlparse(uri).path
+def _uri_path(path: str) -> str:
+    """The path part of a Hadoop path string (`s3a://b/x #1/y` -> `/x #1/y`). Hadoop prints paths
+    decoded, so a `#` or `?` in them is part of a name, never a fragment or query: no URL parser."""
+    scheme, sep, rest = path.partition("://")
+    if sep:
+        return "/" + rest.partition("/")[2]
+    return path[len("file:"):] if path.startswith("file:") else path
 
 
 # Object-store schemes whose data Spark reads and writes through a Hadoop connector jar that

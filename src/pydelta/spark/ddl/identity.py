@@ -85,14 +85,14 @@ def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[Id
 
 def _read_back(spark: SparkSession, table_root: str, adds: list[dict], column: str, largest: bool) -> int | None:
     """The column's max (min) read from the written files, when their stats do not have it."""
-    import os
-    import urllib.parse
-
     from pyspark.sql import functions as F
 
-    paths = [os.path.join(table_root, urllib.parse.unquote(a["path"])) for a in adds]
+    from pydelta.log.replay import canonical_path
+    from pydelta.spark.read.parquet_files import read_parquet_files
+
+    paths = [canonical_path(a["path"], table_root) for a in adds]
     agg = F.max(column) if largest else F.min(column)
-    row = spark.read.parquet(*paths).agg(agg).first()
+    row = read_parquet_files(spark, None, paths).agg(agg).first()
     if row is None:
         raise AssertionError("an aggregate without grouping returns one row")
     value = row[0]

@@ -31,6 +31,7 @@ from pydelta.log.segment import LogSegment
 from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.storage import Storage
 from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.read.parquet_files import reader_paths
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
 DEFAULT_MIN_BYTES = 4 << 30
@@ -45,6 +46,12 @@ _REMOVE = (f"STRUCT<path: STRING, deletionTimestamp: BIGINT, dataChange: BOOLEAN
            f"deletionVector: {_DV}, baseRowId: BIGINT, defaultRowCommitVersion: BIGINT>")
 # The small actions are kept as raw JSON text (only their presence matters to Spark).
 _SMALL = ("protocol", "metaData", "txn", "domainMetadata", "commitInfo")
+
+
+def _read_json(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Log files in JSON read with the commit schema, each path naming exactly one file."""
+    strings, glob = reader_paths(paths)
+    return spark.read.schema(_commit_schema()).option("__globPaths__", glob).json(strings)
 
 
 def _commit_schema() -> str:
@@ -65,7 +72,7 @@ def replay_segment_on_spark(spark: SparkSession, storage: Storage, table_root: s
         sidecars = _sidecars(storage, segment)
     frames = _checkpoint_frames(spark, segment, sidecars) if segment.checkpoint is not None else []
     if segment.commits:
-        commits = spark.read.schema(_commit_schema()).json([info.path for _, info in segment.commits])
+        commits = _read_json(spark, [info.path for _, info in segment.commits])
         version = F.regexp_extract(F.input_file_name(), r"(\d{20})\.[^/]*json$", 1).cast("long")
         frames.append(commits.select(version.alias("version"), "add", "remove", *_SMALL))
     actions = frames[0]
@@ -116,10 +123,11 @@ def _checkpoint_frames(spark: SparkSession, segment: LogSegment, sidecars: list[
     no_commit_info = F.lit(None).cast("string").alias("commitInfo")
     frames = []
     if parquet:
-        frames.append(spark.read.schema(_checkpoint_schema()).parquet(*parquet)
+        strings, glob = reader_paths(parquet)
+        frames.append(spark.read.schema(_checkpoint_schema()).option("__globPaths__", glob).parquet(*strings)
                       .select(version, "add", "remove", *[F.to_json(F.col(n)).alias(n) for n in small], no_commit_info))
     if text:
-        frames.append(spark.read.schema(_commit_schema()).json(text)
+        frames.append(_read_json(spark, text)
                       .select(version, "add", "remove", *small, no_commit_info))
     return frames
 
