@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pydelta-installed
 
-.PHONY: setup demo lint typecheck docs test test-connect test-slow test-all test-fast test-versions test-witness witness s3a test-s3a bench bench-vs-delta-spark bench-snapshot-vs-deltalake bench-plans bench-connect java clean
+.PHONY: setup demo dist lint typecheck docs test test-connect test-slow test-all test-fast test-versions test-witness witness s3a test-s3a bench bench-vs-delta-spark bench-snapshot-vs-deltalake bench-plans bench-connect java clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,11 @@ java:
 
 demo: setup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pydelta.demo
+
+# The sdist and the wheel of the distribution pydelta-spark, into dist/ (tests/test_wheel.py installs
+# the wheel into a fresh venv).
+dist: setup
+	$(PY) -m build --outdir dist .
 
 # The default suite leaves out the tests marked slow (multi-process, crash);
 # .ci/run runs them too with `make test-slow`.

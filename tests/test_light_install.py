@@ -1,4 +1,4 @@
-"""The light install: `pip install pydelta` without extras runs the log core with no pyspark.
+"""The light install: `pip install pydelta-spark` without extras runs the log core with no pyspark.
 
 A fresh venv gets pydelta from this checkout with no extras; in it the CLI reads a table,
 transactions create and append to one, and the Spark API and object stores say which extra
@@ -62,8 +62,8 @@ def test_log_core_and_cli_work_without_pyspark(light_venv: Path, tmp_path: Path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert [tuple(r) for r in result["rows"]] == [(1, "a", "x"), (2, "a", "y")]
-    assert "pip install 'pydelta[spark]'" in result["spark_error"]
-    assert "pip install 'pydelta[object-store]'" in result["s3_error"]
+    assert "pip install 'pydelta-spark[spark]'" in result["spark_error"]
+    assert "pip install 'pydelta-spark[object-store]'" in result["s3_error"]
 
     cli = Path(light_venv).parent / "pydelta"
     described = subprocess.run([str(cli), "describe", root, "--json"], capture_output=True, text=True,

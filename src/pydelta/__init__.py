@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from pydelta.log.storage import Storage
     from pydelta.spark._typing import DataFrame, SparkSession
 
-__all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "enable", "load_snapshot", "remote_session",
-           "write"]
+__all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "configure_spark_with_delta_pip", "enable",
+           "load_snapshot", "remote_session", "write"]
 
 
 def load_snapshot(path: str, version: int | None = None, timestamp: object | None = None,
@@ -64,6 +64,10 @@ def enable(spark: SparkSession) -> SparkSession:
 
     After it, `format("delta")` reads and writes, Delta SQL and `DeltaTable` work on the
     session. Calling it again does nothing more. `DeltaTable` enables its session itself.
+
+    A session built for delta-spark (`spark.sql.catalog.spark_catalog` set to delta-spark's
+    `DeltaCatalog`) is taken over: pydelta unsets that catalog, which without delta-spark's jars
+    fails every statement, and says so in one `DeltaSparkConfWarning`.
 
     Args:
         spark: A classic SparkSession, or a Spark Connect one (`SparkSession.builder.remote(...)`):
@@ -119,8 +123,8 @@ def remote_session(url: str | None = None, app_name: str = "pydelta") -> SparkSe
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add pydelta's settings to a SparkSession builder, before the session exists.
 
-    It also checks that Java is there for Spark. Call `enable` on the built session too
-    (or use `DeltaTable`, which does) so that its Delta hooks are in place.
+    It also checks that Java is there for Spark. The builder's `getOrCreate()` then returns
+    a session with pydelta enabled (see `enable`).
 
     Args:
         builder: `SparkSession.builder`, possibly already configured.
@@ -133,12 +137,48 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         import pydelta
         from pyspark.sql import SparkSession
 
-        spark = pydelta.enable(pydelta.configure_spark(SparkSession.builder.appName("etl")).getOrCreate())
+        spark = pydelta.configure_spark(SparkSession.builder.appName("etl")).getOrCreate()
         ```
     """
     from pydelta.spark.session import configure_spark as _configure
 
     return _configure(builder)
+
+
+def configure_spark_with_delta_pip(spark_session_builder: SparkSession.Builder,
+                                   extra_packages: list[str] | None = None) -> SparkSession.Builder:
+    """delta-spark's `configure_spark_with_delta_pip`, for programs moving to pydelta.
+
+    delta-spark's version adds its jars to `spark.jars.packages`; pydelta needs none, so this one
+    takes delta-spark's settings off the builder instead: its session extension
+    (`spark.sql.extensions`), its session catalog (`spark.sql.catalog.spark_catalog`) and any
+    `io.delta:*` jars in `spark.jars.packages`, with one `DeltaSparkConfWarning` saying what it
+    removed. Then it adds pydelta's settings (`configure_spark`), so `getOrCreate()` returns a
+    session with pydelta enabled.
+
+    Args:
+        spark_session_builder: `SparkSession.builder`, as the program configured it for delta-spark.
+        extra_packages: Maven coordinates to add to `spark.jars.packages` (as delta-spark's
+            version takes them: connectors such as `org.apache.hadoop:hadoop-aws:3.4.1`).
+
+    Returns:
+        The builder.
+
+    Example:
+        ```python
+        from pydelta import configure_spark_with_delta_pip  # was: from delta import ...
+        from pyspark.sql import SparkSession
+
+        builder = (SparkSession.builder.appName("app")
+                   .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                   .config("spark.sql.catalog.spark_catalog",
+                           "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+        spark = configure_spark_with_delta_pip(builder).getOrCreate()
+        ```
+    """
+    from pydelta.spark.session import configure_spark_with_delta_pip as _configure
+
+    return _configure(spark_session_builder, extra_packages)
 
 
 def write(

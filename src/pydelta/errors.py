@@ -279,3 +279,8 @@ class JavaNotFoundError(DeltaError):
 
 class CatalogLockedError(DeltaError):
     """Another process holds the embedded Derby metastore of the catalog directory."""
+
+
+class DeltaSparkConfWarning(UserWarning):
+    """A session or builder named delta-spark's classes or jars, and pydelta changed that conf
+    (`pydelta.enable`, `pydelta.configure_spark_with_delta_pip`): the message says what."""

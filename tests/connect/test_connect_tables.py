@@ -297,3 +297,15 @@ def test_filters_skip_through_joins_of_joins(spark, tmp_path):
     outer = plain.join(ta.join(tb, "k"), "k").filter(tb.w >= 80)
     assert (outer._pydelta_join.right.left.files.num_rows, outer._pydelta_join.right.right.files.num_rows) == (10, 1)
     assert outer.count() == 20
+
+
+def test_metadata_of_a_version_without_files_over_connect(spark, tmp_path):
+    path = str(tmp_path / "empty")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta")
+    df = spark.read.format("delta").load(path).select("id", "_metadata.file_path", "_metadata.row_index")
+    assert df.collect() == [] and df.columns == ["id", "file_path", "row_index"]
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1)")
+    (row,) = spark.sql(f"SELECT id, _metadata.file_path AS f FROM delta.`{path}` WHERE id = 1").collect()
+    assert row.f.startswith("file:") and row.f.endswith(".parquet")
+    spark.sql(f"DELETE FROM delta.`{path}`")
+    assert spark.sql(f"SELECT _metadata.file_path FROM delta.`{path}`").collect() == []

@@ -126,3 +126,24 @@ def test_metadata_in_sql_queries(spark, tmp_path):
         assert named == len(files)
     finally:
         spark.sql("DROP TABLE meta_sql_t")
+
+
+@pytest.mark.parametrize("row_tracking", [False, True], ids=["plain", "row_tracking"])
+def test_metadata_of_a_version_without_files(spark, tmp_path, row_tracking):
+    """A table just created, and one whose rows were all deleted: `_metadata.*` resolves to no rows,
+    as on delta-spark, through the reader, SQL and time travel."""
+    path = str(tmp_path / "empty")
+    props = "TBLPROPERTIES ('delta.enableRowTracking' = 'true')" if row_tracking else ""
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta {props}")
+    fields = ["_metadata.file_path", "_metadata.file_name", "_metadata.row_index"]
+    if row_tracking:
+        fields += ["_metadata.row_id", "_metadata.row_commit_version"]
+    df = spark.read.format("delta").load(path).select("id", *fields)
+    assert df.collect() == [] and df.columns == ["id"] + [f.split(".")[1] for f in fields]
+    assert spark.read.format("delta").load(path).columns == ["id", "v"]  # still hidden from *
+    assert spark.sql(f"SELECT {', '.join(fields)} FROM delta.`{path}`").collect() == []
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a')")
+    spark.sql(f"DELETE FROM delta.`{path}`")
+    assert spark.sql(f"SELECT id, {', '.join(fields)} FROM delta.`{path}`").collect() == []
+    assert spark.sql(f"SELECT {fields[0]} FROM delta.`{path}` VERSION AS OF 0").collect() == []
+    assert len(spark.sql(f"SELECT {fields[0]} FROM delta.`{path}` VERSION AS OF 1").collect()) == 1

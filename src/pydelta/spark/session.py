@@ -61,7 +61,13 @@ def _install_hooks() -> None:
 
 
 def enable(spark: SparkSession) -> Any:
-    """Make `spark` Delta-capable (idempotent). Returns the same session."""
+    """Make `spark` Delta-capable (idempotent). Returns the same session.
+
+    A session set up for delta-spark without its jars cannot run a statement (its catalog
+    class is missing): pydelta unsets that catalog first, with one warning (migration.py)."""
+    from pydelta.spark.migration import take_over_session
+
+    take_over_session(spark)
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
@@ -79,12 +85,29 @@ def enable(spark: SparkSession) -> Any:
 
 
 def configure_spark(builder: Any) -> Any:
-    """Add pydelta's settings to a SparkSession builder (call `.getOrCreate()` after)."""
+    """Add pydelta's settings to a SparkSession builder; its `.getOrCreate()` then returns an
+    enabled session (the hooks are process-wide, but the data source and storage are per session)."""
     check_java()
     _install_hooks()
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
+    create = builder.getOrCreate
+    if not getattr(create, "_pydelta_enables", False):
+        def get_or_create() -> Any:
+            return enable(create())
+
+        get_or_create._pydelta_enables = True  # type: ignore[attr-defined]
+        builder.getOrCreate = get_or_create  # this builder only: SparkSession.builder makes a new one each time
     return builder
+
+
+def configure_spark_with_delta_pip(builder: Any, extra_packages: list[str] | None = None) -> Any:
+    """delta-spark's `configure_spark_with_delta_pip` for pydelta: delta-spark's confs and jars off the
+    builder (migration.py), `extra_packages` on it, pydelta's settings added."""
+    from pydelta.spark.migration import strip_builder
+
+    strip_builder(builder, extra_packages)
+    return configure_spark(builder)
 
 
 def catalog_settings(catalog_dir: str) -> dict[str, str]:

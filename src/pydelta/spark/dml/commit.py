@@ -131,7 +131,7 @@ class PreparedCommit:
     spark: SparkSession | None = None  # runs the post-commit hooks (auto compaction)
 
     def commit(self) -> int | None:
-        """Commit; returns the version, or None when delta-spark would skip an empty commit.
+        """Commit; returns the version, or None when the command changed nothing.
 
         When the commit loses to a conflicting transaction, the files this command
         wrote are deleted (nothing references them) and the conflict is re-raised.
@@ -140,8 +140,9 @@ class PreparedCommit:
             self.metrics["executionTimeMs"] = max(
                 int(self.metrics["executionTimeMs"]), int((time.monotonic() - self.started) * 1000)
             )
-        if not self.actions and self.txn.isolation_level == "Serializable" and not self.txn.metadata_changed:
-            # delta-spark (skipRecordingEmptyCommits): an empty commit is skipped under Serializable.
+        if not self.actions and not self.txn.metadata_changed:
+            # delta-spark's DML commits with commitIfNeeded: a DELETE, UPDATE or MERGE that touched no row
+            # (no file action, no schema change) records no version, at any isolation level, DVs and CDF or not.
             return None
         try:
             version = self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)

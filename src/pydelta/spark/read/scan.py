@@ -106,7 +106,9 @@ def build_dataframe(
             logical = logical.add(StructField(FILE_COL, StringType())).add(StructField(ROW_COL, LongType()))
         if row_ids:
             logical = logical.add(StructField(ROW_ID_COL, LongType())).add(StructField(ROW_VERSION_COL, LongType()))
-        return spark.createDataFrame([], logical)
+        if not user_read:
+            return spark.createDataFrame([], logical)
+        return _empty_read(spark, snapshot, logical, row_tracking_metadata)
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
     data_schema = StructType(tuple(f for f in snapshot.schema.fields if f.name not in partition_cols))
@@ -191,6 +193,22 @@ def build_dataframe(
     if row_ids:
         columns += [F.col(ROW_ID_COL), F.col(ROW_VERSION_COL)]
     return df.select(*columns)
+
+
+def _empty_read(spark: SparkSession, snapshot: Snapshot, logical: Any, row_tracking_metadata: bool) -> Any:
+    """A user read of a version without files: Spark's Parquet source over no file, so the hidden
+    `_metadata` column resolves as on any read (delta-spark returns no rows, with those columns),
+    extended with the row tracking fields where the table tracks rows (a classic session, as below)."""
+    from pyspark.sql import functions as F
+
+    df = read_parquet_files(spark, logical, [])
+    if not (row_tracking_metadata and _tracks_rows(snapshot)) or is_connect(spark):
+        return df
+    never = F.lit(0).cast("long")  # no row ever reaches it; a literal is non-nullable, as delta-spark types these
+    columns = [F.col(quote_identifier(name)) for name in logical.fieldNames()]
+    columns.append(metadata_struct({name: never for name in (
+        "row_id", "base_row_id", "default_row_commit_version", "row_commit_version")}))
+    return hide_last_column(df.select(*columns))
 
 
 def _tracks_rows(snapshot: Snapshot) -> bool:

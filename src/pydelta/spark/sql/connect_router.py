@@ -182,6 +182,9 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     from pydelta.spark.sql.connect_query_pruning import prunable_relations
 
     prunable = prunable_relations(text, tokens, [(first, end) for first, end, _, _ in relations])
+    # A temp view passes no hidden column up, so a statement naming `_metadata` gets it as a column of
+    # each view (then also in that statement's `*`, the one difference from a classic session).
+    metadata = any(t.kind == "word" and t.text.lower() == "_metadata" for t in tokens)
     # The views stay: a Connect DataFrame is analyzed again whenever it runs.
     pieces, views, last = [], [], 0
     try:
@@ -190,6 +193,8 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
             scan = read_delta(spark, location, options)
             if first in prunable:  # the WHERE clause's conjuncts rule files out
                 scan = skip_files(scan, prunable[first].conjuncts, prunable[first].qualifier, prunable[first].alone)
+            if metadata:
+                scan = scan.select("*", "_metadata")
             scan.createOrReplaceTempView(view)
             views.append(view)
             pieces.append(text[last:tokens[first].start])
