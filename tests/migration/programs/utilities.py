@@ -1,3 +1,4 @@
+# ruff: noqa: F403, F405 - delta-spark programs star-import, as delta-io's examples do
 # delta-spark's table utilities (style of delta-io's utilities.py): convert, vacuum, history,
 # detail, restore, generate, and delta.exceptions for a conflict.
 import os
