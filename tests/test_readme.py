@@ -19,6 +19,7 @@ def quick_start_code() -> str:
     """Every ```python block of the README's "Quick start" section, in order."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## Quick start", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    assert len(section.splitlines()) <= 30, "the README's quick start stays short: the guide holds the rest"
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) >= 2, "the Quick start lost its code blocks"
     return "\n".join(blocks)

@@ -45,7 +45,9 @@ def _hook(cls: type) -> None:
               schema: Any = None, **options: Any) -> Any:
         source = format or getattr(self, "_pydelta_format", None)
         if isinstance(path, str) and isinstance(source, str) and source.lower() == "delta":
-            from pydelta.log.storage import default_storage_options
+            from pydelta.log.storage import default_storage_options, to_local_path
+
+            path = to_local_path(path)  # the caller's working directory, not the Python worker's
 
             derived = default_storage_options(path)
             if derived:
