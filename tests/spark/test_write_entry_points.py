@@ -126,7 +126,9 @@ def test_dynamic_partition_overwrite_is_the_same_on_every_entry_point(spark, tmp
         info = last_commit(path)
         params = info["operationParameters"]
         assert params["isDynamicPartitionOverwrite"] is True, label
-        assert params["partitionBy"] == '["p"]', label
+        # delta-spark records the writer's own partitionBy (none given here: `[]`) for a WRITE, the
+        # table's partitioning for the CREATE OR REPLACE TABLE AS SELECT of a saveAsTable overwrite
+        assert params["partitionBy"] == ('["p"]' if label.startswith("save_as_table") else "[]"), label
         if label.startswith("save_as_table"):  # delta-spark's CreateDeltaTableCommand for a V1 overwrite
             assert info["operation"] == "CREATE OR REPLACE TABLE AS SELECT", label
             assert params["isV1SaveAsTableOverwrite"] is True and params["isManaged"] == "false", label
@@ -206,7 +208,7 @@ def test_static_overwrite_records_no_dynamic_flag(spark, tmp_path):
     spark.createDataFrame(INITIAL, "v INT, p STRING").write.format("delta").partitionBy("p").save(path)
     spark.createDataFrame([(9, "a")], "v INT, p STRING").write.format("delta").mode("overwrite").save(path)
     assert dl_rows(path) == [(9, "a")]
-    assert last_commit(path)["operationParameters"] == {"mode": "Overwrite", "partitionBy": '["p"]'}
+    assert last_commit(path)["operationParameters"] == {"mode": "Overwrite", "partitionBy": "[]"}
 
 
 def test_dynamic_overwrite_of_an_unpartitioned_table_replaces_it(spark, tmp_path):
@@ -224,7 +226,7 @@ def test_insert_into_honours_the_writer_mode(spark, tmp_path):
     path = named_table(spark, tmp_path, name)
     spark.createDataFrame([(5, "e")], "v INT, p STRING").write.mode("overwrite").insertInto(name)
     assert dl_rows(path) == [(5, "e")]
-    assert last_commit(path)["operationParameters"] == {"mode": "Overwrite", "partitionBy": '["p"]'}
+    assert last_commit(path)["operationParameters"] == {"mode": "Overwrite", "partitionBy": "[]"}
     spark.createDataFrame([(6, "f")], "v INT, p STRING").write.mode("overwrite").insertInto(name, overwrite=False)
     assert dl_rows(path) == [(5, "e"), (6, "f")]
     spark.sql(f"DROP TABLE {name}")

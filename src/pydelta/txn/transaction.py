@@ -212,6 +212,11 @@ class OptimisticTransaction:
         self._txns[app_id] = Txn(app_id, int(version), self._clock())
         self._read_app_ids.add(app_id)
 
+    @property
+    def has_app_transactions(self) -> bool:
+        """Whether this commit records an idempotent writer's progress (txn actions)."""
+        return bool(self._txns)
+
     def app_transaction_version(self, app_id: str) -> int | None:
         """The last version committed by `app_id` in the read snapshot (None if never)."""
         self._read_app_ids.add(app_id)

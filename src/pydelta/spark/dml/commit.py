@@ -140,7 +140,10 @@ class PreparedCommit:
             self.metrics["executionTimeMs"] = max(
                 int(self.metrics["executionTimeMs"]), int((time.monotonic() - self.started) * 1000)
             )
-        if not self.actions and not self.txn.metadata_changed:
+        if self.spark is not None and self._idempotent_run_done(self.spark):
+            discard_files(self.txn.table_root, self.actions)
+            return None
+        if not self.actions and not self.txn.metadata_changed and not self.txn.has_app_transactions:
             # delta-spark's DML commits with commitIfNeeded: a DELETE, UPDATE or MERGE that touched no row
             # (no file action, no schema change) records no version, at any isolation level, DVs and CDF or not.
             return None
@@ -154,6 +157,28 @@ class PreparedCommit:
         if self.spark is not None:
             after_data_commit(self.spark, self.txn, version, self.actions)
         return version
+
+
+    def _idempotent_run_done(self, spark: SparkSession) -> bool:
+        """delta-spark's idempotent DML (session confs spark.databricks.delta.write.txnAppId and
+        txnVersion): a version that app already committed makes this run a no-op; otherwise the
+        commit records it (a txn action). The confs' autoReset applies as for writes."""
+        from pydelta.spark.conf import conf_value
+        from pydelta.spark.write.options import TXN_AUTO_RESET_CONF, TXN_APP_ID_CONF, TXN_VERSION_CONF, \
+            session_transaction
+
+        applied = session_transaction({key: value for key in (TXN_APP_ID_CONF, TXN_VERSION_CONF)
+                                       if (value := conf_value(spark, key)) is not None})
+        if applied is None:
+            return False
+        app_id, version = applied
+        if conf_value(spark, TXN_AUTO_RESET_CONF, "false").lower() == "true":
+            spark.conf.unset(TXN_VERSION_CONF)
+        seen = self.txn.app_transaction_version(app_id)
+        if seen is not None and seen >= version:
+            return True
+        self.txn.set_app_transaction(app_id, version)
+        return False
 
 
 def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:

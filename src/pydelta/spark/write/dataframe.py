@@ -265,9 +265,10 @@ def _save_as_table_operation(snapshot: Snapshot, metadata: Metadata, opts: Write
 
 
 def _write_operation(metadata: Metadata, opts: WriteOptions) -> Operation:
-    """The WRITE delta-spark records: flags only when set, dynamic mode whenever it is requested."""
+    """The WRITE delta-spark records: the writer's own partitionBy (`[]` when it gave none, whatever
+    the table's partitioning), flags only when set, dynamic mode whenever it is requested."""
     return Operation.write(
-        mode=opts.mode, partition_by=list(metadata.partition_columns),
+        mode=opts.mode, partition_by=list(opts.partition_by or []),
         predicate=json.dumps([opts.replace_where]) if opts.replace_where else None,
         is_dynamic_partition_overwrite=True if opts.dynamic_mode_requested else None,
         can_overwrite_schema=True if opts.overwrite_schema else None,

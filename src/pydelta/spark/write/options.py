@@ -56,6 +56,27 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 TXN_AUTO_RESET_CONF = "spark.databricks.delta.write.txnVersion.autoReset.enabled"
 
 
+def _session_txn_confs(conf: Mapping[str, Any]) -> tuple[Any, Any]:
+    app, ver = conf.get(TXN_APP_ID_CONF), conf.get(TXN_VERSION_CONF)
+    if (app is None) != (ver is None):
+        raise DeltaIllegalArgumentError(
+            f"[DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS] Invalid options for idempotent Dataframe writes: "
+            f"both {TXN_APP_ID_CONF} and {TXN_VERSION_CONF} must be set")
+    return app, ver
+
+
+def session_transaction(conf: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The (appId, version) of delta-spark's idempotent-write session confs, or None when unset
+    (writes and DML alike: DELETE, UPDATE and MERGE honour them too)."""
+    app, ver = _session_txn_confs(conf)
+    if app is None:
+        return None
+    try:
+        return str(app), int(ver)
+    except (TypeError, ValueError):
+        raise DeltaIllegalArgumentError(f"{TXN_VERSION_CONF} must be an integer, got {ver!r}") from None
+
+
 def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str,
                                supported: tuple[str, ...] = (), ignore_unknown: bool = False) -> None:
     """Raise DeltaUnsupportedOptionError for the first option pydelta would otherwise silently ignore.
@@ -231,11 +252,7 @@ def parse_write_options(
     if (app is None) != (ver is None):
         raise DeltaIllegalArgumentError("txnAppId and txnVersion must be given together")
     if app is None:  # delta-spark's idempotent writes by session conf (SQL INSERT has no options)
-        app, ver = conf.get(TXN_APP_ID_CONF), conf.get(TXN_VERSION_CONF)
-        if (app is None) != (ver is None):
-            raise DeltaIllegalArgumentError(
-                f"[DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS] Invalid options for idempotent Dataframe writes: "
-                f"both {TXN_APP_ID_CONF} and {TXN_VERSION_CONF} must be set")
+        app, ver = _session_txn_confs(conf)
         out.txn_from_session = app is not None
     if app is not None:
         try:
