@@ -82,6 +82,7 @@ class VacuumPlan:
     num_dirs: int = 1  # directories listed, plus the table root (delta-spark's dirCounts)
     num_listed: int = 0  # files and directories listed
     storage: Any = None  # the object store of a remote table (None: the local file system)
+    lite_watermark: int | None = None  # LITE: the latest commit outside the retention window
 
     @property
     def paths(self) -> list[str]:
@@ -335,32 +336,41 @@ def execute_plan(plan: VacuumPlan) -> int:
 
 def lite_plan(snapshot: Snapshot, plan: VacuumPlan) -> VacuumPlan:
     """VACUUM LITE (delta-spark 3.3+): of what a full VACUUM would delete, only the files the
-    log names (add/remove actions of commits made before the retention cutoff), no listing of
-    strangers and no directories. Without commit 0 the log may miss files: delta-spark's
-    DELTA_CANNOT_VACUUM_LITE (pydelta keeps no _last_vacuum_info to resume from)."""
+    log names: add/remove actions of the commits after the last VACUUM's watermark
+    (`_last_vacuum_info`) up to the latest commit made before the retention cutoff, with no
+    listing of strangers and no directories. Commits missing since the watermark (or since 0,
+    without one) mean the log may miss files: delta-spark's DELTA_CANNOT_VACUUM_LITE."""
     import json
 
+    from pydelta.log.last_vacuum_info import read_watermark
     from pydelta.log.segment import list_log
     from pydelta.log.snapshot import ict_enablement_version
     from pydelta.log.timestamps import commit_timestamps
 
     storage = snapshot.storage
     commits = list_log(storage, snapshot.table_root).commits
-    if commits and min(commits) != 0:
+    stamps = {c.version: c.timestamp for c in commit_timestamps(
+        storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), {})}
+    versions = sorted(v for v in commits if v <= snapshot.version)
+    outside = [v for v in versions if stamps.get(v, commits[v].modification_time) <= plan.delete_before_ms]
+    plan.dirs = []
+    if not outside:  # no commit outside the retention window: nothing to vacuum
+        plan.files = []
+        return plan
+    plan.lite_watermark = watermark = outside[-1]
+    earliest = versions[0]
+    last = read_watermark(storage, snapshot.table_root)
+    if earliest != 0 and (last is None or last < earliest):
         raise DeltaIllegalArgumentError(
             "[DELTA_CANNOT_VACUUM_LITE] VACUUM LITE cannot delete all eligible files as some files are not "
             "referenced by the Delta log. Please run VACUUM FULL.")
-    stamps = {c.version: c.timestamp for c in commit_timestamps(
-        storage, snapshot.table_root, ict_enablement_version(snapshot.metadata), {})}
+    start = min(snapshot.version, last + 1 if last is not None else earliest)
     named: set[str] = set()
-    for version in sorted(v for v in commits if v <= snapshot.version):
-        if stamps.get(version, commits[version].modification_time) > plan.delete_before_ms:
-            break
+    for version in (v for v in versions if start <= v <= watermark):
         for line in commits[version].read(storage).splitlines():
             action = json.loads(line) if line.strip() else {}
             for kind in ("add", "remove"):
                 if kind in action:
                     named.add(_norm(canonical_path(action[kind]["path"], snapshot.table_root)))
     plan.files = [f for f in plan.files if _norm(f.path) in named]
-    plan.dirs = []
     return plan

@@ -122,6 +122,10 @@ def vacuum(
         raise
     if log:
         _log_end(table, deleted, plan.num_dirs)
+    from pydelta.log.last_vacuum_info import write_watermark
+
+    # delta-spark records it after every VACUUM that ran (a full one records none)
+    write_watermark(table.snapshot().storage, plan.table_root, plan.lite_watermark if lite else None)
     logger.info(
         "Deleted %d files and directories in a total of %d directories.", deleted, plan.num_dirs
     )
