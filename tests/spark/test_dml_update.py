@@ -129,7 +129,7 @@ def test_update_no_match_changes_no_files(spark, table_path):
     before = file_paths(table_path)
     delta_table(spark, table_path).update("id < 0", {"v": "0"})
     assert file_paths(table_path) == before
-    assert commit_info(table_path)["operationMetrics"]["numUpdatedRows"] == "0"
+    assert commit_info(table_path)["operation"] != "UPDATE"  # no version: delta-spark 4.4 commits nothing either
     assert_rows(spark, table_path, rows, check_deltalake=False)
 
 

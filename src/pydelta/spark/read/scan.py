@@ -196,19 +196,29 @@ def build_dataframe(
 
 
 def _empty_read(spark: SparkSession, snapshot: Snapshot, logical: Any, row_tracking_metadata: bool) -> Any:
-    """A user read of a version without files: Spark's Parquet source over no file, so the hidden
-    `_metadata` column resolves as on any read (delta-spark returns no rows, with those columns),
-    extended with the row tracking fields where the table tracks rows (a classic session, as below)."""
+    """A user read of a version without files: no rows, the table's columns as declared (NOT NULL
+    kept, as delta-spark shows them), and the hidden `_metadata` column selectable as on any read
+    (delta-spark returns no rows with those columns), with row tracking's fields where the table
+    tracks rows. Over Connect (no JVM to hide a column with) it is Spark's Parquet source over no
+    file, whose own `_metadata` resolves."""
+    if is_connect(spark):
+        return read_parquet_files(spark, logical, [])
+    import datetime
+
     from pyspark.sql import functions as F
 
-    df = read_parquet_files(spark, logical, [])
-    if not (row_tracking_metadata and _tracks_rows(snapshot)) or is_connect(spark):
-        return df
-    never = F.lit(0).cast("long")  # no row ever reaches it; a literal is non-nullable, as delta-spark types these
+    never_long = F.lit(0).cast("long")  # no row ever reaches these: literals, non-null as Spark's fields
+    fields = {name: F.lit("") for name in ("file_path", "file_name")}
+    fields.update({name: never_long for name in ("file_size", "file_block_start", "file_block_length")})
+    fields["file_modification_time"] = F.lit(datetime.datetime(1970, 1, 1))
+    fields["row_index"] = never_long
+    if row_tracking_metadata and _tracks_rows(snapshot):
+        fields.update({name: never_long for name in (
+            "row_id", "base_row_id", "default_row_commit_version", "row_commit_version")})
+    metadata = F.struct(*[column.alias(name) for name, column in fields.items()])
+    df = spark.createDataFrame([], logical)
     columns = [F.col(quote_identifier(name)) for name in logical.fieldNames()]
-    columns.append(metadata_struct({name: never for name in (
-        "row_id", "base_row_id", "default_row_commit_version", "row_commit_version")}))
-    return hide_last_column(df.select(*columns))
+    return hide_last_column(df.select(*columns, metadata.alias(METADATA_COLUMN, metadata=METADATA_MARKER)))
 
 
 def _tracks_rows(snapshot: Snapshot) -> bool:
