@@ -200,9 +200,12 @@ def _empty_read(spark: SparkSession, snapshot: Snapshot, logical: Any, row_track
     kept, as delta-spark shows them), and the hidden `_metadata` column selectable as on any read
     (delta-spark returns no rows with those columns), with row tracking's fields where the table
     tracks rows. Over Connect (no JVM to hide a column with) it is Spark's Parquet source over no
-    file, whose own `_metadata` resolves."""
+    file, whose own `_metadata` resolves; that source makes every column nullable, so a table with
+    a NOT NULL column keeps its declared schema there instead, without `_metadata`."""
     if is_connect(spark):
-        return read_parquet_files(spark, logical, [])
+        if all(field.nullable for field in logical.fields):
+            return read_parquet_files(spark, logical, [])
+        return spark.createDataFrame([], logical)
     import datetime
 
     from pyspark.sql import functions as F
