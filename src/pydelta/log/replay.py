@@ -27,6 +27,7 @@ from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.segment import LogSegment
 from pydelta.log.storage import LocalStorage, Storage, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
+from pydelta.protocol.deletion_vectors import dv_unique_id
 
 
 @dataclass
@@ -58,17 +59,8 @@ def canonical_path(path: str, table_root: str) -> str:
     return os.path.join(table_root, unquote(path))
 
 
-def _dv_uid(dv: dict[str, Any] | None) -> str:
-    if not dv:
-        return ""
-    uid: str = dv["storageType"] + dv["pathOrInlineDv"]
-    if dv.get("offset") is not None:
-        uid += "@" + str(dv["offset"])
-    return uid
-
-
 def action_key(body: dict[str, Any], table_root: str) -> str:
-    return canonical_path(body["path"], table_root) + "\x00" + _dv_uid(body.get("deletionVector"))
+    return canonical_path(body["path"], table_root) + "\x00" + dv_unique_id(body.get("deletionVector"))
 
 
 def _canonical_paths(paths: pa.Array, table_root: str) -> pa.Array:

@@ -28,7 +28,7 @@ import struct
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -417,8 +417,7 @@ class DeletionVectorDescriptor:
     @property
     def unique_id(self) -> str:
         """Distinguishes DVs of the same data file during log replay (protocol "Derived Fields")."""
-        base = self.storage_type + self.path_or_inline_dv
-        return base if self.offset is None else f"{base}@{self.offset}"
+        return _unique_id(self.storage_type, self.path_or_inline_dv, self.offset)
 
     @property
     def is_inline(self) -> bool:
@@ -466,3 +465,16 @@ def inline_descriptor(row_indexes: Any) -> DeletionVectorDescriptor:
         size_in_bytes=len(bitmap),
         cardinality=int(rows.size),
     )
+
+
+def _unique_id(storage_type: str, path_or_inline_dv: str, offset: int | None) -> str:
+    base = storage_type + path_or_inline_dv
+    return base if offset is None else f"{base}@{offset}"
+
+
+def dv_unique_id(dv: Mapping[str, Any] | None) -> str:
+    """The unique id of a `deletionVector` as the log holds it (a dict; "" for none): what
+    keys a file action together with its path in replay, conflict checks and RESTORE."""
+    if not dv:
+        return ""
+    return _unique_id(str(dv.get("storageType", "")), str(dv.get("pathOrInlineDv", "")), dv.get("offset"))

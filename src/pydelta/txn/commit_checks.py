@@ -22,6 +22,7 @@ from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
 from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
@@ -151,7 +152,7 @@ def validate_file_actions(
             raise DeltaIllegalArgumentError(f"{kind} action without a path: {body!r:.200}")
         if kind == "cdc":
             continue
-        key = canonical_path(path, table_root) + "\x00" + _dv_uid(body.get("deletionVector"))
+        key = canonical_path(path, table_root) + "\x00" + dv_unique_id(body.get("deletionVector"))
         if kind == "add":
             missing = [k for k in ("partitionValues", "size", "modificationTime", "dataChange") if k not in body]
             if missing:
@@ -181,15 +182,6 @@ def validate_file_actions(
                 "or deletes, use 'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
             )
     return removed
-
-
-def _dv_uid(dv: Mapping[str, Any] | None) -> str:
-    if not dv:
-        return ""
-    uid = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}"
-    if dv.get("offset") is not None:
-        uid += f"@{dv['offset']}"
-    return uid
 
 
 def _check_duplicate(kind: str, key: str, path: str, same: dict[str, str], other: dict[str, str]) -> None:

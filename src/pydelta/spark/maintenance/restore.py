@@ -18,6 +18,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, Restor
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
+from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.conf import session_time_zone
 from pydelta.spark._typing import SparkSession
@@ -25,19 +26,10 @@ from pydelta.spark._typing import SparkSession
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
 
 
-def _dv_uid(dv: dict | None) -> str:
-    if not dv:
-        return ""
-    uid = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}"
-    if dv.get("offset") is not None:
-        uid += f"@{dv['offset']}"
-    return uid
-
-
 def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
     out = {}
     for row in snapshot.files().to_pylist():
-        out[(canonical_path(row["path"], snapshot.table_root), _dv_uid(row.get("deletion_vector")))] = row
+        out[(canonical_path(row["path"], snapshot.table_root), dv_unique_id(row.get("deletion_vector")))] = row
     return out
 
 
