@@ -38,20 +38,3 @@ def test_zone_less_timestamp_as_of_is_in_the_session_zone(spark, tmp_path):
         assert sorted(r.id for r in sql.collect()) == [0, 1, 2]
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)
-
-
-def test_zone_less_change_feed_timestamps_are_in_the_session_zone(spark, tmp_path):
-    path = tmp_path / "cdf"
-    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES (delta.enableChangeDataFeed = true)")
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1)")                                    # v1
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES (2)")                                    # v2
-    v1 = _commit_ms(path, 1)
-    previous = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", ZONE)
-    try:
-        wall = dt.datetime.fromtimestamp(v1 / 1000, ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M:%S.%f")
-        changes = (spark.read.format("delta").option("readChangeFeed", "true")
-                   .option("startingTimestamp", wall).option("endingTimestamp", wall).load(str(path)))
-        assert [(r.id, r._commit_version) for r in changes.collect()] == [(1, 1)]
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", previous)

@@ -51,22 +51,13 @@ def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str,
         str(spark.conf.get("spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled", "false")).lower()
         == "true"
     )
-    change_range = resolve_range(snapshot, _session_timestamps(spark, options), allow_out_of_range=allow_out_of_range)
+    change_range = resolve_range(snapshot, options, allow_out_of_range=allow_out_of_range)
     read_snapshot = snapshot
     if column_mapping_mode(snapshot.configuration) != "none" and change_range.start <= change_range.end < snapshot.version:
         # delta-spark's default for column-mapped tables: the schema of the end version.
         read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end)
     check = None if _unsafe_schema_reads(spark) else (read_snapshot.metadata, read_snapshot.version)
     return changes_dataframe(spark, read_snapshot, plan_changes(snapshot, change_range, check))
-
-
-def _session_timestamps(spark: SparkSession, options: dict[str, Any]) -> dict[str, Any]:
-    """`options` with startingTimestamp/endingTimestamp as epoch ms, a zone-less one read in the
-    session time zone (as delta-spark reads them), not the Python process's."""
-    from pydelta.spark.read.options import session_timestamp_ms
-
-    return {key: session_timestamp_ms(spark, value) if key.lower() in ("startingtimestamp", "endingtimestamp")
-            else value for key, value in options.items()}
 
 
 def _unsafe_schema_reads(spark: SparkSession) -> bool:
