@@ -87,7 +87,7 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     from pydelta.spark.hadoop_storage import require_connector
 
     require_connector(spark, path)
-    snapshot = load_for_read(path, version=version, timestamp=session_timestamp_ms(spark, timestamp))
+    snapshot = load_for_read(path, version=version, timestamp=timestamp)
     if change_feed:
         from pydelta.spark.read.cdf import read_change_feed
 
@@ -123,16 +123,6 @@ def split_at_syntax(spark: SparkSession, path: str) -> tuple[str, int | None, in
         return path[: -len(text) - 1], None, int(dt.timestamp() * 1000)
     digits = at_version.group(1)  # type: ignore[union-attr]
     return path[: -len(digits) - 2], int(digits), None
-
-
-def session_timestamp_ms(spark: SparkSession, timestamp: Any) -> int | None:
-    """A time-travel timestamp as epoch ms, a zone-less one in the session time zone (as delta-spark
-    reads `timestampAsOf` and `TIMESTAMP AS OF`), not the Python process's."""
-    if timestamp is None or (isinstance(timestamp, int) and not isinstance(timestamp, bool)):
-        return timestamp
-    from pydelta.spark.maintenance.restore import _parse_timestamp
-
-    return int(_parse_timestamp(spark, timestamp).timestamp() * 1000)
 
 
 def load_for_read(path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:
