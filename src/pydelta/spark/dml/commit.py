@@ -158,7 +158,6 @@ class PreparedCommit:
             after_data_commit(self.spark, self.txn, version, self.actions)
         return version
 
-
     def _idempotent_run_done(self, spark: SparkSession) -> bool:
         """delta-spark's idempotent DML (session confs spark.databricks.delta.write.txnAppId and
         txnVersion): a version that app already committed makes this run a no-op; otherwise the
