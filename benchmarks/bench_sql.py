@@ -44,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from pydelta.spark.session import local_session
-    from pydelta.spark.sql.raw import raw_sql
+    from pydelta.spark.base.raw import raw_sql
 
     base = tempfile.mkdtemp(prefix="pydelta-bench-sql-")
     spark = local_session("pydelta-bench-sql", catalog_dir=base, **{"spark.driver.memory": "6g"})

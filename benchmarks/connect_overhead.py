@@ -90,7 +90,7 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.url, args.rows)
         return
-    from pydelta.spark.connect_server import LocalConnectServer
+    from pydelta.spark.connect.server import LocalConnectServer
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     times: dict[str, dict[str, list[float]]] = {"classic": {}, "connect": {}}

@@ -146,7 +146,7 @@ def _typing_names_used_at_run_time(path: Path) -> list[str]:
     """Uses of spark/_typing's names outside annotations: they are `Any` at run time."""
     tree = ast.parse(path.read_text())
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom)
-                and n.module == "pydelta.spark._typing" for a in n.names} & _SPARK_TYPES
+                and n.module == "pydelta.spark.base._typing" for a in n.names} & _SPARK_TYPES
     if not imported:
         return []
     in_annotations = {id(m) for n in ast.walk(tree) for attr in ("annotation", "returns")
@@ -176,7 +176,7 @@ def test_spark_type_names_are_only_annotations():
 
 def test_the_type_name_check_sees_a_run_time_use(tmp_path: Path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from pydelta.spark._typing import DataFrame\n\ndef f(x: DataFrame) -> bool:\n"
+    bad.write_text("from pydelta.spark.base._typing import DataFrame\n\ndef f(x: DataFrame) -> bool:\n"
                    "    return isinstance(x, DataFrame)\n")
     assert _typing_names_used_at_run_time(bad) == ["bad.py:4 DataFrame"]
 
@@ -193,3 +193,78 @@ def test_modules_and_functions_stay_small():
     long_functions = [f"{name}.{fn}: {n}" for name, path in _modules().items()
                       for n, fn in _function_lengths(path) if n > 150]
     assert big_modules == [] and long_functions == []
+
+
+#: The floors inside pydelta.spark, lowest first: a module imports only from its own floor or
+#: below. The longest matching prefix gives a module its floor; every module must have one.
+SPARK_FLOORS = {
+    "pydelta.spark": 0,  # the package's import guard
+    "pydelta.spark.base": 0,  # JVM and plan helpers, SQL tokens, conf, errors, storage, catalog
+    "pydelta.spark.connect": 0,
+    "pydelta.spark.connect.session": 0,
+    "pydelta.spark.read": 1,
+    "pydelta.spark.connect.expressions": 1,
+    "pydelta.spark.connect.lineage": 1,
+    "pydelta.spark.connect.join": 1,
+    "pydelta.spark.connect.scan": 1,
+    "pydelta.spark.write": 2,
+    "pydelta.spark.ddl": 3,
+    "pydelta.spark.dml": 3,
+    "pydelta.spark.maintenance": 3,
+    "pydelta.spark.streaming": 3,
+    "pydelta.spark.sql": 4,  # the two fronts, which never import each other
+    "pydelta.spark.api": 4,
+    "pydelta.spark.connect.grammar": 5,  # Connect's SQL front, built on both
+    "pydelta.spark.connect.query_pruning": 5,
+    "pydelta.spark.connect.describe": 5,
+    "pydelta.spark.connect.statements": 5,
+    "pydelta.spark.connect.router": 5,
+    "pydelta.spark.connect.server": 6,  # the entrance: enable(), PySpark patches, the data source
+    "pydelta.spark.patches": 6,
+    "pydelta.spark.session": 6,
+    "pydelta.spark.datasource": 6,
+    "pydelta.spark.catalog_listing": 6,
+    "pydelta.spark.migration": 6,
+}
+FRONTS = ("pydelta.spark.sql", "pydelta.spark.api")
+
+
+def _floor(name: str) -> int | None:
+    while name:
+        if name in SPARK_FLOORS:
+            return SPARK_FLOORS[name]
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _spark_arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for name, targets in graph.items():
+        if not _in(name, "pydelta.spark"):
+            continue
+        floor = _floor(name)
+        for target in targets:
+            if not _in(target, "pydelta.spark"):
+                continue
+            if floor is None or (_floor(target) or 0) > floor:
+                wrong.append(f"{name} -> {target}")
+            elif any(_in(name, a) and _in(target, b) for a in FRONTS for b in FRONTS if a != b):
+                wrong.append(f"{name} -> {target} (the fronts)")
+    return sorted(wrong)
+
+
+def test_spark_rooms_import_downward():
+    """read < write < ddl/dml/maintenance/streaming < the fronts (sql/, api/) < Connect's SQL < the entrance."""
+    assert _spark_arrows_up(_graph()) == []
+
+
+def test_the_floor_check_sees_an_arrow_up():
+    graph = {"pydelta.spark.read.scan": {"pydelta.spark.write.options"},
+             "pydelta.spark.sql.dml": {"pydelta.spark.api.delta_table"},
+             "pydelta.spark.write.x": {"pydelta.spark.read.scan"}}
+    assert _spark_arrows_up(graph) == ["pydelta.spark.read.scan -> pydelta.spark.write.options",
+                                       "pydelta.spark.sql.dml -> pydelta.spark.api.delta_table (the fronts)"]

@@ -14,7 +14,7 @@ from pydelta.version import __version__
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
     from pydelta.log.storage import Storage
-    from pydelta.spark._typing import DataFrame, SparkSession
+    from pydelta.spark.base._typing import DataFrame, SparkSession
 
 __all__ = ["DeltaError", "DeltaTable", "__version__", "configure_spark", "configure_spark_with_delta_pip", "enable",
            "load_snapshot", "remote_session", "write"]

@@ -1,15 +1,15 @@
 """DeltaTable and DeltaTableBuilder: the delta-spark Python API, served by pydelta.
 
-The API itself is implemented in `pydelta.spark.table_api`; the classes here add one thing:
+The API itself is implemented in `pydelta.spark.api.delta_table`; the classes here add one thing:
 creating one enables pydelta on the given SparkSession (idempotent), so the API works on any
 session, as the delta-spark classes do on a session configured for Delta.
 """
 
 from __future__ import annotations
 
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.session import enable
-from pydelta.spark.table_api import (  # noqa: F401 - the public names of this module
+from pydelta.spark.api.delta_table import (  # noqa: F401 - the public names of this module
     DeltaTableApi,
     IdentityGenerator,
     TableBuilderApi,

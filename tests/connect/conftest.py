@@ -17,7 +17,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def connect_server():
-    from pydelta.spark.connect_server import LocalConnectServer
+    from pydelta.spark.connect.server import LocalConnectServer
 
     server = LocalConnectServer.start(conf={"spark.sql.session.timeZone": "UTC"})
     yield server

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pydelta.errors import DeltaNotImplementedError
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 from pydelta.spark.streaming import trigger_marks
 
 pytestmark = pytest.mark.spark

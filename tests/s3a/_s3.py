@@ -179,7 +179,7 @@ def connect_session(endpoint: str, jars: list[str], app: str = "pydelta-s3a-conn
     set a cluster up for S3A (hadoop-aws in spark.jars, the store in spark.hadoop.fs.s3a.*), and a
     pydelta client session to it. The client is given no S3 setting: it reads the server's."""
     import pydelta
-    from pydelta.spark.connect_server import LocalConnectServer
+    from pydelta.spark.connect.server import LocalConnectServer
 
     connector, bundle = split_jars(jars)
     conf = {"spark.jars": ",".join(connector), "spark.driver.extraClassPath": os.pathsep.join(bundle),

@@ -15,7 +15,7 @@ import pytest
 
 import pydelta
 from pydelta.errors import DeltaNotImplementedError, StorageAccessError
-from pydelta.spark.hadoop_storage import s3a_storage_options
+from pydelta.spark.base.hadoop_storage import s3a_storage_options
 from tests.s3a._s3 import REGION, s3a_settings
 
 BUCKET = "pydelta-s3a-settings"
@@ -115,7 +115,7 @@ def test_credential_providers_the_log_client_cannot_follow_are_refused(monkeypat
 def test_secrets_in_a_hadoop_credential_provider_reach_the_log(spark, session_conf, tmp_path):
     """Keys kept in a JCEKS keystore (hadoop.security.credential.provider.path), as S3A reads them
     through Configuration.getPassword: per-bucket ones win, and the keystore's path stays out."""
-    from pydelta.spark.hadoop_storage import session_s3a_settings
+    from pydelta.spark.base.hadoop_storage import session_s3a_settings
 
     jvm, gateway = spark._jvm, spark.sparkContext._gateway
     keystore = f"jceks://file{tmp_path}/s3a.jceks"

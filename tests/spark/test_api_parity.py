@@ -6,7 +6,7 @@ import pytest
 from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
 
 from pydelta import errors as E
-from pydelta.spark.spark_errors import to_pyspark
+from pydelta.spark.base.spark_errors import to_pyspark
 from pydelta.tables import DeltaTable
 
 

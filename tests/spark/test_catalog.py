@@ -8,7 +8,7 @@ import pytest
 
 from pydelta import DeltaTable
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaTableNotFoundError
-from pydelta.spark import catalog
+from pydelta.spark.base import catalog
 
 pytestmark = pytest.mark.spark
 

@@ -233,7 +233,8 @@ def test_table_changes_in_sql(spark, tmp_path):
         location = DeltaTable.forName(spark, "cdf_sql").detail().first().location
         by_path = spark.sql(f"SELECT _change_type FROM table_changes_by_path('{location}', 3)").collect()
         assert [r[0] for r in by_path] == ["delete"]
-        ts = spark.sql("SELECT max(_commit_timestamp) FROM table_changes('cdf_sql', 3)").first()[0]
+        # a zone-less string is read in the session time zone (as delta-spark does): let Spark format it there
+        ts = spark.sql("SELECT CAST(max(_commit_timestamp) AS STRING) FROM table_changes('cdf_sql', 3)").first()[0]
         since = spark.sql(f"SELECT DISTINCT _commit_version FROM table_changes('cdf_sql', '{ts}')").collect()
         assert [r[0] for r in since] == [3]
         with pytest.raises(errors.DeltaIllegalArgumentError, match="DELTA_INVALID_CDC_RANGE"):

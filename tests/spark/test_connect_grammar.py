@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pydelta.errors import DeltaParseError
-from pydelta.spark.sql import connect_grammar as g
-from pydelta.spark.sql.connect_grammar import parse_statement
+from pydelta.spark.connect import grammar as g
+from pydelta.spark.connect.grammar import parse_statement
 
 
 def test_merge_clauses_keep_case_expressions_whole():
@@ -147,8 +147,8 @@ def test_values_rows_keep_cells_as_text():
 
 def test_time_travel_takes_a_literal_only():
     from pydelta.errors import DeltaNotImplementedError
-    from pydelta.spark.sql.connect_router import _time_travel
-    from pydelta.spark.sql.tokens import tokenize
+    from pydelta.spark.connect.router import _time_travel
+    from pydelta.spark.base.tokens import tokenize
 
     tokens = tokenize("SELECT * FROM t VERSION AS OF 3 WHERE x")
     assert _time_travel(tokens, 4) == (8, {"versionAsOf": "3"})

@@ -12,7 +12,7 @@ import pytest
 
 from pydelta import DeltaTable
 from pydelta.errors import DeltaAnalysisError, DeltaTableNotFoundError
-from pydelta.spark.catalog import lookup
+from pydelta.spark.base.catalog import lookup
 
 
 def _name(prefix: str = "cvt") -> str:

@@ -45,7 +45,7 @@ def _ids(df):
 
 def _scan_options(df) -> list[dict[str, str]]:
     """The options of each file scan in the DataFrame's analyzed plan."""
-    from pydelta.spark.sql import jplan
+    from pydelta.spark.base import jplan
 
     out = []
     for leaf in jplan.seq(df._jdf.queryExecution().analyzed().collectLeaves()):
@@ -160,6 +160,6 @@ def test_object_store_options_are_refused_before_any_request(spark, uri, key):
 def test_s3a_options_are_taken_for_the_log_as_well(uri, key):
     # S3A settings are translated for the log client (tests/s3a/test_session_settings.py reaches a
     # bucket with them): nothing to refuse.
-    from pydelta.spark.hadoop_storage import check_table_options
+    from pydelta.spark.base.hadoop_storage import check_table_options
 
     check_table_options(uri, {key: "secret-value"})

@@ -21,7 +21,7 @@ import pytest
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.checkpoint_writer import write_checkpoint
 from pydelta.log.snapshot import load_snapshot
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 
 # Spark 4.0 has no geo types and 4.1 cannot write them to Parquet: pydelta refuses geo columns
 # there with a clear error (tests/spark/test_spark_version_limits.py checks it on every version).

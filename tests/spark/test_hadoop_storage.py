@@ -1,4 +1,4 @@
-"""The Hadoop FileSystem storage (spark/hadoop_storage.py), on Hadoop's local file system.
+"""The Hadoop FileSystem storage (spark/base/hadoop_storage.py), on Hadoop's local file system.
 
 No HDFS runs here: the storage is exercised through the same JVM FileSystem/FileContext
 calls on `file:` paths, and the scheme registry is checked to route `hdfs://` to it.
@@ -13,7 +13,7 @@ import pytest
 
 import pydelta
 from pydelta.log.storage import FileAlreadyExistsError, is_remote_uri, storage_for
-from pydelta.spark.hadoop_storage import HadoopFileSystemStorage
+from pydelta.spark.base.hadoop_storage import HadoopFileSystemStorage
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 

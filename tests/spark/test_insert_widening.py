@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pydelta import errors
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 from tests.helpers import session_conf
 
 pytestmark = pytest.mark.spark

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import pyarrow.parquet as pq
@@ -86,3 +87,37 @@ def test_bad_mode_and_refused_tables(spark, tmp_path: Path):
     with pytest.raises(ManifestGenerationError, match="column mapping"):
         DeltaTable.forPath(spark, cm).generate("symlink_format_manifest")
     assert not (Path(cm) / "_symlink_format_manifest").exists()
+
+
+def test_enabled_manifests_follow_every_commit(spark, tmp_path: Path):
+    """delta.compatibility.symlinkFormatManifest.enabled: the post-commit hook keeps the manifests
+    equal to the live files after writes, DML, OPTIMIZE and RESTORE (delta-spark's GenerateSymlinkManifest)."""
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, p INT) USING delta PARTITIONED BY (p) "
+              "TBLPROPERTIES (delta.compatibility.symlinkFormatManifest.enabled = true)")
+    assert _manifests(path) == {}  # no file action yet: no manifest
+    spark.range(0, 20).selectExpr("id", "cast(id % 2 as int) as p").repartition(3) \
+        .write.format("delta").mode("append").save(path)
+
+    def listed() -> set[str]:
+        return {uri[len("file:"):] for lines in _manifests(path).values() for uri in lines}
+
+    assert set(_manifests(path)) == {"p=0", "p=1"} and listed() == live_paths(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE p = 1")
+    assert set(_manifests(path)) == {"p=0"} and listed() == live_paths(path)
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    assert listed() == live_paths(path) and len(listed()) == 1
+    assert _rows_via_manifests(path) == list(range(0, 20, 2))
+    DeltaTable.forPath(spark, path).restoreToVersion(1)
+    assert set(_manifests(path)) == {"p=0", "p=1"} and listed() == live_paths(path)
+    assert _rows_via_manifests(path) == list(range(20))
+    from deltalake import DeltaTable as WitnessTable  # an independent reader's live files
+
+    assert listed() == {unquote(u.removeprefix("file://")) for u in WitnessTable(path).file_uris()}
+
+
+def test_a_table_without_the_property_gets_no_manifest(spark, tmp_path: Path):
+    path = str(tmp_path / "t")
+    spark.range(0, 5).write.format("delta").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
+    assert not (Path(path) / "_symlink_format_manifest").exists()

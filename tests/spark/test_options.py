@@ -165,7 +165,7 @@ def test_every_write_entry_point_checks_options(spark, table):
     assert log_files(table) == before
     with pytest.raises(errors.DeltaUnsupportedOptionError, match="writePartitionColumns"):
         spark.range(3).write.format("delta").option("writePartitionColumns", "true").saveAsTable("options_refused")
-    from pydelta.spark.catalog import table_location
+    from pydelta.spark.base.catalog import table_location
 
     assert not os.path.exists(table_location(spark, "options_refused"))
 

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from pydelta import errors
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 

@@ -451,7 +451,7 @@ def test_alter_column_on_array_elements_is_refused(spark, tmp_path):
 
 def test_catalog_table_names(spark):
     from pydelta import DeltaTable
-    from pydelta.spark import catalog
+    from pydelta.spark.base import catalog
 
     try:
         spark.sql("CREATE TABLE alter_named (id BIGINT, name STRING) USING DELTA")

@@ -11,7 +11,7 @@ import pytest
 
 import pydelta
 from pydelta import DeltaTable, errors
-from pydelta.spark import catalog
+from pydelta.spark.base import catalog
 
 pytestmark = pytest.mark.spark
 

@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 import pydelta
 from pydelta import DeltaTable, errors
-from pydelta.spark import catalog
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base import catalog
+from pydelta.spark.base.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 STRING = "STRING" if pyspark_before(4, 2) else "STRING COLLATE UTF8_BINARY"  # Spark 4.2 names the collation
@@ -79,7 +79,7 @@ def _location(spark, name: str) -> str:
 
 def _owner_rows(spark, name: str) -> list[tuple]:
     """The Owner row: delta-spark shows the catalog's owner when it records one (Hive does)."""
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect.session import is_connect
 
     if is_connect(spark):  # no catalog objects on a Connect client: the server's SHOW TABLE EXTENDED
         found = catalog.connect_table_information(spark, name)

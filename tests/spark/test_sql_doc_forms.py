@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pydelta import errors
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,7 @@ import pytest
 
 import pydelta
 from pydelta import errors
-from pydelta.spark import catalog
+from pydelta.spark.base import catalog
 
 pytestmark = pytest.mark.spark
 

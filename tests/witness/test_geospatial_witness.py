@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pydelta.errors import DeltaAnalysisError
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 from tests.witness.delta_spark import WitnessError
 
 # pydelta refuses geo columns before Spark 4.2 (tests/spark/test_spark_version_limits.py)

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pydelta
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.pyspark_compat import pyspark_before
 from tests.witness._compare import (
     DELTA_SPARK_ENGINE,
     PYDELTA_ENGINE,

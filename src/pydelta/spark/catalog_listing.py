@@ -8,13 +8,13 @@ pydelta corrects both from the catalog entry and the Delta log.
 from __future__ import annotations
 
 from typing import Any
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 def _corrected(spark: SparkSession, table: Any) -> Any:
     if table.isTemporary or table.tableType not in ("MANAGED", "EXTERNAL"):
         return table
-    from pydelta.spark.catalog import lookup
+    from pydelta.spark.base.catalog import lookup
 
     parts = [*(table.namespace or []), table.name]
     name = ".".join("`" + p.replace("`", "``") + "`" for p in parts)
@@ -39,7 +39,7 @@ def install() -> None:
     """Patch pyspark's Catalog, classic and Spark Connect's, once per process."""
     from pyspark.sql.catalog import Catalog
 
-    from pydelta.spark.connect import connect_classes
+    from pydelta.spark.connect.session import connect_classes
 
     classes: list[type] = [Catalog]
     if connect_classes() is not None:  # Connect's client loads here

@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from pydelta.errors import DeltaNotImplementedError
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 class DeltaCatalogSource(DataSource):
@@ -84,7 +84,7 @@ _REGISTERED: set[int] = set()
 
 def register(spark: SparkSession) -> None:
     """Register the "delta" source on `spark` (once per session: also serves readStream)."""
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect.session import is_connect
 
     key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key in _REGISTERED:

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from pydelta.errors import CatalogLockedError, JavaNotFoundError
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 SESSION_CONF = {
     # Column mapping "id" mode resolves Parquet columns by field id.
@@ -37,24 +37,37 @@ def check_java() -> None:
 _installed = False
 
 
+def _post_commit_hooks() -> tuple[Any, ...]:
+    """The Spark-side post-commit hooks, in the order they run after a commit (the log core has
+    already checkpointed): the symlink manifests first, so they describe the committed version,
+    then auto compaction (whose own OPTIMIZE commit runs the list again)."""
+    from pydelta.spark.maintenance.auto_compact import AUTO_COMPACTION
+    from pydelta.spark.maintenance.manifest import SYMLINK_MANIFEST
+
+    return (SYMLINK_MANIFEST, AUTO_COMPACTION)
+
+
 def _install_hooks() -> None:
     """Everything pydelta patches into PySpark, in one list: the DataFrameReader/Writer and
-    SparkSession.table hooks (spark/hooks/), spark.sql's router for Delta statements, the
+    SparkSession.table hooks (spark/patches/), spark.sql's router for Delta statements, the
     DataFrameWriterV2 hooks, catalog listing, the streaming sink and streaming table reads."""
     global _installed
     if _installed:
         return
-    from pydelta.spark.hooks import reader as hooks
     from pydelta.spark import catalog_listing
-    from pydelta.spark.hooks import writer_v2
-    from pydelta.spark.sql import router
+    from pydelta.spark.base.transactions import install_post_commit_hooks
+    from pydelta.spark.datasource import register as register_source
+    from pydelta.spark.patches import reader as hooks
+    from pydelta.spark.patches import sql as sql_patch
+    from pydelta.spark.patches import writer_v2
     from pydelta.spark.streaming import sink, source_storage, stream_table
 
+    install_post_commit_hooks(_post_commit_hooks())
     hooks.install()
-    router.install()
+    sql_patch.install()
     writer_v2.install()
     catalog_listing.install()
-    sink.install()
+    sink.install(register_source)
     stream_table.install()
     source_storage.install()
     _installed = True
@@ -71,8 +84,9 @@ def enable(spark: SparkSession) -> Any:
     _install_hooks()
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
-    from pydelta.spark import datasource, hadoop_storage
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark import datasource
+    from pydelta.spark.base import hadoop_storage
+    from pydelta.spark.connect.session import is_connect
     from pydelta.spark.read import log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source

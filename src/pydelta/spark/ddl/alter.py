@@ -58,7 +58,7 @@ from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.txn import row_tracking, row_tracking_backfill
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.base.conf import conf_bool
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
     ColumnChange,
@@ -79,7 +79,7 @@ from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALT
     change_operation,
     commit_metadata,
 )
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
@@ -109,7 +109,7 @@ def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str
     snapshot = load_snapshot(path)
     if (str(validated.get(row_tracking.ENABLE_KEY, "")).strip().lower() == "true"
             and not row_tracking.enabled(snapshot.metadata) and snapshot.num_files):
-        from pydelta.spark.transactions import engine_info
+        from pydelta.spark.base.transactions import engine_info
 
         snapshot = row_tracking_backfill.backfill(snapshot, engine_info(spark))  # existing rows get row IDs first
     if (validated.get(COLUMN_MAPPING_MODE_KEY) == "none" and remove_cm.removal_allowed(spark)
@@ -270,8 +270,8 @@ _NONDETERMINISTIC = re.compile(r"\b(rand|randn|random|uuid|shuffle|monotonically
 
 def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
     """(is an aggregate, is deterministic) of `SELECT <expr> AS check FROM table`."""
-    from pydelta.spark.connect import analyzed_plan, is_connect
-    from pydelta.spark.sql import jplan
+    from pydelta.spark.connect.session import analyzed_plan, is_connect
+    from pydelta.spark.base import jplan
 
     if not is_connect(checked.sparkSession):
         analyzed = checked._jdf.queryExecution().analyzed()

@@ -29,7 +29,7 @@ from pydelta.spark.ddl.schema_edits import (
     _resolve,
 )
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 _ADVICE = ("Please enable Column Mapping on your Delta table with mapping mode 'name'. You can use the following "
            "command: ALTER TABLE table_name SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")

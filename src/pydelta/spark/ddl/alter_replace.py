@@ -31,7 +31,7 @@ from pydelta.protocol.schema_evolution import assign_column_mapping
 from pydelta.spark.ddl.alter_mapping import check_not_referenced
 from pydelta.spark.ddl.schema_edits import NewColumn, _check_name_characters, _field_map, _json, _type_sql, commit_metadata
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 def replace_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:

@@ -12,8 +12,8 @@ from typing import Any, Callable, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY as CURRENT_DEFAULT_KEY  # re-exported for the SQL fronts
-from pydelta.spark.sql import jplan
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base import jplan
+from pydelta.spark.base._typing import SparkSession
 
 
 def checked_default(spark: SparkSession, sql: str, type_sql: str, column: str, command: str) -> str:

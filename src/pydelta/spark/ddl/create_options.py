@@ -5,8 +5,8 @@ Shared by both SQL fronts (Spark's parser on classic sessions, pydelta's grammar
 
 from __future__ import annotations
 
-from pydelta.spark._typing import SparkSession
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import conf_bool
 
 LEGACY_OPTIONS_AS_PROPERTIES = "spark.databricks.delta.legacy.storeOptionsAsProperties"
 

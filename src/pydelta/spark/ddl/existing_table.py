@@ -16,7 +16,7 @@ from pydelta.protocol import clustering
 from pydelta.protocol.internal_metadata import NESTED_INTERNAL_KEYS
 from pydelta.protocol.schema import StructType, without_field_metadata
 from pydelta.protocol.schema_diff import schema_differences
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 #: Properties delta-spark leaves out of the comparison: column mapping's internal counter and
 #: the protocol settings (they become the protocol, not table properties).
@@ -93,9 +93,9 @@ def register_existing(spark: SparkSession, name: str | None, path: str, kind: st
                       comment: str | None, partition_by: Sequence[str]) -> None:
     """CREATE [IF NOT EXISTS] TABLE t USING delta LOCATION '/existing' (no columns): name an
     existing Delta table after checking the statement's definition against it."""
-    from pydelta.spark.catalog import lookup, register_table
+    from pydelta.spark.base.catalog import lookup, register_table
     from pydelta.spark.read.scan import spark_schema
-    from pydelta.spark.transactions import try_load
+    from pydelta.spark.base.transactions import try_load
     from pydelta.spark.write.options import checked_table_properties
 
     snapshot = try_load(path)

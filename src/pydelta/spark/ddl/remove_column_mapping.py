@@ -22,9 +22,9 @@ from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.conf import session_time_zone
-from pydelta.spark._typing import DataFrame, SparkSession
-from pydelta.spark.pyspark_compat import alias
+from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.pyspark_compat import alias
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
 PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"
@@ -99,11 +99,9 @@ def _without_field_ids(df: DataFrame, metadata: Metadata) -> Any:
 
 
 def _commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction
 
-    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),
-                                isolation_level=isolation_level(snapshot.metadata))
+    txn = open_transaction(spark, snapshot)
     txn.read_whole_table()  # every file is rewritten: any concurrent data change conflicts
     txn.update_metadata(metadata)
     clustered = clustering_without_mapping(snapshot.metadata, snapshot.domain_metadata)

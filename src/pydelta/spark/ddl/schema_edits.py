@@ -14,9 +14,9 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, quote_path, walk_fields
-from pydelta.spark.conf import conf_bool
+from pydelta.spark.base.conf import conf_bool
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 _INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
@@ -176,11 +176,9 @@ def _field_map(parent: Sequence[str], field: StructField) -> dict[str, object]:
 def commit_metadata(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, operation: Operation, *,
             read_all: bool = False) -> int:
     """One metadata-only commit; the protocol follows what the new metadata needs."""
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction
 
-    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark),
-                                isolation_level=isolation_level(snapshot.metadata))
+    txn = open_transaction(spark, snapshot)
     if read_all:  # the data was checked: a concurrent append must conflict
         txn.read_whole_table()
     txn.update_metadata(metadata)

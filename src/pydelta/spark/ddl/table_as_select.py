@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import TableAlreadyExistsError
-from pydelta.spark import catalog
-from pydelta.spark.transactions import try_load
+from pydelta.spark.base import catalog
+from pydelta.spark.base.transactions import try_load
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import DataFrame
+from pydelta.spark.base._typing import DataFrame
 
 
 def table_as_select(
@@ -39,7 +39,7 @@ def table_as_select(
             return None
         raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {display} already exists")
     if kind == "replace" and snapshot is None:
-        from pydelta.spark.spark_errors import cannot_replace_missing_table
+        from pydelta.spark.base.spark_errors import cannot_replace_missing_table
 
         raise cannot_replace_missing_table(spark, name, path)
     replacing = snapshot is not None

@@ -28,10 +28,10 @@ from pydelta.errors import (
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata
-from pydelta.spark.transactions import engine_info, isolation_level
+from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 
@@ -62,12 +62,7 @@ def transaction_metadata(txn: OptimisticTransaction) -> Metadata:
 
 
 def new_transaction(spark: SparkSession, snapshot: Snapshot) -> OptimisticTransaction:
-    from pydelta.spark.maintenance.auto_compact import check_session_conf
-
-    check_session_conf(spark)
-    return OptimisticTransaction(
-        snapshot.table_root, snapshot, engine_info=engine_info(spark), isolation_level=isolation_level(snapshot.metadata)
-    )
+    return open_transaction(spark, snapshot, writes_data=True)
 
 
 # ---- counts and timing --------------------------------------------------------------------------------
@@ -152,17 +147,15 @@ class PreparedCommit:
         except DeltaConcurrentModificationException:
             discard_files(self.txn.table_root, self.actions)
             raise
-        from pydelta.spark.maintenance.auto_compact import after_data_commit
-
         if self.spark is not None:
-            after_data_commit(self.spark, self.txn, version, self.actions)
+            run_post_commit_hooks(self.spark, self.txn, version, self.actions)
         return version
 
     def _idempotent_run_done(self, spark: SparkSession) -> bool:
         """delta-spark's idempotent DML (session confs spark.databricks.delta.write.txnAppId and
         txnVersion): a version that app already committed makes this run a no-op; otherwise the
         commit records it (a txn action). The confs' autoReset applies as for writes."""
-        from pydelta.spark.conf import conf_value
+        from pydelta.spark.base.conf import conf_value
         from pydelta.spark.write.options import TXN_AUTO_RESET_CONF, TXN_APP_ID_CONF, TXN_VERSION_CONF, \
             session_transaction
 

@@ -27,7 +27,7 @@ from pydelta.spark.dml.commit import (
     PreparedCommit,
     transaction_metadata,
 )
-from pydelta.spark.dml.conditions import analyze, is_partition_only, READ_ALL
+from pydelta.spark.read.conditions import analyze, is_partition_only, READ_ALL
 from pydelta.spark.dml.files import (
     add_rows,
     candidate_files,
@@ -47,7 +47,7 @@ from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_i
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read.scan import build_dataframe
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 __all__ = ["delete", "prepare_delete"]
 

@@ -29,7 +29,7 @@ from pydelta.spark.read import plan_pruning
 from pydelta.spark.dml.files import file_uris, remove_actions, scan
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
 from pydelta.protocol import properties
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 ENABLE_KEY = "delta.enableDeletionVectors"
 

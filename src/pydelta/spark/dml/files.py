@@ -27,8 +27,8 @@ from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, wri
 from pydelta.spark.read.scan import FILE_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write.conform import conform
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.conf import session_time_zone
-from pydelta.spark._typing import Column, DataFrame, SparkSession
+from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base._typing import Column, DataFrame, SparkSession
 
 
 

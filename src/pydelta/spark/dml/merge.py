@@ -45,9 +45,9 @@ from typing import Any
 
 from pydelta.errors import MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.log.snapshot import Snapshot
-from pydelta.errors import DmlTypeError
+from pydelta.errors import DeltaNotImplementedError, DmlTypeError
 from pydelta.spark.dml.commit import discard_files, PreparedCommit
-from pydelta.spark.dml.conditions import as_column, column_mapping
+from pydelta.spark.read.conditions import as_column, column_mapping
 from pydelta.spark.dml.merge_classify import TouchedFiles, find_touched_files, materialize_source
 from pydelta.spark.dml.merge_clauses import MergeClause
 from pydelta.spark.dml.merge_output import (
@@ -59,9 +59,9 @@ from pydelta.spark.dml.merge_output import (
     rewrite_touched_files,
 )
 from pydelta.spark.dml.merge_plan import candidate_files, plan_merge
-from pydelta.spark.spark_errors import boundary_class
+from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import Column, DataFrame, SparkSession
+from pydelta.spark.base._typing import Column, DataFrame, SparkSession
 
 __all__ = [
     "DeltaMergeBuilder",
@@ -236,17 +236,49 @@ class DeltaMergeBuilder:
         Example:
             >>> t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete().execute().show()
         """
-        spark = self._table._spark
-        prepared = prepare_merge(
-            spark, self._table.snapshot(), self._source, self._condition, list(self._clauses),
-            schema_evolution=self._schema_evolution, alias=getattr(self._table, "_alias", None),
-        )
-        prepared.commit()
-        affected, updated, deleted, inserted = prepared.result
-        return spark.createDataFrame(
-            [(affected, updated, deleted, inserted)],
-            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
-        )
+        return run_merge(self._table._spark, self._table.snapshot(), self._source, self._condition,
+                         list(self._clauses), schema_evolution=self._schema_evolution,
+                         alias=getattr(self._table, "_alias", None))
+
+
+# ---- the one entry of every front (the builder above, SQL's MERGE INTO, Connect's) -----------------------
+
+# SQL's WHEN clauses: (when, action) -> (kind, action, star)
+_SQL_CLAUSES = {
+    ("matched", "update"): ("matched", "update", False),
+    ("matched", "updateAll"): ("matched", "update", True),
+    ("matched", "delete"): ("matched", "delete", False),
+    ("notMatched", "insert"): ("notMatched", "insert", False),
+    ("notMatched", "insertAll"): ("notMatched", "insert", True),
+    ("notMatchedBySource", "update"): ("notMatchedBySource", "update", False),
+    ("notMatchedBySource", "delete"): ("notMatchedBySource", "delete", False),
+}
+
+
+def sql_clause(when: str, action: str, condition: str | None, assignments: dict[str, str]) -> MergeClause:
+    """One WHEN clause of a SQL MERGE: `when` matched / notMatched / notMatchedBySource, `action`
+    update, updateAll, delete, insert or insertAll, `assignments` the SET / VALUES as {column: SQL}."""
+    shape = _SQL_CLAUSES.get((when, action))
+    if shape is None:
+        raise DeltaNotImplementedError(f"MERGE clause {action} in WHEN {when.upper()} is not supported")
+    kind, verb, star = shape
+    cond = None if condition is None else as_column(condition, "'condition'")
+    if star or verb == "delete":
+        return MergeClause(kind, verb, cond, None, star=star)
+    return MergeClause(kind, verb, cond, column_mapping(assignments, f"the {action} of WHEN {when.upper()}"))
+
+
+def run_merge(spark: SparkSession, snapshot: Snapshot, source: DataFrame, condition: Any,
+              clauses: list[MergeClause], *, schema_evolution: bool, alias: str | None) -> DataFrame:
+    """Plan, write and commit a MERGE; delta-spark's one-row result (affected, updated, deleted, inserted)."""
+    prepared = prepare_merge(spark, snapshot, source, as_column(condition, "'condition'"), clauses,
+                             schema_evolution=schema_evolution, alias=alias)
+    prepared.commit()
+    affected, updated, deleted, inserted = prepared.result
+    return spark.createDataFrame(
+        [(affected, updated, deleted, inserted)],
+        "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
+    )
 
 
 # ---- running the stages ------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from pydelta.spark.dml.merge_classify import (
 from pydelta.spark.dml.merge_clauses import ACTION, COPY, ResolvedClause, outcome_codes
 from pydelta.spark.dml.merge_plan import MergePlan
 from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, spark_schema
-from pydelta.spark._typing import Column, DataFrame
+from pydelta.spark.base._typing import Column, DataFrame
 
 DEDUPE_KEY = "__pydelta_merge_row_key"
 ROW_ID_OUT = "__pydelta_merge_row_id"
@@ -228,7 +228,7 @@ def _with_identity_values(joined: DataFrame, specs: list[IdentitySpec], stable: 
     """`joined` plus a generated value per identity column (used by the inserting rows). With
     `stable` (the change feed reads `joined` again) the rows are checkpointed first, so data
     and change files see the same values."""
-    from pydelta.spark.ddl.identity import with_identity_values
+    from pydelta.spark.write.identity import with_identity_values
 
     if not specs:
         return joined
@@ -243,7 +243,7 @@ def record_identity_high_water_marks(plan: MergePlan, added: list[dict[str, Any]
     if not plan.identity_specs or not added:
         return
     from pydelta.protocol.identity import with_high_water_marks
-    from pydelta.spark.ddl.identity import high_water_marks
+    from pydelta.spark.write.identity import high_water_marks
 
     metadata = transaction_metadata(plan.txn)
     marks = high_water_marks(plan.spark, metadata, plan.identity_specs, [a["add"] for a in added], plan.root)

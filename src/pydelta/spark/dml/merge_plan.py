@@ -21,8 +21,8 @@ from pydelta.protocol.identity import IdentitySpec, identity_columns
 from pydelta.protocol.predicates import Or, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
-from pydelta.spark.connect import is_connect
-from pydelta.spark.dml.conditions import analysis_error, analyze, and_all, as_column, Condition, conjuncts, READ_ALL
+from pydelta.spark.connect.session import is_connect
+from pydelta.spark.read.conditions import analysis_error, analyze, and_all, as_column, Condition, conjuncts, READ_ALL
 from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 from pydelta.spark.dml.merge_clauses import (
     MergeClause,
@@ -33,10 +33,10 @@ from pydelta.spark.dml.merge_clauses import (
 )
 from pydelta.spark.dml.merge_schema import evolve_target_schema, schema_evolution_enabled, source_fields
 from pydelta.spark.dml.update import resolve_assignments, typed_values
-from pydelta.spark.predicates import _children, _name, translate
+from pydelta.spark.base.predicates import _children, _name, translate
 from pydelta.spark.read.scan import build_dataframe, spark_schema
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark._typing import Column, DataFrame, JavaObject, SparkSession
+from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
 
 #: The target's alias in the merge's joins when the table has none.
 TARGET_ALIAS = "__pydelta_merge_target"
@@ -336,7 +336,7 @@ def _target_side(plan: MergePlan) -> TargetSide | None:
     on classic sessions; over Spark Connect (no plan) from the client's own unresolved
     expression, over the target's columns only. None when there is no way."""
     if is_connect(plan.spark):
-        from pydelta.spark.read.connect_filters import translate_target_column
+        from pydelta.spark.connect.expressions import translate_target_column
 
         def connect_side(condition: Condition) -> Predicate | None:
             p = translate_target_column(condition.column._expr, plan.read_schema, plan.target.alias,

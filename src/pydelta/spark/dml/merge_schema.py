@@ -19,7 +19,7 @@ from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.spark.dml.merge_clauses import MergeClause
 from pydelta.spark.dml.update import split_name
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 
@@ -132,7 +132,7 @@ def _assigned_from_source(clauses: list[MergeClause], alias: str | None, schema:
 
 def _column_reference(value: Any) -> list[str] | None:
     """The name parts of a value that is a bare column reference (`s.x`, `x`), else None."""
-    from pydelta.spark.sql import jplan
+    from pydelta.spark.base import jplan
 
     jc = getattr(value, "_jc", None)
     if jc is None:

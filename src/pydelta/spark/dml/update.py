@@ -29,7 +29,7 @@ from pydelta.spark.dml.commit import (
     PreparedCommit,
     transaction_metadata,
 )
-from pydelta.spark.dml.conditions import analysis_error, analyze, column_mapping, is_partition_only, READ_ALL
+from pydelta.spark.read.conditions import analysis_error, analyze, column_mapping, is_partition_only, READ_ALL
 from pydelta.spark.dml.files import (
     add_rows,
     candidate_files,
@@ -48,7 +48,7 @@ from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_i
 from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 __all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
 

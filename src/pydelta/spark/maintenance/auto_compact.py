@@ -30,10 +30,11 @@ import pyarrow.compute as pc
 
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
-from pydelta.spark.conf import conf_bytes, conf_value
-from pydelta.spark.sql.jplan import string_literal
+from pydelta.spark.base.conf import conf_bytes, conf_value
+from pydelta.spark.base.jplan import string_literal
 from pydelta.protocol import properties
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.transactions import PostCommitHook, hook_failed
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ TABLE_PROPERTY = "delta.autoOptimize.autoCompact"
 LEGACY_TABLE_PROPERTY = "delta.autoOptimize"
 ALLOWED_VALUES = ("true", "false")
 HOOK_NAME = "Auto Compact"
+# Commits that compact or restore files are not compacted after (OPTIMIZE's own, and RESTORE's).
+NOT_AFTER = ("OPTIMIZE", "RESTORE")
 _DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
 _DEFAULT_MIN_NUM_FILES = 50
 _DEFAULT_MAX_PARTITIONS = 128
@@ -176,6 +179,8 @@ def after_data_commit(spark: SparkSession, txn: Any, version: int | None, action
     """The post-commit hook: compact the small files of the partitions this commit wrote to."""
     if version is None or spark is None:
         return
+    if (txn.committed_commit_info or {}).get("operation") in NOT_AFTER:
+        return
     actions = list(actions)
     added = _partitions_added(actions)
     if not added:
@@ -191,14 +196,13 @@ def after_data_commit(spark: SparkSession, txn: Any, version: int | None, action
     try:
         _compact(spark, txn, added)
     except DeltaError as e:
-        raise type(e)(_hook_failed(version, e)) from e
+        raise type(e)(hook_failed(HOOK_NAME, version, e)) from e
     except Exception as e:  # noqa: BLE001 - Spark job failures: the commit stands, the error says so
-        raise DeltaError(_hook_failed(version, e)) from e
+        raise DeltaError(hook_failed(HOOK_NAME, version, e)) from e
 
 
-def _hook_failed(version: int, error: BaseException) -> str:
-    return (f"[DELTA_POST_COMMIT_HOOK_FAILED] Committing to the Delta table version {version} succeeded but "
-            f"error while executing post-commit hook {HOOK_NAME}: {error}")
+#: The post-commit hook (spark/session.py lists it).
+AUTO_COMPACTION = PostCommitHook(HOOK_NAME, after_data_commit, check_session_conf)
 
 
 def _compact(spark: SparkSession, txn: Any, added: set[PartitionKey]) -> None:

@@ -34,11 +34,11 @@ from pydelta.protocol.partition_values import (
 )
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
-from pydelta.spark.conf import conf_bool, session_time_zone
-from pydelta.spark.transactions import try_load
+from pydelta.spark.base.conf import conf_bool, session_time_zone
+from pydelta.spark.base.transactions import try_load
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.jvm import jvm
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base.jvm import jvm
+from pydelta.spark.base._typing import SparkSession
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 STATS_COLLECT_CONF = "spark.databricks.delta.stats.collect"
@@ -230,10 +230,9 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
     """
     from pydelta.protocol.file_stats import collect_stats_for_files
     from pydelta.protocol.schema import column_mapping_mode
-    from pydelta.spark.transactions import engine_info
+    from pydelta.spark.base.transactions import open_transaction
     from pydelta.spark.write.dataframe import new_table_metadata
     from pydelta.spark.write.options import session_conf, with_table_defaults
-    from pydelta.txn.transaction import OptimisticTransaction
 
     configuration = with_table_defaults(configuration, session_conf(spark))  # a new table: session defaults
     if column_mapping_mode(configuration) != "none":  # the files have neither field ids nor physical names
@@ -296,7 +295,7 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
             add["stats"] = st[1]
         adds.append({"add": add})
 
-    txn = OptimisticTransaction(root, None, engine_info=engine_info(spark))
+    txn = open_transaction(spark, None, root)
     txn.update_metadata(metadata)
     operation = Operation.convert(len(adds), operation_partitions, collect, catalog_table=catalog_table,
                                   source_format="parquet")
@@ -324,7 +323,7 @@ def _not_a_view(name: str) -> DeltaAnalysisError:
 
 def _catalog_table(spark: SparkSession, name: str) -> Any:
     """Spark's CatalogTable of `name` (a py4j object), or None when the catalog has no such table."""
-    from pydelta.spark.catalog import is_temp_view, table_metadata
+    from pydelta.spark.base.catalog import is_temp_view, table_metadata
 
     if is_temp_view(spark, name):
         raise _not_a_view(name)
@@ -361,7 +360,7 @@ def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any =
     delta, so a failed conversion leaves the entry as it was; a log left without its
     catalog change (e.g. the metastore failed) is completed by converting again.
     """
-    from pydelta.spark.catalog import delta_location
+    from pydelta.spark.base.catalog import delta_location
 
     meta = _catalog_table(spark, name)
     if meta is None:
@@ -404,7 +403,7 @@ def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any =
 
 
 def _scala_props(scala_map: Any) -> dict[str, str]:
-    from pydelta.spark.sql.jplan import scala_map as to_dict
+    from pydelta.spark.base.jplan import scala_map as to_dict
 
     return {str(k): str(v) for k, v in to_dict(scala_map).items()}
 
@@ -418,8 +417,7 @@ def _merge_catalog_properties(spark: SparkSession, snapshot: Any, props: dict[st
     """
     from dataclasses import replace
 
-    from pydelta.spark.transactions import engine_info
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction
 
     config = dict(snapshot.metadata.configuration)
     merged = {**config, **props}
@@ -433,7 +431,7 @@ def _merge_catalog_properties(spark: SparkSession, snapshot: Any, props: dict[st
             f"configurations (update existing fields and insert new ones), set the SQL configuration "
             f"`{METADATA_CHECK_CONF}` to false."
         )
-    txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info(spark))
+    txn = open_transaction(spark, snapshot)
     txn.update_metadata(replace(snapshot.metadata, configuration=merged))
     txn.commit([], Operation.convert(0, user_names, False, catalog_table=display, source_format="parquet"))
 
@@ -457,7 +455,7 @@ def _mark_as_delta(spark: SparkSession, meta: Any, schema_json: str) -> None:
     holds them; the schema is the Delta table's, informational as for pydelta's other
     Delta entries (the Hive metastore keeps its old copy anyway).
     """
-    from pydelta.spark.catalog import alter_table_metadata
+    from pydelta.spark.base.catalog import alter_table_metadata
 
     jv = jvm(spark)
     none = jv.scala.Option.empty()

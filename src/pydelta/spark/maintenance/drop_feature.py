@@ -36,7 +36,7 @@ class SparkRewriter:
 
 def drop_feature_support(table: Any, feature_name: str, truncate_history: bool = False) -> int:
     """`DeltaTable.dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE`; returns the drop commit's version."""
-    from pydelta.spark.transactions import engine_info
+    from pydelta.spark.base.transactions import engine_info
 
     root = table.snapshot().table_root
     return drop_feature(root, feature_name, truncate_history, engine_info=engine_info(table._spark),

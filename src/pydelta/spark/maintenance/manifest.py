@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from pydelta.errors import DeltaIllegalArgumentError, ManifestGenerationError
+from pydelta.errors import DeltaError, DeltaIllegalArgumentError, ManifestGenerationError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import hive_partition_path
 from pydelta.protocol.schema import column_mapping_mode
+from pydelta.spark.base.transactions import PostCommitHook, hook_failed
 
 MANIFEST_LOCATION = "_symlink_format_manifest"
 MODES = ("symlink_format_manifest",)
@@ -108,3 +109,28 @@ def generate_full_manifest(snapshot: Snapshot) -> set[str]:
         if os.path.exists(stale_root):
             os.unlink(stale_root)
     return written
+
+
+ENABLED_PROPERTY = "delta.compatibility.symlinkFormatManifest.enabled"
+HOOK_NAME = "Generate Symlink Format Manifest"
+
+
+def after_commit(spark: Any, txn: Any, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
+    """The post-commit hook of a table with `delta.compatibility.symlinkFormatManifest.enabled`:
+    a commit that adds or removes files brings the manifests up to date (delta-spark's
+    GenerateSymlinkManifest; pydelta rewrites them all, delta-spark those of the touched partitions)."""
+    configuration = (txn.metadata.configuration if txn.metadata is not None else {}) or {}
+    if str(configuration.get(ENABLED_PROPERTY, "false")).strip().lower() != "true":
+        return
+    if not any("add" in a or "remove" in a for a in actions):
+        return
+    try:
+        generate_full_manifest(txn.post_commit_snapshot())
+    except DeltaError as e:
+        raise type(e)(hook_failed(HOOK_NAME, version, e)) from e
+    except OSError as e:
+        raise DeltaError(hook_failed(HOOK_NAME, version, e)) from e
+
+
+#: The post-commit hook (spark/session.py lists it).
+SYMLINK_MANIFEST = PostCommitHook(HOOK_NAME, after_commit)

@@ -38,11 +38,11 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering, zcubes
-from pydelta.spark.conf import conf_bool, conf_bytes, conf_value, session_time_zone
+from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
 from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
-from pydelta.spark.spark_errors import boundary_class
+from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def predicate_strings(spark: SparkSession, filters: Sequence[str]) -> list[str]:
     parses each WHERE text and never resolves what it records), so columns keep the parser's
     quote mark: `part = 1` is recorded as `('part = 1)`, `part IN (0, 2)` as `'part IN (0,2)`.
     """
-    from pydelta.spark.predicates import max_to_string_fields
+    from pydelta.spark.base.predicates import max_to_string_fields
 
     limit = max_to_string_fields(spark)
     return [str(_parse_expression(spark, sql).simpleString(limit)) for sql in filters]
@@ -225,7 +225,7 @@ def _read_predicate(spark: SparkSession, snapshot: Snapshot, filters: Sequence[s
     if not filters:
         return None
     from pydelta.protocol.predicates import And
-    from pydelta.spark.predicates import filter_condition, translate
+    from pydelta.spark.base.predicates import filter_condition, translate
     from pydelta.spark.read.partitions import partition_rows_dataframe
 
     base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
@@ -411,7 +411,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
         desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect.session import is_connect
 
     sc = None if is_connect(spark) else spark.sparkContext  # Connect: no job descriptions from the client
     previous = sc.getLocalProperty("spark.job.description") if sc is not None else None
@@ -588,8 +588,7 @@ def _rewrite_bins(spark: SparkSession, snapshot: Snapshot, bins: list[Bin], zord
 def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, operation: Operation,
             read_predicate: Any, candidate_paths: list[str], before_commit: Callable[[], None] | None) -> int:
     """Commit the rewrite, retrying as delta-spark's commitAndRetry does; the committed version."""
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
 
     removed_sizes = [r.get("size") or 0 for r in result.removes]
     added_sizes = [a["size"] for a in result.adds]
@@ -610,10 +609,7 @@ def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, ope
     txn_snapshot = snapshot
     hook = before_commit
     for attempt in range(1, _MAX_COMMIT_ATTEMPTS + 1):
-        txn = OptimisticTransaction(
-            txn_snapshot.table_root, txn_snapshot, engine_info=engine_info(spark),
-            isolation_level=isolation_level(txn_snapshot.metadata),
-        )
+        txn = open_transaction(spark, txn_snapshot)
         if read_predicate is None:
             txn.read_whole_table()
         else:
@@ -624,7 +620,7 @@ def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, ope
             hook()
             hook = None
         try:
-            return txn.commit(actions, operation, operation_metrics=metrics, data_change=False)
+            version = txn.commit(actions, operation, operation_metrics=metrics, data_change=False)
         except DeltaConcurrentModificationException:
             # delta-spark's commitAndRetry: still valid when every candidate file is still in
             # the table and the partitioning did not change.
@@ -635,6 +631,9 @@ def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, ope
                 raise
             logger.info("OPTIMIZE of %s: retrying the commit after a concurrent update", snapshot.table_root)
             txn_snapshot = latest
+            continue
+        run_post_commit_hooks(spark, txn, version, actions)
+        return version
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 

@@ -66,17 +66,13 @@ def protocol_with_feature(current: Protocol, feature: str) -> Protocol:
 
 
 def _commit_protocol(table: Any, compute: Any) -> int | None:
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction
 
     snapshot = table.snapshot()
     new = compute(snapshot.protocol)
     if new == snapshot.protocol:
         return None  # delta-spark: "Table ... is already at protocol version ..."
-    txn = OptimisticTransaction(
-        snapshot.table_root, snapshot, engine_info=engine_info(table._spark),
-        isolation_level=isolation_level(snapshot.metadata),
-    )
+    txn = open_transaction(table._spark, snapshot)
     txn.update_protocol(new)
     committed = txn.protocol
     assert committed is not None

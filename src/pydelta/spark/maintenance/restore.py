@@ -14,14 +14,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, RestoreMissingFilesError
+from pydelta.errors import DeltaIllegalArgumentError, RestoreMissingFilesError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.conf import session_time_zone
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.read.time_travel import java_timestamp_string, parse_timestamp, session_zone
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
 
@@ -31,43 +30,6 @@ def _keyed(snapshot: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
     for row in snapshot.files().to_pylist():
         out[(canonical_path(row["path"], snapshot.table_root), dv_unique_id(row.get("deletion_vector")))] = row
     return out
-
-
-def _session_zone(spark: SparkSession) -> Any:
-    from zoneinfo import ZoneInfo
-
-    name = session_time_zone(spark)
-    try:
-        return ZoneInfo(name)
-    except Exception:
-        return timezone.utc
-
-
-def _parse_timestamp(spark: SparkSession, timestamp: Any) -> datetime:
-    """A timestamp string (session time zone when it has none), date, datetime or epoch ms."""
-    zone = _session_zone(spark)
-    if isinstance(timestamp, bool):
-        raise DeltaIllegalArgumentError(f"The provided timestamp ({timestamp!r}) cannot be converted to a valid timestamp.")
-    if isinstance(timestamp, (int, float)):
-        return datetime.fromtimestamp(timestamp / 1000, tz=timezone.utc)
-    if isinstance(timestamp, datetime):
-        return timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=zone)
-    text = str(timestamp).strip()
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:  # delta-spark: DeltaErrors.timestampInvalid(Literal(timestamp)), an AnalysisException
-        literal = "'" + str(timestamp).replace("\\", "\\\\").replace("'", "\\'") + "'"
-        raise DeltaAnalysisError(
-            f"[DELTA_TIMESTAMP_INVALID] The provided timestamp ({literal}) cannot be converted to a valid timestamp."
-        ) from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=zone)
-
-
-def _java_timestamp_string(dt: datetime, zone: Any) -> str:
-    """java.sql.Timestamp#toString in the session time zone: 'yyyy-mm-dd hh:mm:ss.f'."""
-    local = dt.astimezone(zone)
-    frac = f"{local.microsecond:06d}".rstrip("0") or "0"
-    return local.strftime("%Y-%m-%d %H:%M:%S") + "." + frac
 
 
 def _version_at_timestamp(snapshot: Snapshot, ts_ms: int) -> int:
@@ -98,10 +60,9 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     from pyspark.sql.types import LongType, StructField, StructType
 
     from pydelta.spark.write.data_files import remove_action
-    from pydelta.spark.conf import conf_bool
-    from pydelta.spark.transactions import engine_info, isolation_level
+    from pydelta.spark.base.conf import conf_bool
+    from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
     from pydelta.txn import protocol_upgrade as pu
-    from pydelta.txn.transaction import OptimisticTransaction
 
     spark = table._spark
     if (version is None) == (timestamp is None):
@@ -109,8 +70,8 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     latest = table.snapshot()
     timestamp_param: str | None = None
     if version is None:
-        dt = _parse_timestamp(spark, timestamp)
-        timestamp_param = _java_timestamp_string(dt, _session_zone(spark))
+        dt = parse_timestamp(spark, timestamp)
+        timestamp_param = java_timestamp_string(dt, session_zone(spark))
         target_version = _version_at_timestamp(latest, int(dt.timestamp() * 1000))
     else:
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
@@ -123,9 +84,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
         )
     source = load_snapshot(latest.table_root, version=target_version)
 
-    txn = OptimisticTransaction(
-        latest.table_root, latest, engine_info=engine_info(spark), isolation_level=isolation_level(latest.metadata)
-    )
+    txn = open_transaction(spark, latest)
     txn.read_whole_table()  # delta-spark's commitLarge: any concurrent change fails the restore
 
     src_files = _keyed(source)
@@ -167,8 +126,9 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
         "tableSizeAfterRestore": int(sum(source_files.column("size").to_pylist())),
     }
     actions = [{"add": a} for a in to_add] + [{"remove": r} for r in to_remove]
-    txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param),
-               operation_metrics=metrics)
+    committed = txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param),
+                           operation_metrics=metrics)
+    run_post_commit_hooks(spark, txn, committed, actions)
 
     schema = StructType([
         StructField(name, LongType(), True)

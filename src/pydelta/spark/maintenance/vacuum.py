@@ -11,9 +11,9 @@ import logging
 from typing import Any
 
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
-from pydelta.spark.conf import conf_bool, conf_value
+from pydelta.spark.base.conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +44,10 @@ def _should_log(spark: SparkSession) -> bool:
 
 def _commit_empty(table: Any, operation: Operation, metrics: dict[str, int] | None) -> int:
     from pydelta.log.snapshot import load_snapshot
-    from pydelta.spark.transactions import engine_info, isolation_level
-    from pydelta.txn.transaction import OptimisticTransaction
+    from pydelta.spark.base.transactions import open_transaction
 
     snapshot = load_snapshot(table.path)
-    txn = OptimisticTransaction(
-        snapshot.table_root, snapshot, engine_info=engine_info(table._spark),
-        isolation_level=isolation_level(snapshot.metadata),
-    )
+    txn = open_transaction(table._spark, snapshot)
     return txn.commit([], operation, operation_metrics=metrics)
 
 

@@ -14,8 +14,8 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import geospatial
 from pydelta.protocol.schema import quote_path, split_identifier
-from pydelta.spark.conf import conf_bool
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import conf_bool
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 

@@ -28,7 +28,7 @@ from pydelta.log.changes import (
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, reader_schema, spark_file_uri
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 _VERSION = "__pydelta_cdf_version"
 _TS = "__pydelta_cdf_ts"
@@ -51,13 +51,22 @@ def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str,
         str(spark.conf.get("spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled", "false")).lower()
         == "true"
     )
-    change_range = resolve_range(snapshot, options, allow_out_of_range=allow_out_of_range)
+    change_range = resolve_range(snapshot, _session_timestamps(spark, options), allow_out_of_range=allow_out_of_range)
     read_snapshot = snapshot
     if column_mapping_mode(snapshot.configuration) != "none" and change_range.start <= change_range.end < snapshot.version:
         # delta-spark's default for column-mapped tables: the schema of the end version.
         read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end)
     check = None if _unsafe_schema_reads(spark) else (read_snapshot.metadata, read_snapshot.version)
     return changes_dataframe(spark, read_snapshot, plan_changes(snapshot, change_range, check))
+
+
+def _session_timestamps(spark: SparkSession, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` with startingTimestamp/endingTimestamp as epoch ms, a zone-less one read in the
+    session time zone (as delta-spark reads them), not the Python process's."""
+    from pydelta.spark.read.time_travel import timestamp_ms
+
+    return {key: timestamp_ms(spark, value) if key.lower() in ("startingtimestamp", "endingtimestamp")
+            and value is not None else value for key, value in options.items()}
 
 
 def _unsafe_schema_reads(spark: SparkSession) -> bool:

@@ -16,7 +16,7 @@ columns up through a `SubqueryAlias` only from a leaf (`under_alias`).
 from __future__ import annotations
 
 from typing import Any
-from pydelta.spark._typing import DataFrame, JavaObject
+from pydelta.spark.base._typing import DataFrame, JavaObject
 
 METADATA_COLUMN = "_metadata"
 _METADATA_COL_ATTR_KEY = "__metadata_col"  # Spark's MetadataAttribute marker

@@ -30,7 +30,7 @@ from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
 from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.storage import Storage
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.read.parquet_files import reader_paths
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"

@@ -8,16 +8,16 @@ delta-spark's leniency.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
 from pydelta.log.snapshot import Snapshot, load_snapshot
-from pydelta.spark.option_keys import option_value
+from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.read.scan import read_snapshot
-from pydelta.spark.spark_errors import _path_exists, no_table_to_read
-from pydelta.spark.write.options import IGNORE_UNKNOWN_CONF, reject_unsupported_options
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.read.time_travel import split_at_syntax, timestamp_ms
+from pydelta.spark.base.spark_errors import no_table_to_read
+from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, reject_unsupported_options
+from pydelta.spark.base._typing import SparkSession
 
 # The read options pydelta implements; keys are case-insensitive.
 CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
@@ -84,45 +84,15 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
             version = int(version)
         except (TypeError, ValueError):
             raise DeltaIllegalArgumentError(f"versionAsOf must be an integer, got {version!r}") from None
-    from pydelta.spark.hadoop_storage import require_connector
+    from pydelta.spark.base.hadoop_storage import require_connector
 
     require_connector(spark, path)
-    snapshot = load_for_read(path, version=version, timestamp=timestamp)
+    snapshot = load_for_read(path, version=version, timestamp=None if timestamp is None else timestamp_ms(spark, timestamp))
     if change_feed:
         from pydelta.spark.read.cdf import read_change_feed
 
         return read_change_feed(spark, snapshot, opts)
     return read_snapshot(spark, snapshot)
-
-
-_AT_VERSION = re.compile(r".*@[vV](\d+)$", re.DOTALL)
-_AT_TIMESTAMP = re.compile(r".*@(\d{17})$", re.DOTALL)
-RESOLVE_ON_IDENTIFIER_CONF = "spark.databricks.delta.timeTravel.resolveOnIdentifier.enabled"
-
-
-def split_at_syntax(spark: SparkSession, path: str) -> tuple[str, int | None, int | None]:
-    """delta-spark's `/path@v123` / `/path@yyyyMMddHHmmssSSS` (DeltaTableUtils.extractIfPathContainsTimeTravel):
-    (real path, version, timestamp in epoch ms). A path that exists as written is not time travel."""
-    from datetime import datetime
-
-    from pydelta.spark.maintenance.restore import _session_zone
-
-    if str(spark.conf.get(RESOLVE_ON_IDENTIFIER_CONF, "true")).lower() != "true":
-        return path, None, None
-    at_version, at_timestamp = _AT_VERSION.match(path), _AT_TIMESTAMP.match(path)
-    if (at_version is None and at_timestamp is None) or _path_exists(path):
-        return path, None, None
-    if at_timestamp is not None:
-        text = at_timestamp.group(1)
-        try:
-            dt = datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(
-                microsecond=int(text[14:]) * 1000, tzinfo=_session_zone(spark))
-        except ValueError:
-            raise DeltaAnalysisError(f"[DELTA_INVALID_TIMESTAMP_FORMAT] The provided timestamp {text} does not "
-                                     "match the expected syntax yyyyMMddHHmmssSSS.") from None
-        return path[: -len(text) - 1], None, int(dt.timestamp() * 1000)
-    digits = at_version.group(1)  # type: ignore[union-attr]
-    return path[: -len(digits) - 2], int(digits), None
 
 
 def load_for_read(path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from pydelta.errors import MissingDataFileError
 from pydelta.protocol.partition_values import hadoop_path
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 _GLOB_CHARACTER = re.compile(r"([{}\[\]*?\\])")  # what Spark's isGlobPath looks for
 

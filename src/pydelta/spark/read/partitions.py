@@ -10,7 +10,7 @@ import pyarrow as pa
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.read.scan import spark_schema
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 def partition_rows_dataframe(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Any:

@@ -26,13 +26,13 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
-from pydelta.spark.connect import is_connect
+from pydelta.spark.connect.session import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
-from pydelta.spark.pyspark_compat import alias, refuse_geospatial_before_4_2
-from pydelta.spark.predicates import filter_condition, translate
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2
+from pydelta.spark.base.predicates import filter_condition, translate
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 if TYPE_CHECKING:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
@@ -91,7 +91,7 @@ def build_dataframe(
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
-    from pydelta.spark.hadoop_storage import require_connector
+    from pydelta.spark.base.hadoop_storage import require_connector
 
     require_connector(spark, snapshot.table_root)
     user_read = not (with_file or row_ids or extra_fields)
@@ -517,7 +517,7 @@ def to_arrow(df: ClassicDataFrame) -> pa.Table:
     in input cannot be viewed as non-nullable" (apache/arrow GH-37072). Here only columns
     whose type differs are cast.
     """
-    from pydelta.spark.pyspark_compat import collect_arrow_batches, spark_to_arrow_schema
+    from pydelta.spark.base.pyspark_compat import collect_arrow_batches, spark_to_arrow_schema
 
     large = str(df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
     schema = spark_to_arrow_schema(df.schema, duplicated_field_names_error=True, large_types=large)
@@ -555,7 +555,7 @@ def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping
     files = snapshot.files()
     df = _user_read(spark, snapshot, files, read_options)
     if is_connect(spark):
-        from pydelta.spark.read.connect_scan import wrap_scan
+        from pydelta.spark.connect.scan import wrap_scan
 
         return wrap_scan(df, snapshot, files, functools.partial(_user_read, read_options=read_options))
     return wrap(df, snapshot, files)

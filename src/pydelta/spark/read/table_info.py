@@ -9,7 +9,7 @@ from typing import Any
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
 from pydelta.txn import protocol_upgrade as pu
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 HISTORY_SCHEMA = (
     "version BIGINT, timestamp TIMESTAMP, userId STRING, userName STRING, operation STRING, "

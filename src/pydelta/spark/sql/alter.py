@@ -14,10 +14,10 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
 from pydelta.spark.ddl import alter
 from pydelta.spark.ddl.alter import unnamed_check_constraint, unsupported_constraint
-from pydelta.spark.sql import jplan
-from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.spark.base import jplan
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 
 DEFAULT_NOT_ALLOWED_ON_ADD = (

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_SUFFIX = re.compile(r"@\s*(?:[vV](\d+)|(\d{17}))(?![\w])")
+from pydelta.spark.read.time_travel import AT_BODY, stamp_text
+
+_SUFFIX = re.compile(r"@\s*" + AT_BODY + r"(?![\w])")
 _NAME_END = re.compile(r"[\w`]")
 
 
@@ -30,17 +32,12 @@ def rewrite_at_syntax(text: str) -> str | None:
             match = _SUFFIX.match(text, i)
             if match is not None:
                 version, stamp = match.groups()
-                out.append(f" VERSION AS OF {version}" if version is not None else f" TIMESTAMP AS OF '{_stamp(stamp)}'")
+                out.append(f" VERSION AS OF {version}" if version is not None else f" TIMESTAMP AS OF '{stamp_text(stamp)}'")
                 i, changed = match.end(), True
                 continue
         out.append(char)
         i += 1
     return "".join(out) if changed else None
-
-
-def _stamp(digits: str) -> str:
-    """yyyyMMddHHmmssSSS as a timestamp literal's text."""
-    return f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]} {digits[8:10]}:{digits[10:12]}:{digits[12:14]}.{digits[14:]}"
 
 
 def _quoted_or_comment_end(text: str, i: int) -> int | None:

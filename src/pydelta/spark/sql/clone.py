@@ -15,7 +15,7 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAl
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.spark.sql import utility_grammar as g
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 RESULT_SCHEMA = ("source_table_size LONG, source_num_of_files LONG, num_removed_files LONG, "
                  "num_copied_files LONG, removed_files_size LONG, copied_files_size LONG")
@@ -39,10 +39,10 @@ def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
         raise DeltaAnalysisError(
             f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {stmt.target.display()} cannot be replaced as it does not "
             "exist. Use CREATE OR REPLACE TABLE to create the table.")
-    from pydelta.spark.transactions import engine_info
+    from pydelta.spark.base.transactions import engine_info
     from pydelta.txn.clone import clone_table
 
-    from pydelta.spark.catalog import registered_while_created
+    from pydelta.spark.base.catalog import registered_while_created
     from pydelta.spark.read.scan import reader_schema
 
     with registered_while_created(spark, None if existing else name, location, reader_schema(source.schema)):
@@ -55,9 +55,9 @@ def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
 
 def _source_snapshot(spark: SparkSession, stmt: g.Clone, path: str) -> Snapshot:
     if stmt.timestamp is not None:
-        from pydelta.spark.maintenance.restore import _parse_timestamp
+        from pydelta.spark.read.time_travel import parse_timestamp
 
-        ms = int(_parse_timestamp(spark, stmt.timestamp).timestamp() * 1000)
+        ms = int(parse_timestamp(spark, stmt.timestamp).timestamp() * 1000)
         return load_snapshot(path, timestamp=ms)
     return load_snapshot(path, version=stmt.version)
 
@@ -71,7 +71,7 @@ def _target(spark: SparkSession, stmt: g.Clone) -> tuple[str, str | None, bool]:
             raise DeltaAnalysisError("CLONE into delta.`path` cannot also name a LOCATION")
         root = to_local_path(stmt.target.path)
         return root, None, _has_log(root)
-    from pydelta.spark.catalog import default_location, delta_table_location
+    from pydelta.spark.base.catalog import default_location, delta_table_location
 
     name = ".".join(stmt.target.parts)
     current = delta_table_location(spark, name)

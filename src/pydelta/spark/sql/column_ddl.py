@@ -26,7 +26,7 @@ def type_sql(data_type: Any) -> str:
     """DataType.sql of a PySpark type."""
     from pyspark.sql.types import ArrayType, DecimalType, MapType, StringType, StructType
 
-    from pydelta.spark.pyspark_compat import pyspark_before
+    from pydelta.spark.base.pyspark_compat import pyspark_before
 
     if isinstance(data_type, StringType):
         collation = getattr(data_type, "collation", None) or "UTF8_BINARY"

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.ddl.create_options import split_options
-from pydelta.spark.sql import jplan
-from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.spark.base import jplan
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import resolve, target_for_create
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 
 def _spark_type(jtype: Any) -> Any:
@@ -101,9 +101,9 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
         register_existing(spark, target.name, path, builder_kind, spec.properties, spec.comment, partition_by)
         return jplan.empty_result(spark)
-    from pydelta.spark.table_api import TableBuilderApi as DeltaTableBuilder
+    from pydelta.spark.ddl.table_definition import IdentityGenerator, TableDefinition, create_table
 
-    builder = DeltaTableBuilder(spark, builder_kind)
+    builder = TableDefinition(spark, builder_kind)
     if target.name is not None:
         builder = builder.tableName(target.name)
     if location is not None or target.name is None:
@@ -114,8 +114,6 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         always: Any = jplan.expression_sql(generated) if generated is not None else None
         by_default = None
         if identity is not None:
-            from pydelta.spark.table_api import IdentityGenerator
-
             generator = IdentityGenerator(int(identity.getStart()), int(identity.getStep()))
             if bool(identity.isAllowExplicitInsert()):
                 by_default = generator
@@ -141,7 +139,7 @@ def create_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         builder = builder.property(key, value)
     if spec.comment is not None:
         builder = builder.comment(spec.comment)
-    builder.execute()
+    create_table(builder)
     return jplan.empty_result(spark)
 
 

@@ -24,13 +24,13 @@ from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
-from pydelta.spark.sql import jplan
+from pydelta.spark.base import jplan
 from pydelta.spark.sql.column_ddl import column_ddl, escape_single_quoted
-from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.conf import conf_bool, session_time_zone
-from pydelta.spark.jvm import jvm
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base.conf import conf_bool, session_time_zone
+from pydelta.spark.base.jvm import jvm
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 # Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED
 # as rows of their own, never as table properties.

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
-from pydelta.spark.sql import jplan
-from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.log.snapshot import Snapshot
+from pydelta.errors import DeltaAnalysisError
+from pydelta.spark.base import jplan
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
-from pydelta.spark.jvm import jvm
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base.jvm import jvm
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 
 # ---- helpers -----------------------------------------------------------------------------
@@ -111,11 +112,10 @@ def _is_true_literal(expr: Any) -> bool:
     return jplan.kind(expr) == "Literal" and str(expr.sql()).lower() == "true"
 
 
-def _delta_table(spark: SparkSession, target: DeltaTarget, alias: str | None) -> Any:
-    from pydelta.spark.table_api import DeltaTableApi
+def _snapshot(target: DeltaTarget) -> Snapshot:
+    from pydelta.log.snapshot import load_snapshot
 
-    table = DeltaTableApi.forPath(spark, target.path)
-    return table.alias(alias) if alias else table
+    return load_snapshot(target.path)
 
 
 # ---- DML ---------------------------------------------------------------------------------
@@ -137,8 +137,7 @@ def _delete(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
     alias, fix = _unaliased(spark, alias, node)
     condition = None if _is_true_literal(plan.condition()) else fix(plan.condition()).sql()
-    table = _delta_table(spark, target, alias)
-    prepared = prepare_delete(spark, table.snapshot(), condition, alias=alias)
+    prepared = prepare_delete(spark, _snapshot(target), condition, alias=alias)
     prepared.commit()
     rows = prepared.metrics.get("numDeletedRows", -1)
     return spark.createDataFrame([(int(rows),)], "num_affected_rows BIGINT")
@@ -151,10 +150,10 @@ def _update(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.spark.dml.update import column_mapping, prepare_update
 
     alias, fix = _unaliased(spark, alias, node)
-    table = _delta_table(spark, target, alias)
-    assignments = _assignments(plan, alias, column_defaults(table), fix)
+    snapshot = _snapshot(target)
+    assignments = _assignments(plan, alias, column_defaults(spark, snapshot), fix)
     condition = jplan.option(plan.condition())
-    prepared = prepare_update(spark, table.snapshot(), fix(condition).sql() if condition is not None else None,
+    prepared = prepare_update(spark, snapshot, fix(condition).sql() if condition is not None else None,
                               column_mapping(assignments, "SET"), alias=alias)
     prepared.commit()
     return spark.createDataFrame([(int(prepared.metrics.get("numUpdatedRows", 0)),)], "num_affected_rows BIGINT")
@@ -171,26 +170,25 @@ def _merge(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         tables.append((parts, parts[-1]))
     fix = _requalifier(spark, tables)
     source = _dataframe_of(spark, text, plan.sourceTable())
-    table = _delta_table(spark, target, alias)
-    defaults = column_defaults(table)
-    builder = table.merge(source, fix(plan.mergeCondition()).sql())
-    for action in jplan.seq(plan.matchedActions()):
-        builder = _merge_clause(builder, action, "matched", alias, defaults, fix)
-    for action in jplan.seq(plan.notMatchedActions()):
-        builder = _merge_clause(builder, action, "notMatched", alias, defaults, fix)
-    for action in jplan.seq(plan.notMatchedBySourceActions()):
-        builder = _merge_clause(builder, action, "notMatchedBySource", alias, defaults, fix)
-    if plan.withSchemaEvolution():
-        builder = builder.withSchemaEvolution()
-    return builder.execute()
+    from pydelta.spark.dml.merge import run_merge
+
+    snapshot = _snapshot(target)
+    defaults = column_defaults(spark, snapshot)
+    clauses = [_merge_clause(action, when, alias, defaults, fix)
+               for when, actions in (("matched", plan.matchedActions()), ("notMatched", plan.notMatchedActions()),
+                                     ("notMatchedBySource", plan.notMatchedBySourceActions()))
+               for action in jplan.seq(actions)]
+    return run_merge(spark, snapshot, source, fix(plan.mergeCondition()).sql(), clauses,
+                     schema_evolution=bool(plan.withSchemaEvolution()), alias=alias)
 
 
-def column_defaults(table: Any) -> dict[str, str]:
+def column_defaults(spark: SparkSession, snapshot: Snapshot) -> dict[str, str]:
     """lower-case column name -> the SQL its DEFAULT keyword stands for (typed; NULL without a default)."""
     from pydelta.spark.ddl.column_defaults import CURRENT_DEFAULT_KEY
+    from pydelta.spark.read.scan import read_snapshot
 
     out = {}
-    for field in table.toDF().schema.fields:
+    for field in read_snapshot(spark, snapshot).schema.fields:
         sql = (field.metadata or {}).get(CURRENT_DEFAULT_KEY, "NULL")
         out[field.name.lower()] = f"CAST(({sql}) AS {field.dataType.simpleString()})"
     return out
@@ -216,34 +214,15 @@ _MERGE_ACTIONS = {"UpdateAction": "update", "UpdateStarAction": "updateAll", "De
                   "InsertAction": "insert", "InsertStarAction": "insertAll"}
 
 
-def _merge_clause(builder: Any, action: Any, when: str, alias: str | None, defaults: dict[str, str],
-                  fix: Requalify) -> Any:
+def _merge_clause(action: Any, when: str, alias: str | None, defaults: dict[str, str], fix: Requalify) -> Any:
+    from pydelta.spark.dml.merge import sql_clause
+
     kind = jplan.kind(action)
     cond = jplan.option(action.condition())
     condition = fix(cond).sql() if cond is not None else None
     name = _MERGE_ACTIONS.get(kind, kind)
     assignments = _assignments(action, alias, defaults, fix) if name in ("update", "insert") else {}
-    return merge_clause(builder, when, name, condition, assignments)
-
-
-def merge_clause(builder: Any, when: str, action: str, condition: str | None, assignments: dict[str, str]) -> Any:
-    """Add one WHEN clause to a DeltaTable merge builder (both SQL fronts read clauses into this form).
-
-    `when` is matched / notMatched / notMatchedBySource; `action` update, updateAll, delete,
-    insert or insertAll; `assignments` the SET / VALUES as {column: SQL}."""
-    clauses = {
-        ("matched", "update"): lambda: builder.whenMatchedUpdate(condition, assignments),
-        ("matched", "updateAll"): lambda: builder.whenMatchedUpdateAll(condition),
-        ("matched", "delete"): lambda: builder.whenMatchedDelete(condition),
-        ("notMatched", "insert"): lambda: builder.whenNotMatchedInsert(condition, assignments),
-        ("notMatched", "insertAll"): lambda: builder.whenNotMatchedInsertAll(condition),
-        ("notMatchedBySource", "update"): lambda: builder.whenNotMatchedBySourceUpdate(condition, assignments),
-        ("notMatchedBySource", "delete"): lambda: builder.whenNotMatchedBySourceDelete(condition),
-    }
-    add = clauses.get((when, action))
-    if add is None:
-        raise DeltaNotImplementedError(f"MERGE clause {action} in WHEN {when.upper()} is not supported")
-    return add()
+    return sql_clause(when, name, condition, assignments)
 
 
 def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.sql.jplan import string_literal
+from pydelta.spark.base.jplan import string_literal
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 
 def field_lookup(schema: Any, target: DeltaTarget) -> Callable[[str], Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Sequence
 
 from pydelta.errors import DeltaAnalysisError
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base._typing import SparkSession
 
 
 def bind_parameters(spark: SparkSession, text: str, args: Mapping[str, Any] | Sequence[Any]) -> str:

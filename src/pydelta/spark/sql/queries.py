@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydelta.spark.read.hidden_metadata import under_alias
-from pydelta.spark.sql import jplan
-from pydelta.spark.sql.raw import raw_sql
+from pydelta.spark.read.time_travel import stamp_text
+from pydelta.spark.base import jplan
+from pydelta.spark.base.raw import raw_sql
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.jvm import gateway, jvm
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base.jvm import gateway, jvm
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 _counter = itertools.count()
 _PASS_THROUGH = {"SubqueryAlias", "RelationTimeTravel"}
@@ -85,11 +86,8 @@ _AT_SYNTAX = re.compile(r"\s*@\s*v?\d+", re.IGNORECASE)
 
 def _timestamp_sql(sql: str) -> str:
     """`t@20240101120000000` carries yyyyMMddHHmmssSSS: make it a timestamp literal."""
-    m = re.fullmatch(r"'(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{3})'", sql)
-    if m is None:
-        return sql
-    y, mo, d, h, mi, sec, ms = m.groups()
-    return f"'{y}-{mo}-{d} {h}:{mi}:{sec}.{ms}'"
+    m = re.fullmatch(r"'(\d{17})'", sql)
+    return sql if m is None else f"'{stamp_text(m.group(1))}'"
 
 
 def find_delta_relations(spark: SparkSession, text: str, plan: JavaObject, skip: Any = None,
@@ -262,8 +260,8 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
     from pydelta.log.data_skipping import FileSkipper
     from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.predicates import And
-    from pydelta.spark.predicates import filter_condition, translate
-    from pydelta.spark.hadoop_storage import require_connector
+    from pydelta.spark.base.predicates import filter_condition, translate
+    from pydelta.spark.base.hadoop_storage import require_connector
     from pydelta.spark.read.scan import build_dataframe, spark_schema, wrap
 
     require_connector(spark, rel.target.path)  # before the log is read: Spark's data path needs it
@@ -277,7 +275,8 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
         timestamp = micros // 1000
     if rel.target.name is None:  # delta.`/path`: delta-spark's path read errors
         from pydelta.errors import DeltaAnalysisError
-        from pydelta.spark.read.options import load_for_read, split_at_syntax
+        from pydelta.spark.read.options import load_for_read
+        from pydelta.spark.read.time_travel import split_at_syntax
 
         path, at_version, at_timestamp = split_at_syntax(spark, rel.target.path)  # delta.`/path@v1`
         version = rel.version

@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 from pydelta.errors import DeltaParseError
 from pydelta.spark.read import plan_pruning
-from pydelta.spark.sql import jplan
+from pydelta.spark.base import jplan
 from pydelta.spark.sql.at_syntax import rewrite_at_syntax
-from pydelta.spark.sql.jplan import NOT_DELTA
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.queries import (
     drop_views,
     find_delta_relations,
@@ -26,8 +26,8 @@ from pydelta.spark.sql.queries import (
     substitute_plan,
 )
 from pydelta.spark.sql.statements import parse_utility, run_utility
-from pydelta.spark.pyspark_compat import refuse_newer_sql
-from pydelta.spark._typing import JavaObject, SparkSession
+from pydelta.spark.base.pyspark_compat import refuse_newer_sql
+from pydelta.spark.base._typing import JavaObject, SparkSession
 
 
 # Statements whose views must outlive the statement (they store SQL text referring to them).
@@ -154,68 +154,3 @@ def _names_delta_table(spark: SparkSession, summary: jplan.TreeSummary, cache: d
         return True
     return any(kind != "UnresolvedTableValuedFunction" and resolve(spark, parts, cache) is not None
                for kind, parts in summary.names)
-
-
-def install() -> None:
-    """Route SparkSession.sql through pydelta (idempotent, process-wide), classic and Connect."""
-    from pyspark.sql.session import SparkSession
-
-    from pydelta.spark.connect import connect_classes
-
-    _install_classic(SparkSession)
-    connect = connect_classes()
-    if connect is not None:
-        _install_connect(connect.session)
-
-
-def _install_connect(session_class: Any) -> None:
-    if session_class.__dict__.get("_pydelta_sql_hooked", False):
-        return
-    original_sql = session_class.sql
-
-    def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        if not isinstance(sqlQuery, str) or args or kwargs:
-            return original_sql(self, sqlQuery, args, **kwargs)
-        from pydelta.spark.sql.connect_router import run_connect_sql
-
-        return run_connect_sql(self, sqlQuery, lambda text: original_sql(self, text))
-
-    from pydelta.spark.spark_errors import boundary
-
-    setattr(session_class, "_pydelta_original_sql", original_sql)
-    setattr(session_class, "sql", boundary(sql))  # patched on purpose, like the classic session's
-    setattr(session_class, "_pydelta_sql_hooked", True)
-
-
-def _install_classic(session_class: Any) -> None:
-    if getattr(session_class, "_pydelta_sql_hooked", False):
-        return
-    original_sql = session_class.sql
-
-    def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        if not isinstance(sqlQuery, str):
-            return original_sql(self, sqlQuery, args, **kwargs)
-        if kwargs:  # {name} placeholders: format as PySpark does (DataFrames become temp views)
-            from pyspark.sql.sql_formatter import SQLStringFormatter
-
-            formatter = SQLStringFormatter(self)
-            try:
-                return sql(self, formatter.format(sqlQuery, **kwargs), args)
-            finally:
-                formatter.clear()
-        if not args:
-            return run_sql(self, sqlQuery, lambda text: original_sql(self, text))
-        try:
-            return run_sql(self, sqlQuery, lambda text: original_sql(self, text, args), has_args=True)
-        except _ParametersNeedBinding:
-            from pydelta.spark.sql.parameters import bind_parameters
-
-            bound = bind_parameters(self, sqlQuery, args)
-            return run_sql(self, bound, lambda text: original_sql(self, text))
-
-    from pydelta.spark.spark_errors import boundary
-
-    # patched on purpose; DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
-    setattr(session_class, "_pydelta_original_sql", original_sql)
-    setattr(session_class, "sql", boundary(sql))
-    setattr(session_class, "_pydelta_sql_hooked", True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.sql import utility as run
 from pydelta.spark.sql import utility_grammar as g
-from pydelta.spark.sql.tokens import TokenStream
+from pydelta.spark.base.tokens import TokenStream
 
 
 @dataclass(frozen=True)

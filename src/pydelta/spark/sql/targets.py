@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pydelta.log.storage import to_local_path
-from pydelta.spark import catalog
-from pydelta.spark._typing import SparkSession
+from pydelta.spark.base import catalog
+from pydelta.spark.base._typing import SparkSession
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def path_parts(parts: list[str] | tuple[str, ...]) -> str | None:
 def _is_temp_view(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> bool:
     if len(parts) != 1:
         return False
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect.session import is_connect
 
     if is_connect(spark):  # no parser on the client: the catalog says whether the name is a temp view
         try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
-from pydelta.spark.sql import jplan
+from pydelta.spark.base import jplan
 from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.table_handle import TableHandle
 
 
 def _target(spark: SparkSession, ref: g.TableRef) -> DeltaTarget:
@@ -22,39 +22,43 @@ def _target(spark: SparkSession, ref: g.TableRef) -> DeltaTarget:
     return target
 
 
-def _table(spark: SparkSession, ref: g.TableRef) -> Any:
-    from pydelta.spark.table_api import DeltaTableApi as DeltaTable
-
-    return DeltaTable.forPath(spark, _target(spark, ref).path)
+def _table(spark: SparkSession, ref: g.TableRef) -> TableHandle:
+    return TableHandle(spark, _target(spark, ref).path)
 
 
 # ---- one runner per statement (spark/sql/statements.py pairs them with their parsers);
 # each returns delta-spark's result DataFrame for the statement.
 
 def run_describe_history(spark: SparkSession, stmt: g.DescribeHistory) -> DataFrame:
-    return _table(spark, stmt.table).history(stmt.limit)
+    from pydelta.spark.read.table_info import history_dataframe
+
+    return history_dataframe(spark, _table(spark, stmt.table).snapshot(), stmt.limit)
 
 
 def run_restore(spark: SparkSession, stmt: g.Restore) -> DataFrame:
+    from pydelta.spark.maintenance.restore import restore
+
     table = _table(spark, stmt.table)
     if stmt.version is not None:
-        return table.restoreToVersion(stmt.version)
-    return table.restoreToTimestamp(stmt.timestamp)
+        return restore(table, version=stmt.version)
+    return restore(table, timestamp=stmt.timestamp)
 
 
 def run_optimize(spark: SparkSession, stmt: g.Optimize) -> DataFrame:
-    if stmt.full:
-        from pydelta.spark.maintenance.optimize import optimize
+    from pydelta.spark.maintenance.optimize import DeltaOptimizeBuilder, optimize
 
+    if stmt.full:
         return optimize(_table(spark, stmt.table), [stmt.where] if stmt.where else [], full=True)
-    builder = _table(spark, stmt.table).optimize()
+    builder = DeltaOptimizeBuilder(_table(spark, stmt.table))
     if stmt.where:
         builder = builder.where(stmt.where)
     return builder.executeZOrderBy(*stmt.zorder_by) if stmt.zorder_by else builder.executeCompaction()
 
 
 def run_reorg(spark: SparkSession, stmt: g.Reorg) -> DataFrame:
-    builder = _table(spark, stmt.table).optimize()
+    from pydelta.spark.maintenance.optimize import DeltaOptimizeBuilder
+
+    builder = DeltaOptimizeBuilder(_table(spark, stmt.table))
     return (builder.where(stmt.where) if stmt.where else builder).executePurge()
 
 
@@ -97,7 +101,7 @@ def run_drop_constraint(spark: SparkSession, stmt: g.DropConstraint) -> DataFram
 
 
 def run_sync_identity(spark: SparkSession, stmt: g.SyncIdentity) -> DataFrame:
-    from pydelta.spark.ddl.identity import sync_identity
+    from pydelta.spark.ddl.sync_identity import sync_identity
 
     target = _target(spark, stmt.table)
     sync_identity(spark, target.path, stmt.column, display=target.display())
@@ -105,7 +109,9 @@ def run_sync_identity(spark: SparkSession, stmt: g.SyncIdentity) -> DataFrame:
 
 
 def run_generate(spark: SparkSession, stmt: g.Generate) -> DataFrame:
-    _table(spark, stmt.table).generate(stmt.mode)
+    from pydelta.spark.maintenance.manifest import generate
+
+    generate(_table(spark, stmt.table), stmt.mode)
     return jplan.empty_result(spark)
 
 
@@ -125,9 +131,11 @@ def run_describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> DataFram
     from pyspark.sql import functions as F
 
     target = _target(spark, stmt.table)
-    df = _table(spark, stmt.table).detail()
+    from pydelta.spark.read.table_info import detail_dataframe
+
+    df = detail_dataframe(spark, _table(spark, stmt.table).snapshot())
     if target.name is not None:
-        from pydelta.spark.catalog import lookup
+        from pydelta.spark.base.catalog import lookup
 
         entry = lookup(spark, target.name)
         df = df.withColumn("name", F.lit(entry.name if entry else target.name))

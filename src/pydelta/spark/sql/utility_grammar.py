@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydelta.spark.sql.tokens import TokenStream
+from pydelta.spark.base.tokens import TokenStream
 
 
 @dataclass(frozen=True)

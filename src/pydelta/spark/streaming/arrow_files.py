@@ -73,7 +73,7 @@ def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.Recor
     """The rows of `files`, one or more record batches per Parquet row group."""
     from pyspark.sql.types import StructType as SparkStructType
 
-    from pydelta.spark.pyspark_compat import spark_to_arrow_schema
+    from pydelta.spark.base.pyspark_compat import spark_to_arrow_schema
 
     if spec.storage_options:
         from pydelta.log.storage import use_bucket_options

@@ -1,7 +1,7 @@
 """`df.writeStream.format("delta")`: delta-spark's DeltaSink, run as a foreachBatch query.
 
 PySpark keeps the stream writer's settings only in the JVM, so (as for the batch
-writer, `spark/hooks/reader.py`) format, options, partitionBy and outputMode are recorded
+writer, `spark/patches/reader.py`) format, options, partitionBy and outputMode are recorded
 on the Python object. For "delta", `start()` / `toTable()` validate everything they
 can up front, then run the query with foreachBatch: each micro-batch goes through
 pydelta's batch write path (Spark's own Parquet writer) as one commit carrying
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark.hooks.state import _is_delta, _state
-from pydelta.spark.option_keys import option_value
+from pydelta.spark.base.writer_state import _is_delta, _state
+from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.streaming import trigger_marks
-from pydelta.spark.spark_errors import boundary, to_pyspark
-from pydelta.spark._typing import DataFrame
+from pydelta.spark.base.spark_errors import boundary, to_pyspark
+from pydelta.spark.base._typing import DataFrame
 
 # Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.
 QUERY_ID_KEY = "sql.streaming.queryId"
@@ -93,7 +93,7 @@ def make_spec(df: DataFrame, path: str, mode: str | None, partition_by: list[str
     """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
     from pydelta.log.storage import to_local_path
     from pydelta.protocol.schema import parse_schema
-    from pydelta.spark.transactions import try_load
+    from pydelta.spark.base.transactions import try_load
     from pydelta.spark.write.dataframe import _plan_metadata
     from pydelta.spark.write.options import parse_write_options, session_conf
 
@@ -210,7 +210,7 @@ def start_query(writer: Any, spec: SinkSpec) -> Any:
 def _table_location(spark: Any, name: str, options: dict[str, Any]) -> tuple[str, bool]:
     """(location of the Delta table `name`, whether the name is new and must be registered)."""
     from pydelta.errors import TableAlreadyExistsError
-    from pydelta.spark.catalog import default_location, delta_location, lookup
+    from pydelta.spark.base.catalog import default_location, delta_location, lookup
 
     entry = lookup(spark, name)
     if entry is not None and (entry.provider or "").lower() != "delta":
@@ -305,17 +305,18 @@ def _start(original: Callable[..., Any]) -> Callable[..., Any]:
     return start
 
 
-def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
+def _to_table(original: Callable[..., Any], prepare_session: Callable[[Any], None]) -> Callable[..., Any]:
     def toTable(self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N802, N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, tableName)
-        from pydelta.spark.catalog import register_table
+        from pydelta.spark.base.catalog import register_table
 
         st = _state(self)
         location, register = _table_location(self._spark, tableName, st["options"])
         spec = make_spec(self._df, location, st["mode"], st["partition_by"], st["options"])
         if register:  # as Spark's toTable: a new name enters the catalog before the query starts
+            prepare_session(self._spark)
             register_table(self._spark, tableName, location, self._df.schema)
         return start_query(self, spec)
 
@@ -346,13 +347,13 @@ class ConnectBatchWriter:
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         # The worker's session is a clone of the client's: pydelta's settings are already on it;
         # this process's log clients still need the server's fs.s3a.* settings for s3a:// tables.
-        from pydelta.spark.hadoop_storage import install_s3a_options
+        from pydelta.spark.base.hadoop_storage import install_s3a_options
 
         install_s3a_options(batch_df.sparkSession)
         write_batch(self.spec, batch_df, int(batch_id), self.query_id())
 
 
-def _connect_start(original: Any) -> Any:
+def _connect_start(original: Any, prepare_session: Callable[[Any], None]) -> Any:
     """Connect's DataStreamWriter._start_internal (behind start and toTable): a Delta sink runs as
     a foreachBatch query (ConnectBatchWriter); every other sink is Spark's."""
 
@@ -375,7 +376,7 @@ def _connect_start(original: Any) -> Any:
         into_delta_table = tableName is not None and not fmt and _names_delta_table(self._session, (tableName,), {})
         if fmt != "delta" and not into_delta_table:
             return original(self, path=path, tableName=tableName)
-        return _start_connect_delta(self, path, tableName)
+        return _start_connect_delta(self, path, tableName, prepare_session)
 
     _start_internal.__name__ = original.__name__
     return _start_internal
@@ -386,7 +387,8 @@ def _connect_trigger(proto: Any) -> str:
     return "once" if proto.once else "availableNow" if proto.available_now else "other"
 
 
-def _start_connect_delta(writer: Any, path: str | None, table_name: str | None) -> Any:
+def _start_connect_delta(writer: Any, path: str | None, table_name: str | None,
+                         prepare_session: Callable[[Any], None]) -> Any:
     import uuid
 
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
@@ -407,8 +409,9 @@ def _start_connect_delta(writer: Any, path: str | None, table_name: str | None) 
         checkpoint = f"{spark.conf.get(CHECKPOINT_CONF).rstrip('/')}/{proto.query_name or uuid.uuid4()}"
         writer.option("checkpointLocation", checkpoint)
     if register and table_name is not None:  # as Spark's toTable: a new name enters the catalog first
-        from pydelta.spark.catalog import register_table
+        from pydelta.spark.base.catalog import register_table
 
+        prepare_session(spark)
         register_table(spark, table_name, path, df.schema)
     while len(proto.partitioning_column_names) > 0:  # foreachBatch takes no partitioning: the spec has it
         proto.partitioning_column_names.pop()
@@ -422,7 +425,7 @@ def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
     name = kwargs.get("tableName") or (args[0] if args else None)
     if not isinstance(name, str):
         return False
-    from pydelta.spark.catalog import delta_table_location
+    from pydelta.spark.base.catalog import delta_table_location
 
     try:
         return delta_table_location(spark, name) is not None
@@ -430,23 +433,24 @@ def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
         return False
 
 
-def _install_connect() -> None:
-    from pydelta.spark.connect import connect_classes
+def _install_connect(prepare_session: Callable[[Any], None]) -> None:
+    from pydelta.spark.connect.session import connect_classes
 
     connect = connect_classes()
     if connect is None or connect.stream_writer.__dict__.get("_pydelta_hooked", False):
         return
     original = getattr(connect.stream_writer, "_start_internal")
     setattr(connect.stream_writer, "_pydelta_start_internal", original)
-    setattr(connect.stream_writer, "_start_internal", boundary(_connect_start(original)))
+    setattr(connect.stream_writer, "_start_internal", boundary(_connect_start(original, prepare_session)))
     setattr(connect.stream_writer, "_pydelta_hooked", True)
 
 
-def install() -> None:
-    """Hook DataStreamWriter once per process (classic, and Connect's)."""
+def install(prepare_session: Callable[[Any], None]) -> None:
+    """Hook DataStreamWriter once per process (classic, and Connect's). `prepare_session` makes
+    a writer's session serve the `delta` source before toTable names a new table."""
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    _install_connect()
+    _install_connect(prepare_session)
 
     if getattr(DataStreamWriter, "_pydelta_hooked", False):
         return
@@ -457,5 +461,5 @@ def install() -> None:
     # Non-Delta sinks reach the originals with no keyword settings: those already went through the hooks.
     # Deliberate patches of PySpark's methods (hence the method-assign ignores).
     DataStreamWriter.start = boundary(_start(_ORIGINAL["start"]))  # type: ignore[method-assign]
-    DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"]))  # type: ignore[method-assign]
+    DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"], prepare_session))  # type: ignore[method-assign]
     setattr(DataStreamWriter, "_pydelta_hooked", True)  # the marker checked above

@@ -68,6 +68,7 @@ from pydelta.protocol.schema import (
 from pydelta.spark.streaming.arrow_files import FileToRead, ReadSpec, read_files
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, parse_offset
 from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
+from pydelta.spark.streaming.source_storage import ZONE_OPTION
 from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 from pydelta.spark.streaming.trigger_marks import TOKEN_OPTION as TRIGGER_TOKEN_OPTION
 
@@ -91,7 +92,7 @@ STREAM_SUPPORTED = (
 )
 STREAM_REFUSED = ("endingVersion", "endingTimestamp", "versionAsOf", "timestampAsOf")
 # Options pydelta's own hooks add on the driver (source_storage.py, trigger_marks.py).
-_PYDELTA_OPTIONS = (STORAGE_OPTION.lower(), TRIGGER_TOKEN_OPTION.lower())
+_PYDELTA_OPTIONS = (STORAGE_OPTION.lower(), TRIGGER_TOKEN_OPTION.lower(), ZONE_OPTION.lower())
 
 
 # ---- options ------------------------------------------------------------------------------
@@ -128,6 +129,7 @@ class StreamOptions:
     path: str
     starting_version: str | None = None
     starting_timestamp: str | None = None
+    session_zone: str | None = None  # the driver's session time zone (source_storage.ZONE_OPTION)
     max_files: int | None = None
     max_bytes: int | None = None
     ignore_deletes: bool = False
@@ -199,6 +201,7 @@ class StreamOptions:
             path=path,
             starting_version=starting_version,
             starting_timestamp=opts.get("startingtimestamp"),
+            session_zone=opts.get(ZONE_OPTION.lower()),
             max_files=max_files,
             max_bytes=max_bytes,
             ignore_deletes=_bool(opts, "ignoreDeletes") or ignore_file_deletion,
@@ -679,11 +682,14 @@ class DeltaStreamReader(DataSourceStreamReader):
         if self.opts.starting_timestamp is not None:
             from pydelta.log.changes import version_from_start_timestamp
             from pydelta.log.snapshot import ict_enablement_version
-            from pydelta.log.timestamps import commit_timestamps, to_millis
+            from pydelta.log.timestamps import commit_timestamps
+            from pydelta.spark.read.time_travel import timestamp_ms_in, zone_named
 
             stamps = commit_timestamps(self.snapshot.storage, self.table_root, ict_enablement_version(self.metadata))
             return version_from_start_timestamp([(c.version, c.timestamp) for c in stamps],
-                                                to_millis(self.opts.starting_timestamp), self.table_root)
+                                                timestamp_ms_in(zone_named(self.opts.session_zone) if self.opts.session_zone else None,
+                                                                self.opts.starting_timestamp),
+                                                self.table_root)
         return None
 
 

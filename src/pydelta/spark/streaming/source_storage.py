@@ -15,17 +15,19 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from pydelta.spark.option_keys import option_value
+from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.streaming import trigger_marks
 
 # The reader option carrying the table's storage options (a JSON object), set by `load`.
 OPTION = "pydelta.storageOptions"
+# The reader option carrying the session time zone, for a zone-less startingTimestamp.
+ZONE_OPTION = "pydelta.sessionTimeZone"
 
 def install() -> None:
     """Hook DataStreamReader.format and .load once per process (classic, and Connect's)."""
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
-    from pydelta.spark.connect import connect_classes
+    from pydelta.spark.connect.session import connect_classes
 
     connect = connect_classes()
     for cls in (DataStreamReader, *([connect.stream_reader] if connect else [])):
@@ -49,6 +51,10 @@ def _hook(cls: type) -> None:
 
             path = to_local_path(path)  # the caller's working directory, not the Python worker's
 
+            from pydelta.spark.base.conf import session_time_zone
+            from pydelta.spark.connect.session import reader_session
+
+            self.option(ZONE_OPTION, session_time_zone(reader_session(self)))
             derived = default_storage_options(path)
             if derived:
                 self.option(OPTION, json.dumps(dict(derived), sort_keys=True))

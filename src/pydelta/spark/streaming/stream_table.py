@@ -16,7 +16,7 @@ def install() -> None:
     """Hook DataStreamReader.table once per process."""
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
-    from pydelta.spark.spark_errors import boundary
+    from pydelta.spark.base.spark_errors import boundary
 
     if getattr(DataStreamReader, "_pydelta_table_hooked", False):
         return
@@ -26,7 +26,7 @@ def install() -> None:
 
 
 def _table(self: Any, tableName: str) -> Any:  # noqa: N803 - PySpark's parameter name
-    from pydelta.spark.catalog import delta_table_location
+    from pydelta.spark.base.catalog import delta_table_location
 
     location = delta_table_location(self._spark, tableName) if isinstance(tableName, str) else None
     if location is None:

@@ -23,8 +23,8 @@ import uuid
 from typing import Any, Mapping
 
 from pydelta.errors import DeltaNotImplementedError
-from pydelta.spark.option_keys import option_value
-from pydelta.spark.pyspark_compat import pyspark_before
+from pydelta.spark.base.option_keys import option_value
+from pydelta.spark.base.pyspark_compat import pyspark_before
 
 # The reader option carrying a Delta source's token.
 TOKEN_OPTION = "pydelta.sourceToken"

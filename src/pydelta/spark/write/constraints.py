@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from pydelta.errors import DeltaCastError, DeltaError, InvariantViolationError
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark._typing import DataFrame
+from pydelta.spark.base._typing import DataFrame
 
 MARKER = "PYDELTA_CONSTRAINT_VIOLATION"
 

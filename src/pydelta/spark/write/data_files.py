@@ -33,8 +33,8 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
-from pydelta.spark._typing import DataFrame, SparkSession
-from pydelta.spark.pyspark_compat import alias
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.pyspark_compat import alias
 
 
 
@@ -189,13 +189,13 @@ class _DataFiles:
         from urllib.parse import urlparse
 
         from pydelta.log.storage import OBJECT_STORE_SCHEMES, is_remote_uri
-        from pydelta.spark.connect import is_connect
+        from pydelta.spark.connect.session import is_connect
 
         if not is_remote_uri(table_root):
             return _LocalFiles()
         if is_connect(spark) and urlparse(table_root).scheme.lower() in OBJECT_STORE_SCHEMES:
             return _ObjectStoreFiles(table_root)
-        from pydelta.spark.hadoop_storage import HadoopDataFiles
+        from pydelta.spark.base.hadoop_storage import HadoopDataFiles
 
         return _HadoopFiles(HadoopDataFiles(spark))
 
@@ -273,7 +273,7 @@ class _ObjectStoreFiles:
         self.storage = storage
 
     def list_staged(self, staging: str) -> list[Any]:
-        from pydelta.spark.hadoop_storage import staged_data_files
+        from pydelta.spark.base.hadoop_storage import staged_data_files
 
         return staged_data_files(self.storage.list_recursive(staging), lambda path: _below(path, staging))
 

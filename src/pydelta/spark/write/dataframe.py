@@ -43,10 +43,10 @@ from pydelta.spark.write.options import (
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.spark.read.partitions import partition_rows_dataframe
-from pydelta.spark.transactions import engine_info, isolation_level, try_load
+from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks, try_load
 from pydelta.spark.write.conform import conform
-from pydelta.spark.conf import session_time_zone
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 
 # ---- schema ---------------------------------------------------------------------------
@@ -140,13 +140,13 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
 
 
 def _predicate_of(spark: SparkSession, snapshot: Snapshot, sql: str) -> Predicate:
-    from pydelta.spark.predicates import filter_condition, translate
+    from pydelta.spark.base.predicates import filter_condition, translate
 
     base = build_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
-    from pydelta.spark.connect import is_connect
+    from pydelta.spark.connect.session import is_connect
 
     if is_connect(spark):  # the server checks the predicate; the client translates what it can of it
-        from pydelta.spark.dml.conditions import analyze
+        from pydelta.spark.read.conditions import analyze
 
         return analyze(base, sql, "the predicate").predicate()
     try:
@@ -314,7 +314,7 @@ def write_dataframe(
     `save_as_table`: this is a saveAsTable overwrite of an existing table (how it is recorded).
     """
     spark = df.sparkSession
-    from pydelta.spark.hadoop_storage import require_connector
+    from pydelta.spark.base.hadoop_storage import require_connector
 
     require_connector(spark, path)
     conf = {k: spark.conf.get(k, None) for k in _WRITE_CONFS}
@@ -332,11 +332,7 @@ def write_dataframe(
             new_table = replace(new_table or NewTableSpec(), cluster_by=list(cluster_by))
         else:
             _check_same_clustering(snapshot, cluster_by, display or f"delta.`{path}`")
-    from pydelta.spark.maintenance.auto_compact import check_session_conf
-
-    check_session_conf(spark)
-    txn = OptimisticTransaction(root, snapshot, engine_info=engine_info(spark),
-                                isolation_level=isolation_level(snapshot.metadata if snapshot else None))
+    txn = open_transaction(spark, snapshot, root, writes_data=True)
     if opts.txn_app_id is not None:
         seen = txn.app_transaction_version(opts.txn_app_id)
         _after_session_txn(spark, opts)
@@ -352,7 +348,7 @@ def write_dataframe(
     assert metadata is not None
     if new_table is not None:
         define_clustering(txn, snapshot, new_table.cluster_by or None)
-    from pydelta.spark.ddl import identity as identity_values
+    from pydelta.spark.write import identity as identity_values
 
     generate = identity_values.columns_to_generate(df, metadata)
     new_data = conform(identity_values.with_identity_values(df, generate), metadata.schema)
@@ -435,7 +431,5 @@ def write_dataframe(
         operation = _write_operation(metadata, opts)
     version = txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
                          data_change=opts.data_change)
-    from pydelta.spark.maintenance.auto_compact import after_data_commit
-
-    after_data_commit(spark, txn, version, actions)
+    run_post_commit_hooks(spark, txn, version, actions)
     return version

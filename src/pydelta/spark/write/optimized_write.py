@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 from pydelta.protocol import properties
-from pydelta.spark._typing import DataFrame, JavaObject, SparkSession
+from pydelta.spark.base._typing import DataFrame, JavaObject, SparkSession
 
 OPTION = "optimizeWrite"
 SESSION_CONF = "spark.databricks.delta.optimizeWrite.enabled"

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pydelta.errors import DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark._typing import SparkSession
+from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, reject_unsupported_options
+from pydelta.spark.base._typing import SparkSession
 
 # The write options pydelta implements (besides `delta.*` table properties); keys are case-insensitive.
 WRITE_SUPPORTED = (
@@ -49,7 +50,6 @@ PROTOCOL_DEFAULT_CONFS = {
 _IGNORE_PROTOCOL_DEFAULTS = "delta.ignoreProtocolDefaults"
 
 
-IGNORE_UNKNOWN_CONF = "spark.pydelta.options.ignoreUnknown"
 # delta-spark's DeltaSQLConf.DELTA_IDEMPOTENT_DML_TXN_APP_ID / _TXN_VERSION / _AUTO_RESET_ENABLED
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
@@ -77,39 +77,6 @@ def session_transaction(conf: Mapping[str, Any]) -> tuple[str, int] | None:
         raise DeltaIllegalArgumentError(f"{TXN_VERSION_CONF} must be an integer, got {ver!r}") from None
 
 
-def reject_unsupported_options(options: Mapping[str, Any], unsupported: Mapping[str, str | None], kind: str,
-                               supported: tuple[str, ...] = (), ignore_unknown: bool = False) -> None:
-    """Raise DeltaUnsupportedOptionError for the first option pydelta would otherwise silently ignore.
-
-    Keys match case-insensitively (Spark options are case-insensitive). A boolean option
-    set to its default (e.g. readChangeFeed=false) asks for nothing pydelta lacks, so it passes.
-    Keys that are neither `supported` nor `delta.*` table properties are refused too (a
-    typo must not be silently dropped) unless `ignore_unknown` (session conf
-    spark.pydelta.options.ignoreUnknown=true) restores delta-spark's leniency.
-    """
-    by_lower = {k.lower(): (k, accepted) for k, accepted in unsupported.items()}
-    known = {k.lower() for k in supported}
-    for key, value in options.items():
-        hit = by_lower.get(key.lower())
-        if hit is None:
-            if supported and not ignore_unknown and key.lower() not in known and not key.lower().startswith("delta."):
-                raise DeltaUnsupportedOptionError(
-                    f"The {kind} option {key!r} is not an option pydelta implements (it implements "
-                    f"{', '.join(supported)}{' and delta.* table properties' if kind == 'write' else ''}); "
-                    f"remove it, or set {IGNORE_UNKNOWN_CONF}=true to ignore unknown options.",
-                    option=key,
-                )
-            continue
-        name, accepted = hit
-        if accepted is not None and str(value).strip().lower() == accepted:
-            continue
-        raise DeltaUnsupportedOptionError(
-            f"The Delta {kind} option {name}={value!r} is not supported by pydelta yet; remove it "
-            f"(pydelta refuses it rather than silently ignoring it).",
-            option=name,
-        )
-
-
 def session_conf(spark: SparkSession | None = None) -> dict[str, str]:
     """All SQL confs of `spark`; without one, of the active (else the first) SparkSession."""
     if spark is None:
@@ -127,7 +94,7 @@ def checked_table_properties(spark: SparkSession, properties: Mapping[str, str])
     """A new table's explicit properties checked as delta-spark's validateConfigurations does
     (unknown `delta.*` keys refused unless allowArbitraryProperties; known keys canonical)."""
     from pydelta.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_properties
-    from pydelta.spark.conf import conf_bool
+    from pydelta.spark.base.conf import conf_bool
 
     return validate_properties(properties, conf_bool(spark, ALLOW_ARBITRARY_PROPERTIES_CONF, False))
 

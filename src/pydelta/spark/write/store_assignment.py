@@ -17,7 +17,7 @@ widens the column and records `delta.typeChanges`), instead of being cast down.
 from __future__ import annotations
 
 from typing import Any
-from pydelta.spark._typing import DataFrame, SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 CAST_MARKER = "PYDELTA_CAST_FAILURE"
 

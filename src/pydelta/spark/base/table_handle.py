@@ -1,0 +1,52 @@
+"""A Delta table at a path, as every room below the two fronts receives it.
+
+The rooms that act on a whole table (OPTIMIZE, VACUUM, RESTORE, MERGE, clustering, features)
+need the session, the location, the table's Hadoop options and its snapshot; both fronts
+give them this: the DeltaTable API (its table objects are TableHandles) and SQL (which opens
+one per statement), so neither front reaches through the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.storage import Storage
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path, session_hadoop_options, table_log_storage
+
+
+class TableHandle:
+    """The table at `path` in `spark`, with an optional alias and delta-spark's per-table `hadoopConf`."""
+
+    def __init__(self, spark: SparkSession, path: str, alias: str | None = None,
+                 hadoopConf: dict[str, str] | None = None) -> None:
+        self._spark = spark
+        self._hadoop_conf = {str(k): str(v) for k, v in (hadoopConf or {}).items()}
+        if self._hadoop_conf:
+            path = qualify_path(spark, path, self._hadoop_conf)
+            check_table_options(path, self._hadoop_conf)
+        self._path = path
+        self._alias = alias
+        self._snapshot: Snapshot | None = None
+
+    def _hadoop_scope(self) -> contextlib.AbstractContextManager[None]:
+        """The table's Hadoop options in its session while an operation runs (see hadoop_storage)."""
+        return session_hadoop_options(self._spark, self._hadoop_conf)
+
+    def _log_storage(self) -> Storage | None:
+        """The storage of the table's log when its hadoopConf applies to it, else None (by the path)."""
+        return table_log_storage(self._spark, self._path, self._hadoop_conf)
+
+    @property
+    def path(self) -> str:
+        """The table's location, as given (or as resolved against `fs.defaultFS` in `hadoopConf`)."""
+        return self._path
+
+    def snapshot(self) -> Snapshot:
+        """The table's latest state: the first call reads the log, later ones read only the commits since."""
+        if self._snapshot is None:
+            self._snapshot = load_snapshot(self._path, storage=self._log_storage())
+        else:
+            self._snapshot = self._snapshot.update()
+        return self._snapshot
