@@ -8,6 +8,7 @@ pydelta corrects both from the catalog entry and the Delta log.
 from __future__ import annotations
 
 from typing import Any
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base._typing import SparkSession
 
 
@@ -27,9 +28,8 @@ def _corrected(spark: SparkSession, table: Any) -> Any:
     description = table.description
     if description is None and entry.location:
         try:
-            from pydelta.log.snapshot import load_snapshot
 
-            description = load_snapshot(entry.location).metadata.description
+            description = table_snapshot(spark, entry.location).metadata.description
         except Exception:  # noqa: BLE001
             pass
     return table._replace(tableType="MANAGED" if entry.managed else "EXTERNAL", description=description)

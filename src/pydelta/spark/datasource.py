@@ -89,5 +89,9 @@ def register(spark: SparkSession) -> None:
     key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key in _REGISTERED:
         return
-    spark.dataSource.register(DeltaCatalogSource)
+    try:
+        spark.dataSource.register(DeltaCatalogSource)
+    except Exception as e:  # a session from newSession() sees its parent's sources: already there is done
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
     _REGISTERED.add(key)

@@ -19,6 +19,7 @@ from pydelta.errors import (
     DeltaTableNotFoundError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.base.engine import SparkEngine
 from pydelta.spark.base.hadoop_storage import in_hadoop_scope
 from pydelta.spark.base.spark_errors import boundary_class, not_a_delta_table
 from pydelta.spark.ddl.table_definition import IdentityGenerator, TableDefinition
@@ -162,7 +163,7 @@ class DeltaTableApi(DeltaTableOperations):
         if not os.path.isdir(log_dir):
             return False
         try:
-            load_snapshot(identifier, check_protocol=False)
+            SparkEngine(sparkSession).load_snapshot(identifier, check_protocol=False)
             return True
         except DeltaTableNotFoundError:
             return False

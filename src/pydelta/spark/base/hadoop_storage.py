@@ -22,7 +22,7 @@ endpoint, credentials and encryption from what users already give Spark, `instal
 with the log core a provider of obstore options translated from the session's S3A settings
 (`session_s3a_settings`, `s3a_storage_options`: the log core sees only plain obstore options;
 explicit storage_options and AWS_* variables keep working), and a table's hadoopConf
-fs.s3a.* options reach its log through `table_log_storage`.
+fs.s3a.* options reach its log through `engine.SparkEngine`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,8 @@ from pydelta.log.storage import (
     HADOOP_ONLY_SCHEMES,
     FileAlreadyExistsError,
     FileInfo,
-    Storage,
     register_scheme,
     register_storage_options,
-    storage_for,
 )
 from pydelta.spark.base._typing import JavaObject, SparkSession
 from pydelta.spark.base.jvm import gateway, java_session, jvm
@@ -440,7 +438,7 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
     The log of a table at a Hadoop-only URI (`hdfs://`, `viewfs://`...) goes through the session's
     Hadoop FileSystem, so every option applies there; that of an S3 table (`s3a://`, `s3://`)
     goes through pydelta's object-store client with the fs.s3a.* options translated
-    (`s3a_storage_options`, `table_log_storage`), so they pass too. The log of a local table is
+    (`s3a_storage_options`, `engine.SparkEngine`), so they pass too. The log of a local table is
     read and committed with Python file I/O, and that of a GCS or Azure table (`gs://`,
     `abfss://`...) with the object-store client from its own settings: options for that file
     system would reach Spark's reads and writes of the data files but not the log, so they raise
@@ -467,25 +465,6 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
         "they would apply to the data files only. Give the log its credentials and endpoint through the "
         "environment (GOOGLE_*, AZURE_* variables) and Spark its settings on the session "
         "(spark.hadoop.fs.* when building it); S3 tables (s3a://) take fs.s3a.* options here.")
-
-
-def table_log_storage(spark: SparkSession, path: str, options: Mapping[str, str]) -> Storage | None:
-    """The storage of the log of the table at `path` opened with Hadoop `options` (forPath's hadoopConf).
-
-    A Hadoop-only URI: the session's FileSystem with the options over its configuration; an S3
-    URI: pydelta's object-store client with the session's fs.s3a.* settings and the options'
-    translated (the data path sees the same through `session_hadoop_options`). None: the
-    path's usual storage (the options do not concern its log, see `check_table_options`).
-    """
-    if not options:
-        return None
-    scheme = _scheme(path)
-    if scheme in HADOOP_SCHEMES:
-        return HadoopFileSystemStorage(spark, options)
-    if scheme in S3A_SCHEMES:
-        bucket = urlparse(path).netloc
-        return storage_for(path, s3a_storage_options(session_s3a_settings(spark, options, bucket), bucket))
-    return None
 
 
 # One table's options in a session at a time: `session_hadoop_options` saves and restores the

@@ -13,7 +13,8 @@ import contextlib
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import Storage
 from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path, session_hadoop_options, table_log_storage
+from pydelta.spark.base.engine import SparkEngine
+from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path, session_hadoop_options
 
 
 class TableHandle:
@@ -28,15 +29,16 @@ class TableHandle:
             check_table_options(path, self._hadoop_conf)
         self._path = path
         self._alias = alias
+        self._engine = SparkEngine(spark, self._hadoop_conf)
         self._snapshot: Snapshot | None = None
 
     def _hadoop_scope(self) -> contextlib.AbstractContextManager[None]:
         """The table's Hadoop options in its session while an operation runs (see hadoop_storage)."""
         return session_hadoop_options(self._spark, self._hadoop_conf)
 
-    def _log_storage(self) -> Storage | None:
-        """The storage of the table's log when its hadoopConf applies to it, else None (by the path)."""
-        return table_log_storage(self._spark, self._path, self._hadoop_conf)
+    def _log_storage(self) -> Storage:
+        """The storage of the table's log, as the session (and the table's hadoopConf) reach it."""
+        return self._engine.storage(self._path)
 
     @property
     def path(self) -> str:

@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pydelta.errors import DeltaError, DeltaTableNotFoundError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.errors import DeltaError
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.txn.commit_info import EngineInfo
 from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.version import __version__
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import SparkEngine
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def open_transaction(spark: SparkSession, snapshot: Snapshot | None, table_root:
     root = snapshot.table_root if snapshot is not None else table_root
     if root is None:
         raise DeltaError("internal error: a transaction needs a snapshot or a table root")
-    return OptimisticTransaction(root, snapshot, engine_info=engine_info(spark),
+    storage = snapshot.storage if snapshot is not None else SparkEngine(spark).storage(root)
+    return OptimisticTransaction(root, snapshot, engine_info=engine_info(spark), storage=storage,
                                  isolation_level=isolation_level(snapshot.metadata if snapshot else None))
 
 
@@ -88,10 +90,3 @@ def hook_failed(name: str, version: int, error: BaseException) -> str:
     """delta-spark's message for a hook that failed after its commit stood."""
     return (f"[DELTA_POST_COMMIT_HOOK_FAILED] Committing to the Delta table version {version} succeeded but "
             f"error while executing post-commit hook {name}: {error}")
-
-
-def try_load(path: str) -> Snapshot | None:
-    try:
-        return load_snapshot(path)
-    except DeltaTableNotFoundError:
-        return None

@@ -16,8 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaParseError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark.base._typing import SparkSession
@@ -151,7 +152,7 @@ def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _T
     if i + 2 < len(tokens) and tokens[i].kind == "word" and tokens[i].upper == "DELTA" and tokens[i + 1].text == "." \
             and tokens[i + 2].kind == "quoted":
         path = tokens[i + 2].value()
-        return i + 3, _Table(load_snapshot(path), f"delta.`{qualified_location(path)}`",
+        return i + 3, _Table(table_snapshot(spark, path), f"delta.`{qualified_location(path)}`",
                              ("spark_catalog", "delta", path), path.rstrip("/") or "/", is_path=True)
     if i >= len(tokens) or tokens[i].kind not in ("word", "quoted"):
         return None
@@ -163,7 +164,7 @@ def _table_at(spark: SparkSession, tokens: list[Token], i: int) -> tuple[int, _T
     location = delta_location(spark, name, found[0] if found is not None else None)
     if location is None:
         return None
-    snapshot = load_snapshot(location)
+    snapshot = table_snapshot(spark, location)
     if found is None:  # a Delta directory at the default location, not registered
         parts = [t.value() for t in tokens[i:j + 1:2]]
         database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()

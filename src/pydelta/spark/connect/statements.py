@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.log.snapshot import Snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.ddl.create_options import split_options
@@ -53,11 +54,9 @@ def _catalog_name(parts: tuple[str, ...]) -> tuple[str, ...] | None:
     return parts if 1 <= len(parts) <= 2 else None
 
 
-def _delta_table(target: DeltaTarget, alias: str | None, parts: tuple[str, ...]) -> tuple[Snapshot, str]:
+def _delta_table(spark: SparkSession, target: DeltaTarget, alias: str | None, parts: tuple[str, ...]) -> tuple[Snapshot, str]:
     """The snapshot of `target` and its alias (an unaliased table is known by its own name)."""
-    from pydelta.log.snapshot import load_snapshot
-
-    return load_snapshot(target.path), alias or parts[-1]
+    return table_snapshot(spark, target.path), alias or parts[-1]
 
 
 def _affected(spark: SparkSession, rows: Any) -> DataFrame:
@@ -67,7 +66,7 @@ def _affected(spark: SparkSession, rows: Any) -> DataFrame:
 def _delete(spark: SparkSession, target: DeltaTarget, statement: g.Delete) -> DataFrame:
     from pydelta.spark.dml.delete import prepare_delete
 
-    snapshot, alias = _delta_table(target, statement.alias, statement.target.parts)
+    snapshot, alias = _delta_table(spark, target, statement.alias, statement.target.parts)
     prepared = prepare_delete(spark, snapshot, statement.condition, alias=alias)
     prepared.commit()
     return _affected(spark, prepared.metrics.get("numDeletedRows", -1))
@@ -91,7 +90,7 @@ def _set_clause(spark: SparkSession, snapshot: Snapshot, alias: str, assignments
 def _update(spark: SparkSession, target: DeltaTarget, statement: g.Update) -> DataFrame:
     from pydelta.spark.dml.update import column_mapping, prepare_update
 
-    snapshot, alias = _delta_table(target, statement.alias, statement.target.parts)
+    snapshot, alias = _delta_table(spark, target, statement.alias, statement.target.parts)
     assignments = _set_clause(spark, snapshot, alias, statement.assignments)
     prepared = prepare_update(spark, snapshot, statement.condition, column_mapping(assignments, "SET"),
                               alias=alias)
@@ -115,7 +114,7 @@ def _merge_source(spark: SparkSession, statement: g.Merge, query: RunQuery) -> D
 def _merge(spark: SparkSession, target: DeltaTarget, statement: g.Merge, query: RunQuery) -> DataFrame:
     from pydelta.spark.dml.merge import run_merge, sql_clause
 
-    snapshot, alias = _delta_table(target, statement.alias, statement.target.parts)
+    snapshot, alias = _delta_table(spark, target, statement.alias, statement.target.parts)
     source = _merge_source(spark, statement, query)
     clauses = [sql_clause(c.when, c.action, c.condition,
                           _set_clause(spark, snapshot, alias, c.assignments) if c.assignments else {})
@@ -125,10 +124,9 @@ def _merge(spark: SparkSession, target: DeltaTarget, statement: g.Merge, query: 
 
 
 def _insert(spark: SparkSession, target: DeltaTarget, statement: g.Insert, query: RunQuery) -> DataFrame:
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.sql.insert import insert_into
 
-    snapshot = load_snapshot(target.path)
+    snapshot = table_snapshot(spark, target.path)
     insert_into(spark, target, snapshot, _insert_data(spark, target, snapshot, statement, query),
                 by_name=statement.by_name,
                 user_cols=statement.columns, static=statement.partition, overwrite=statement.overwrite,

@@ -27,8 +27,9 @@ import re
 from dataclasses import replace
 from typing import Any, Mapping, NoReturn, Sequence
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.properties import (  # noqa: F401 - validate_properties and the prefixes re-exported
     ALLOW_ARBITRARY_PROPERTIES_CONF,
@@ -106,7 +107,7 @@ def _conf_true(spark: SparkSession, key: str) -> bool:
 def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
     """ALTER TABLE ... SET TBLPROPERTIES; returns the committed version."""
     validated = validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     if (str(validated.get(row_tracking.ENABLE_KEY, "")).strip().lower() == "true"
             and not row_tracking.enabled(snapshot.metadata) and snapshot.num_files):
         from pydelta.spark.base.transactions import engine_info
@@ -117,7 +118,7 @@ def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str
         version = remove_cm.remove_column_mapping(spark, path, unset=False)  # rewrites every file, own commit
         if len(validated) == 1:
             return version
-        snapshot = load_snapshot(path)  # the other properties follow in a second commit, as in delta-spark
+        snapshot = table_snapshot(spark, path)  # the other properties follow in a second commit, as in delta-spark
     metadata = snapshot.metadata
     added: dict[str, str] = {}
     for key, value in validated.items():
@@ -178,7 +179,7 @@ def unset_table_properties(spark: SparkSession, path: str, keys: Sequence[str], 
                            display: str | None = None) -> int:
     """ALTER TABLE ... UNSET TBLPROPERTIES; returns the committed version."""
     normalized = normalize_keys(keys)
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     if not if_exists:
         for key in normalized:
@@ -192,7 +193,7 @@ def unset_table_properties(spark: SparkSession, path: str, keys: Sequence[str], 
         version = remove_cm.remove_column_mapping(spark, path, unset=True)  # rewrites every file, own commit
         if len(normalized) == 1:
             return version
-        snapshot = load_snapshot(path)  # the other keys follow in a second commit, as in delta-spark
+        snapshot = table_snapshot(spark, path)  # the other keys follow in a second commit, as in delta-spark
         metadata = snapshot.metadata
     configuration = {k: v for k, v in metadata.configuration.items() if k not in normalized}
     description = None if "comment" in normalized else metadata.description
@@ -221,7 +222,7 @@ def add_constraint(spark: SparkSession, path: str, name: str, expr: str, *, disp
     if name.upper() == RESERVED_CONSTRAINT_NAME:
         raise DeltaAnalysisError(f"[DELTA_INVALID_CONSTRAINT_NAME] Cannot use {name} as the name of a CHECK "
                                  "constraint. This name is reserved.")
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     key = CONSTRAINT_PREFIX + name.lower()
     old = metadata.configuration.get(key)
@@ -287,7 +288,7 @@ def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
 
 def drop_constraint(spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:
     """ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] name (a missing one with IF EXISTS still commits)."""
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     key = CONSTRAINT_PREFIX + name.lower()
     old = metadata.configuration.get(key)
@@ -311,7 +312,7 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
         if not column.nullable or any(not f.nullable for f in walk_fields(column.data_type)):
             raise DeltaAnalysisError("[DELTA_OPERATION_NOT_ALLOWED] Operation not allowed: `NOT NULL in ALTER TABLE "
                                      "ADD COLUMNS` is not supported for Delta tables")
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     case_sensitive = _case_sensitive(spark)
     mode = column_mapping_mode(metadata.configuration)
@@ -344,7 +345,7 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
 
 def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
     """ALTER TABLE ... ALTER/CHANGE COLUMN (one or several specs)."""
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     case_sensitive = _case_sensitive(spark)
     schema: StructType = metadata.schema

@@ -14,8 +14,8 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
-from pydelta.log.snapshot import load_snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, quote_path
 from pydelta.protocol.properties import CONSTRAINT_PREFIX
@@ -84,7 +84,7 @@ def _stats_columns(configuration: dict[str, str], old: str, new: str | None) -> 
 
 def rename_column(spark: SparkSession, path: str, column: Sequence[str], new_name: str, *, display: str | None = None) -> int:
     """ALTER TABLE ... RENAME COLUMN a.b TO c; returns the committed version."""
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     if column_mapping_mode(metadata.configuration) == "none":
         raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_RENAME_COLUMN] Column rename is not supported for your Delta "
@@ -123,7 +123,7 @@ def rename_column(spark: SparkSession, path: str, column: Sequence[str], new_nam
 def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]], if_exists: bool = False, *,
                  display: str | None = None) -> int | None:
     """ALTER TABLE ... DROP COLUMN(S); returns the committed version (None: IF EXISTS found none)."""
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     if column_mapping_mode(metadata.configuration) == "none":
         raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_DROP_COLUMN] DROP COLUMN is not supported for your Delta "

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
-from pydelta.log.snapshot import load_snapshot
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema import (
     ArrayType,
@@ -40,7 +40,7 @@ def replace_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn]
 
     from pydelta.protocol.identity import identity_columns
 
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
     old = metadata.schema
     if identity_columns(old):

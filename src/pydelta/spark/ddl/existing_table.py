@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering
@@ -95,10 +96,9 @@ def register_existing(spark: SparkSession, name: str | None, path: str, kind: st
     existing Delta table after checking the statement's definition against it."""
     from pydelta.spark.base.catalog import lookup, register_table
     from pydelta.spark.read.scan import spark_schema
-    from pydelta.spark.base.transactions import try_load
     from pydelta.spark.write.options import checked_table_properties
 
-    snapshot = try_load(path)
+    snapshot = try_table_snapshot(spark, path)
     if snapshot is None:
         raise DeltaAnalysisError(
             f"[DELTA_SCHEMA_NOT_PROVIDED] table schema is not provided and {path} holds no Delta table: "

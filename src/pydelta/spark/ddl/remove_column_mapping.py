@@ -15,8 +15,9 @@ import json
 import time
 from typing import Any, Sequence
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
@@ -47,7 +48,7 @@ def mode_change_refused(old: str, new: str = "none") -> DeltaAnalysisError:
 
 def remove_column_mapping(spark: SparkSession, path: str, *, unset: bool) -> int:
     """Rewrite the table at `path` without column mapping in one commit; returns its version."""
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     new = metadata_without_mapping(snapshot.metadata, unset=unset)  # refuses bad names before any work
     return rewrite_and_commit(spark, snapshot, new)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.base._typing import SparkSession
 
@@ -16,13 +17,12 @@ def sync_identity(spark: SparkSession, path: str, column: str, *, display: str |
     """
     from pyspark.sql import functions as F
 
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.identity import HIGH_WATER_MARK, spec_of, synced_high_water_mark
     from pydelta.protocol.schema import StructField, StructType
     from pydelta.spark.ddl.schema_edits import change_operation, commit_metadata
     from pydelta.spark.read.scan import read_snapshot
 
-    snapshot = load_snapshot(path)
+    snapshot = table_snapshot(spark, path)
     schema = snapshot.metadata.schema
     field = next((f for f in schema.fields if f.name.lower() == column.lower()), None)
     if field is None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark.base import catalog
-from pydelta.spark.base.transactions import try_load
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.base._typing import DataFrame
@@ -33,7 +33,7 @@ def table_as_select(
     """CREATE [OR REPLACE] / REPLACE TABLE ... AS SELECT: returns the committed version."""
     spark = df.sparkSession
     display = name or f"delta.`{path}`"
-    snapshot = try_load(path)
+    snapshot = try_table_snapshot(spark, path)
     if kind == "create" and snapshot is not None:
         if if_not_exists:
             return None

@@ -14,6 +14,7 @@ from typing import Any, Self
 import os
 import time
 
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, TableAlreadyExistsError
 from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base.spark_errors import cannot_replace_missing_table
@@ -372,7 +373,7 @@ def create_table(definition: TableDefinition) -> str:
     from pydelta.protocol.schema import parse_schema
     from pydelta.spark.base.catalog import lookup, register_table, unregister_table
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action
-    from pydelta.spark.base.transactions import open_transaction, try_load
+    from pydelta.spark.base.transactions import open_transaction
     from pydelta.spark.write.dataframe import define_clustering, new_table_metadata
     from pydelta.spark.write.options import checked_table_properties, session_conf, with_table_defaults
     from pydelta.txn.commit_info import Operation
@@ -388,7 +389,7 @@ def create_table(definition: TableDefinition) -> str:
             raise DeltaAnalysisError(
                 f"table {definition._name} already exists at {entry.location}, not at the given location {path}"
             )
-    snapshot = try_load(path)
+    snapshot = try_table_snapshot(definition._spark, path)
     if snapshot is not None and definition._kind in ("create", "createIfNotExists"):
         if definition._name is not None and definition._location is not None and lookup(definition._spark, definition._name) is None:
             return _name_existing(definition, snapshot, definition._name)

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow.compute as pc
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.base.conf import conf_bytes, conf_value
@@ -170,9 +171,7 @@ class _Table:
         self._root = table_root
 
     def snapshot(self) -> Any:
-        from pydelta.log.snapshot import load_snapshot
-
-        return load_snapshot(self._root)
+        return table_snapshot(self._spark, self._root)
 
 
 def after_data_commit(spark: SparkSession, txn: Any, version: int | None, actions: Iterable[Mapping[str, Any]]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pydelta.spark.base.engine import table_snapshot, try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, SchemaMismatchError
 from pydelta.log.storage import to_local_path
 from pydelta.protocol import geospatial
@@ -35,7 +36,6 @@ from pydelta.protocol.partition_values import (
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
 from pydelta.spark.base.conf import conf_bool, session_time_zone
-from pydelta.spark.base.transactions import try_load
 from pydelta.txn.commit_info import Operation
 from pydelta.spark.base.jvm import jvm
 from pydelta.spark.base._typing import SparkSession
@@ -212,7 +212,7 @@ def convert_to_delta(spark: SparkSession, identifier: str, partitionSchema: Any 
         raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a {fmt} source: {identifier}")
     if not os.path.isdir(root):
         raise DeltaAnalysisError(f"Path does not exist: {raw_path}")
-    if try_load(root) is None:
+    if try_table_snapshot(spark, root) is None:
         part_schema = parse_partition_schema(partitionSchema)
         part_names = [f.name for f in part_schema.fields] if part_schema is not None else []
         _convert_directory(spark, root, raw_path, part_schema, {}, collect_stats=collect_stats,
@@ -388,7 +388,7 @@ def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any =
     props.pop("transient_lastDdlTime", None)  # Hive's, not the table's
     user_names = [f.name for f in user_parts.fields] if user_parts is not None else []
 
-    snapshot = try_load(root)
+    snapshot = try_table_snapshot(spark, root)
     if snapshot is None:
         if not os.path.isdir(root):
             raise DeltaAnalysisError(f"Path does not exist: {root} (the location of {display})")
@@ -396,9 +396,8 @@ def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any =
                            collect_stats=collect_stats, operation_partitions=user_names, catalog_table=display)
     else:
         _merge_catalog_properties(spark, snapshot, props, user_names, display)
-    from pydelta.log.snapshot import load_snapshot
 
-    _mark_as_delta(spark, meta, load_snapshot(root).metadata.schema_string)
+    _mark_as_delta(spark, meta, table_snapshot(spark, root).metadata.schema_string)
     return Converted(root)
 
 

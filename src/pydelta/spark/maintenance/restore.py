@@ -82,7 +82,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
             f"requirement failed: Version to restore ({target_version})should be less then last available "
             f"version ({latest.version})"
         )
-    source = load_snapshot(latest.table_root, version=target_version)
+    source = load_snapshot(latest.table_root, version=target_version, storage=latest.storage)
 
     txn = open_transaction(spark, latest)
     txn.read_whole_table()  # delta-spark's commitLarge: any concurrent change fails the restore

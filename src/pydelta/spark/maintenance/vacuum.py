@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
 from pydelta.spark.base.conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
@@ -43,10 +44,9 @@ def _should_log(spark: SparkSession) -> bool:
 
 
 def _commit_empty(table: Any, operation: Operation, metrics: dict[str, int] | None) -> int:
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.base.transactions import open_transaction
 
-    snapshot = load_snapshot(table.path)
+    snapshot = table_snapshot(table._spark, table.path)
     txn = open_transaction(table._spark, snapshot)
     return txn.commit([], operation, operation_metrics=metrics)
 

@@ -113,10 +113,10 @@ def _insert_into(original):
         location = delta_table_location(writer_frame(self).sparkSession, tableName)
         if location is None:
             return original(self, tableName, overwrite)
-        from pydelta.log.snapshot import load_snapshot
+        from pydelta.spark.base.engine import table_snapshot
         from pydelta.spark.write.dataframe import write_dataframe
 
-        snapshot = load_snapshot(location)
+        snapshot = table_snapshot(writer_frame(self).sparkSession, location)
         options = dict(_state(self)["options"])
         # As Spark: overwrite=None keeps the writer's mode, whose overwrite replaces and anything else appends.
         mode = ("overwrite" if overwrite else "append") if overwrite is not None else _state(self)["mode"]

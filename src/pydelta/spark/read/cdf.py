@@ -55,7 +55,7 @@ def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str,
     read_snapshot = snapshot
     if column_mapping_mode(snapshot.configuration) != "none" and change_range.start <= change_range.end < snapshot.version:
         # delta-spark's default for column-mapped tables: the schema of the end version.
-        read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end)
+        read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end, storage=snapshot.storage)
     check = None if _unsafe_schema_reads(spark) else (read_snapshot.metadata, read_snapshot.version)
     return changes_dataframe(spark, read_snapshot, plan_changes(snapshot, change_range, check))
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.read.scan import read_snapshot
 from pydelta.spark.read.time_travel import split_at_syntax, timestamp_ms
@@ -87,7 +88,7 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     from pydelta.spark.base.hadoop_storage import require_connector
 
     require_connector(spark, path)
-    snapshot = load_for_read(path, version=version, timestamp=None if timestamp is None else timestamp_ms(spark, timestamp))
+    snapshot = load_for_read(spark, path, version=version, timestamp=None if timestamp is None else timestamp_ms(spark, timestamp))
     if change_feed:
         from pydelta.spark.read.cdf import read_change_feed
 
@@ -95,9 +96,9 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     return read_snapshot(spark, snapshot)
 
 
-def load_for_read(path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:
+def load_for_read(spark: SparkSession, path: str, version: int | None = None, timestamp: Any = None) -> Snapshot:
     """The snapshot a read of `path` scans; delta-spark's read error when there is no table."""
     try:
-        return load_snapshot(path, version=version, timestamp=timestamp)
+        return table_snapshot(spark, path, version=version, timestamp=timestamp)
     except DeltaTableNotFoundError:
         raise no_table_to_read(path) from None

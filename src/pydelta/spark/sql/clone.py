@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
 from pydelta.log.history import history
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.base._typing import SparkSession
 
@@ -58,8 +59,8 @@ def _source_snapshot(spark: SparkSession, stmt: g.Clone, path: str) -> Snapshot:
         from pydelta.spark.read.time_travel import parse_timestamp
 
         ms = int(parse_timestamp(spark, stmt.timestamp).timestamp() * 1000)
-        return load_snapshot(path, timestamp=ms)
-    return load_snapshot(path, version=stmt.version)
+        return table_snapshot(spark, path, timestamp=ms)
+    return table_snapshot(spark, path, version=stmt.version)
 
 
 def _target(spark: SparkSession, stmt: g.Clone) -> tuple[str, str | None, bool]:

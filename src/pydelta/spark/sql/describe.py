@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark.base import jplan
@@ -83,7 +84,7 @@ def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
     target = resolve(spark, parts)
     if target is None:
         return None
-    snapshot = load_snapshot(target.path)  # raises "... is not a Delta table" for an empty path
+    snapshot = table_snapshot(spark, target.path)  # raises "... is not a Delta table" for an empty path
     if target.name is None:
         return DeltaTableInfo(target, snapshot, ("spark_catalog", "delta", parts[-1]))
     catalog = spark._jsparkSession.sessionState().catalog()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.log.snapshot import Snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.base import jplan
@@ -95,10 +96,9 @@ def _dataframe_of(spark: SparkSession, text: str, node: Any) -> Any:
         parts = jplan.identifier_parts(node)
         target = resolve(spark, parts)
         if target is not None:
-            from pydelta.log.snapshot import load_snapshot
             from pydelta.spark.read.scan import read_snapshot
 
-            return read_snapshot(spark, load_snapshot(target.path)).alias(parts[-1])
+            return read_snapshot(spark, table_snapshot(spark, target.path)).alias(parts[-1])
         return spark.table(quote_parts(parts)).alias(parts[-1])  # a view or another source's table
     if jplan.kind(node) == "LocalRelation":  # INSERT ... VALUES: Spark parsed the literal rows
         from pyspark.sql import DataFrame
@@ -112,10 +112,8 @@ def _is_true_literal(expr: Any) -> bool:
     return jplan.kind(expr) == "Literal" and str(expr.sql()).lower() == "true"
 
 
-def _snapshot(target: DeltaTarget) -> Snapshot:
-    from pydelta.log.snapshot import load_snapshot
-
-    return load_snapshot(target.path)
+def _snapshot(spark: SparkSession, target: DeltaTarget) -> Snapshot:
+    return table_snapshot(spark, target.path)
 
 
 # ---- DML ---------------------------------------------------------------------------------
@@ -137,7 +135,7 @@ def _delete(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 
     alias, fix = _unaliased(spark, alias, node)
     condition = None if _is_true_literal(plan.condition()) else fix(plan.condition()).sql()
-    prepared = prepare_delete(spark, _snapshot(target), condition, alias=alias)
+    prepared = prepare_delete(spark, _snapshot(spark, target), condition, alias=alias)
     prepared.commit()
     rows = prepared.metrics.get("numDeletedRows", -1)
     return spark.createDataFrame([(int(rows),)], "num_affected_rows BIGINT")
@@ -150,7 +148,7 @@ def _update(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     from pydelta.spark.dml.update import column_mapping, prepare_update
 
     alias, fix = _unaliased(spark, alias, node)
-    snapshot = _snapshot(target)
+    snapshot = _snapshot(spark, target)
     assignments = _assignments(plan, alias, column_defaults(spark, snapshot), fix)
     condition = jplan.option(plan.condition())
     prepared = prepare_update(spark, snapshot, fix(condition).sql() if condition is not None else None,
@@ -172,7 +170,7 @@ def _merge(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     source = _dataframe_of(spark, text, plan.sourceTable())
     from pydelta.spark.dml.merge import run_merge
 
-    snapshot = _snapshot(target)
+    snapshot = _snapshot(spark, target)
     defaults = column_defaults(spark, snapshot)
     clauses = [_merge_clause(action, when, alias, defaults, fix)
                for when, actions in (("matched", plan.matchedActions()), ("notMatched", plan.notMatchedActions()),
@@ -229,12 +227,11 @@ def _insert(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, _, _ = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.ddl.column_defaults import values_with_defaults
     from pydelta.spark.read.scan import spark_schema
     from pydelta.spark.sql.insert import field_lookup, insert_into, positional_columns
 
-    snapshot = load_snapshot(target.path)
+    snapshot = table_snapshot(spark, target.path)
     schema = spark_schema(snapshot.schema)
     static = {str(k): jplan.option(v) for k, v in jplan.scala_map(plan.partitionSpec()).items()}
     user_cols = [str(c) for c in jplan.seq(plan.userSpecifiedCols())]
@@ -261,10 +258,9 @@ def _replace_where(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, _, _ = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.sql.insert import insert_into
 
-    insert_into(spark, target, load_snapshot(target.path), _dataframe_of(spark, text, plan.query()), by_name=False,
+    insert_into(spark, target, table_snapshot(spark, target.path), _dataframe_of(spark, text, plan.query()), by_name=False,
                 user_cols=[], static={}, overwrite=False, replace_where=_condition_text(text, plan.deleteExpr()),
                 evolve=False)
     return jplan.empty_result(spark)
@@ -286,11 +282,10 @@ def _truncate(spark: SparkSession, text: str, plan: JavaObject) -> Any:
 def truncate(spark: SparkSession, target: DeltaTarget) -> None:
     """TRUNCATE TABLE: every file removed in one commit (operation TRUNCATE), as delta-spark
     (4.3+): no commit when the table has no files; metrics numRemovedFiles and executionTimeMs."""
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.spark.dml.delete import prepare_delete
     from pydelta.txn.commit_info import Operation
 
-    snapshot = load_snapshot(target.path)
+    snapshot = table_snapshot(spark, target.path)
     prepared = prepare_delete(spark, snapshot, None)
     if snapshot.num_files == 0:
         return

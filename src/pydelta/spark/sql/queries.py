@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.read.hidden_metadata import under_alias
 from pydelta.spark.read.time_travel import stamp_text
 from pydelta.spark.base import jplan
@@ -258,7 +259,6 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
     from pyspark.sql import functions as F
 
     from pydelta.log.data_skipping import FileSkipper
-    from pydelta.log.snapshot import load_snapshot
     from pydelta.protocol.predicates import And
     from pydelta.spark.base.predicates import filter_condition, translate
     from pydelta.spark.base.hadoop_storage import require_connector
@@ -268,7 +268,7 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
     if rel.change_range is not None:
         from pydelta.spark.read.cdf import read_change_feed
 
-        return read_change_feed(spark, load_snapshot(rel.target.path), rel.change_range)
+        return read_change_feed(spark, table_snapshot(spark, rel.target.path), rel.change_range)
     timestamp = None
     if rel.timestamp_sql is not None:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST({rel.timestamp_sql} AS TIMESTAMP))").first()[0]
@@ -285,9 +285,9 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
                 raise DeltaAnalysisError("[DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS] "
                                          "Cannot specify time travel in multiple formats.")
             version, timestamp = at_version, at_timestamp
-        snapshot = load_for_read(path, version=version, timestamp=timestamp)
+        snapshot = load_for_read(spark, path, version=version, timestamp=timestamp)
     else:
-        snapshot = load_snapshot(rel.target.path, version=rel.version, timestamp=timestamp)
+        snapshot = table_snapshot(spark, rel.target.path, version=rel.version, timestamp=timestamp)
     snapshot.protocol.check_readable()
     files = snapshot.files()
     if rel.conditions and files.num_rows:

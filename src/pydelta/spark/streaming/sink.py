@@ -20,6 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
 from pydelta.spark.base.writer_state import _is_delta, _state
 from pydelta.spark.base.option_keys import option_value
@@ -93,7 +94,6 @@ def make_spec(df: DataFrame, path: str, mode: str | None, partition_by: list[str
     """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
     from pydelta.log.storage import to_local_path
     from pydelta.protocol.schema import parse_schema
-    from pydelta.spark.base.transactions import try_load
     from pydelta.spark.write.dataframe import _plan_metadata
     from pydelta.spark.write.options import parse_write_options, session_conf
 
@@ -117,7 +117,7 @@ def make_spec(df: DataFrame, path: str, mode: str | None, partition_by: list[str
     save_mode, batch_opts = spec.batch_options("validation", 0)
     conf = session_conf(spark)
     parsed = parse_write_options(save_mode, spec.partition_by, batch_opts, conf)
-    snapshot = try_load(spec.path)
+    snapshot = try_table_snapshot(spark, spec.path)
     if snapshot is not None:
         _plan_metadata(snapshot, parse_schema(df.schema.json()), parsed, spark)
     return spec

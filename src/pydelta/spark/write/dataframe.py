@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import (
     DeltaAnalysisError,
     InvalidTableError,
@@ -43,7 +44,7 @@ from pydelta.spark.write.options import (
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.spark.read.partitions import partition_rows_dataframe
-from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks, try_load
+from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
 from pydelta.spark.write.conform import conform
 from pydelta.spark.base.conf import session_time_zone
 from pydelta.spark.base._typing import DataFrame, SparkSession
@@ -320,7 +321,7 @@ def write_dataframe(
     conf = {k: spark.conf.get(k, None) for k in _WRITE_CONFS}
     opts = parse_write_options(mode, partition_by, options or {}, {k: v for k, v in conf.items() if v is not None})
     root = to_local_path(path)
-    snapshot = try_load(root)
+    snapshot = try_table_snapshot(spark, root)
     if snapshot is not None:
         if opts.mode == "ErrorIfExists":
             raise TableAlreadyExistsError(f"Cannot write to already existent path {path} without setting "
