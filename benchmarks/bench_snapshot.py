@@ -69,6 +69,7 @@ def main() -> None:
         generate(root, args.files)
 
     import deltalake
+
     import pydelta
 
     def ours():

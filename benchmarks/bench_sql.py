@@ -43,8 +43,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
 
-    from pydelta.spark.session import local_session
     from pydelta.spark.base.raw import raw_sql
+    from pydelta.spark.session import local_session
 
     base = tempfile.mkdtemp(prefix="pydelta-bench-sql-")
     spark = local_session("pydelta-bench-sql", catalog_dir=base, **{"spark.driver.memory": "6g"})

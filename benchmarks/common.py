@@ -6,7 +6,7 @@ import json
 import os
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench-output")
 RESULTS = os.path.join(OUT, "results.jsonl")

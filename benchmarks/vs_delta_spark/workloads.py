@@ -17,7 +17,8 @@ import shutil
 import statistics
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ROWS = int(os.environ.get("BENCH_ROWS", "10000000"))
 FILES = 100  # the base table: contiguous ids per file, so min/max stats skip by id

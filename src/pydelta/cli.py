@@ -17,8 +17,9 @@ import argparse
 import json
 import os
 import sys
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pydelta.errors import DeltaError
 
@@ -29,7 +30,7 @@ DESCRIPTION = (
 
 
 def _ts(ms: int | None) -> str | None:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat() if ms is not None else None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat() if ms is not None else None
 
 
 def _snapshot(args: argparse.Namespace):

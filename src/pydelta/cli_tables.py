@@ -7,7 +7,8 @@ JSON for scripts and the tables for people always show the same facts.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table

@@ -7,13 +7,13 @@ session, as the delta-spark classes do on a session configured for Delta.
 
 from __future__ import annotations
 
-from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.session import enable
 from pydelta.spark.api.delta_table import (  # noqa: F401 - the public names of this module
     DeltaTableApi,
     IdentityGenerator,
     TableBuilderApi,
 )
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.session import enable
 
 __all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator"]
 

@@ -21,13 +21,6 @@ from tests.spark.test_clone import (  # noqa: F401
     test_replace_and_existing_target,
     test_shallow_clone_references_source_files,
 )
-# DESCRIBE [EXTENDED] (of a table or a column), SHOW COLUMNS / TBLPROPERTIES / PARTITIONS and SHOW
-# CREATE TABLE are answered from the log over Connect too (sql/connect_describe.py).
-from tests.spark.test_sql_parity import (  # noqa: F401
-    partitioned,
-    test_show_partitions,
-    test_show_partitions_with_column_mapping,
-)
 from tests.spark.test_sql_describe import (  # noqa: F401
     db,
     test_describe_column,
@@ -44,6 +37,14 @@ from tests.spark.test_sql_describe import (  # noqa: F401
     test_show_create_table_of_a_path,
     test_show_tblproperties,
     test_show_tblproperties_legacy_protocol_and_path,
+)
+
+# DESCRIBE [EXTENDED] (of a table or a column), SHOW COLUMNS / TBLPROPERTIES / PARTITIONS and SHOW
+# CREATE TABLE are answered from the log over Connect too (sql/connect_describe.py).
+from tests.spark.test_sql_parity import (  # noqa: F401
+    partitioned,
+    test_show_partitions,
+    test_show_partitions_with_column_mapping,
 )
 
 

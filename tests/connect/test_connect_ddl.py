@@ -10,19 +10,13 @@ import pytest
 
 import pydelta
 from pydelta import errors
+
 # The classic suite's tests, verbatim: the `spark` fixture here is the Connect session.
 from tests.spark.test_column_defaults import (  # noqa: F401
     test_default_refusals,
     test_defaults_fill_inserts,
     test_defaults_in_merge_and_update,
 )
-from tests.spark.test_sql_clone import (  # noqa: F401
-    source,
-    test_clone_refusals_leave_nothing,
-    test_clone_to_path_location_and_properties,
-    test_shallow_clone_of_a_name_and_time_travel,
-)
-from tests.spark.test_sql_parity import test_create_table_options  # noqa: F401
 from tests.spark.test_sql_alter import (  # noqa: F401
     people,
     test_add_columns_with_positions_comments_and_nested_fields,
@@ -32,6 +26,13 @@ from tests.spark.test_sql_alter import (  # noqa: F401
     test_comment_on_table,
     test_partition_and_location_statements_are_refused,
 )
+from tests.spark.test_sql_clone import (  # noqa: F401
+    source,
+    test_clone_refusals_leave_nothing,
+    test_clone_to_path_location_and_properties,
+    test_shallow_clone_of_a_name_and_time_travel,
+)
+from tests.spark.test_sql_parity import test_create_table_options  # noqa: F401
 
 
 def test_replace_columns_and_hive_change_column(spark, tmp_path):

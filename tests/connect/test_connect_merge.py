@@ -7,6 +7,7 @@ import pytest
 
 from pydelta.protocol.predicates import And, Cmp, Col, Lit, Unknown
 from pydelta.protocol.schema import parse_schema
+
 # The classic suite's tests, verbatim: the `spark` fixture here is the Connect session.
 from tests.spark.test_dml_merge import (  # noqa: F401
     table_path,

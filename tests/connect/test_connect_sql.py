@@ -9,6 +9,7 @@ import deltalake
 import pytest
 
 from pydelta.errors import DeltaNotImplementedError
+
 # Seed 004's tutorial, verbatim: the same test the classic suite runs, here on the Connect session.
 from tests.spark.test_sql_tutorial import mydb, test_delta_lake_101_tutorial  # noqa: F401
 

@@ -9,9 +9,9 @@ import pytest
 
 import pydelta
 from pydelta import errors
+from tests.golden_paths import DELTA_RS as GOLDEN_RS
 from tests.helpers import canonical
 
-from tests.golden_paths import DELTA_RS as GOLDEN_RS
 TABLES = sorted(p.name for p in GOLDEN_RS.iterdir() if (p / "_delta_log").is_dir()) if GOLDEN_RS.is_dir() else []
 
 # Tables pydelta must refuse, with the reason.
@@ -26,9 +26,8 @@ NO_WITNESS: dict[str, str] = {}
 def _deltalake_rows(path: str):
     """All live rows as deltalake reads them (its SQL engine applies deletion vectors)."""
     import deltalake
-    from deltalake import QueryBuilder
-
     import pyarrow as pa
+    from deltalake import QueryBuilder
 
     return pa.table(QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("select * from t").read_all())
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 import pydelta
 from pydelta import errors
-
 from tests.golden_paths import DELTA_SPARK as DS
 
 

@@ -378,7 +378,7 @@ def test_roundtrip_partitioned_with_typed_partition_values(tmp_path: Path) -> No
     by_path = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "partitionValues_parsed").to_pylist()))
     assert by_path["p0/file-3.parquet"] == {
         "d": dt.date(2024, 1, 31),
-        "ts": dt.datetime(2024, 1, 31, 10, tzinfo=dt.timezone.utc),
+        "ts": dt.datetime(2024, 1, 31, 10, tzinfo=dt.UTC),
         "amount": Decimal("12.50"),
         "region": "eu",
     }

@@ -13,8 +13,8 @@ import pydelta
 from pydelta.errors import CatalogManagedTableError, CommitOwnerError, UnsupportedFeatureError
 from pydelta.log.checkpoint_writer import write_checkpoint
 from pydelta.log.cleanup import cleanup_expired_logs
-from pydelta.log.vacuum_plan import plan_vacuum
 from pydelta.log.commit_owners import CommitOwnerClient
+from pydelta.log.vacuum_plan import plan_vacuum
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 from tests.txn.test_commit_owner_support import OWNERS, committed_versions, owner_conf
 from tests.txn.writers import append, create_table, make_metadata, remove_action, rows_of, write_data_file

@@ -11,7 +11,6 @@ import pytest
 import pydelta
 from pydelta import errors
 from pydelta.log.last_checkpoint import canonicalize, checksum, make_last_checkpoint, parse_last_checkpoint
-
 from tests.golden_paths import DELTA_SPARK as DS
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.log.deletion_vector_files import write_deletion_vector_file
 from pydelta.log.snapshot import load_snapshot
 from pydelta.log.vacuum_plan import (
     check_retention,
@@ -22,7 +23,6 @@ from pydelta.log.vacuum_plan import (
     plan_vacuum,
     retention_hours_to_ms,
 )
-from pydelta.log.deletion_vector_files import write_deletion_vector_file
 from tests.log.test_checkpoint_writer import DAY_MS, NOW_MS, TableBuilder, add, field, remove
 
 HOUR_MS = 3_600_000

@@ -22,8 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap, BitMap64
+from tests.golden_paths import GOLDEN
 
 from pydelta.errors import CorruptedLogError, DeltaError, DeltaIllegalArgumentError, MissingDataFileError
+from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vector_file, write_deletion_vectors
 from pydelta.protocol.deletion_vectors import (
     PORTABLE_MAGIC_NUMBER,
     DeletionVectorDescriptor,
@@ -33,9 +35,7 @@ from pydelta.protocol.deletion_vectors import (
     z85_decode,
     z85_encode,
 )
-from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vector_file, write_deletion_vectors
 
-from tests.golden_paths import GOLDEN
 KEY_CASES = GOLDEN / "delta-spark/log-replay-dv-key-cases/delta"
 DV_SMALL = GOLDEN / "delta-rs/table-with-dv-small"
 DV_COLUMN_MAPPING = GOLDEN / "delta-spark/dv-with-columnmapping/delta"
@@ -730,7 +730,6 @@ def _log_core_values(table: Path, version: int) -> list[int]:
 
 def test_kernel_inline_dv_table_reads_every_version() -> None:
     import deltalake
-
     from tests.kernel_tables import CDF_WITH_DV, CDF_WITH_DV_LATEST, cdf_with_dv_values
 
     for version in range(CDF_WITH_DV_LATEST + 1):
@@ -743,9 +742,10 @@ def test_kernel_inline_dv_table_reads_every_version() -> None:
 
 def test_kernel_inline_dv_table_change_plan() -> None:
     # The log core plans the change feed of every version, DV diffs through the padded tail.
+    from tests.kernel_tables import CDF_WITH_DV, CDF_WITH_DV_CHANGES, CDF_WITH_DV_LATEST
+
     from pydelta import load_snapshot
     from pydelta.log.changes import ChangeRange, plan_changes
-    from tests.kernel_tables import CDF_WITH_DV, CDF_WITH_DV_CHANGES, CDF_WITH_DV_LATEST
 
     got = []
     for f in plan_changes(load_snapshot(str(CDF_WITH_DV)), ChangeRange(0, CDF_WITH_DV_LATEST)):

@@ -47,7 +47,7 @@ from pydelta.protocol.schema import (
 )
 from pydelta.protocol.stats import truncate_string_max
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1)
 
 

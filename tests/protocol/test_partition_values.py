@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.golden_paths import GOLDEN
 
 from pydelta.errors import CorruptedLogError, DeltaIllegalArgumentError, InvalidTableError
 from pydelta.protocol.partition_values import (
@@ -53,8 +54,7 @@ from pydelta.protocol.schema import (
     physical_name,
 )
 
-from tests.golden_paths import GOLDEN
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 # ---- the protocol's table ---------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.golden_paths import GOLDEN
 
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError, InvalidTableError, UnsupportedFeatureError
 from pydelta.protocol.schema import (
@@ -53,8 +54,6 @@ from pydelta.protocol.schema import (
     to_physical_schema,
     type_changes,
 )
-
-from tests.golden_paths import GOLDEN
 
 
 def _golden_metadata() -> list[tuple[str, dict]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.golden_paths import GOLDEN
 
 from pydelta.protocol.schema import (
     BINARY,
@@ -50,8 +51,7 @@ from pydelta.protocol.stats import (
     truncate_string_min,
 )
 
-from tests.golden_paths import GOLDEN
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _f32(x: float) -> float:

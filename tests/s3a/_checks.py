@@ -139,9 +139,9 @@ def delta_spark_reads(report: dict, server: S3Server, root: str) -> None:
     """delta-spark 4.4 (tests/witness) in its own process, with hadoop-aws for its own pyspark's Hadoop."""
     import json
 
+    from tests.s3a._s3 import JarsUnavailable, split_jars
     from tests.s3a.conftest import unavailable
     from tests.witness.delta_spark import WitnessUnavailable, run_delta_spark, setup
-    from tests.s3a._s3 import JarsUnavailable, split_jars
 
     try:
         _, python = setup()

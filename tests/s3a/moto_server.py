@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 def atomic_conditional_writes(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
@@ -31,9 +32,8 @@ def atomic_conditional_writes(app: Callable[..., Iterable[bytes]]) -> Callable[.
 
 def make_atomic_server() -> Any:
     """moto's threaded werkzeug server on 127.0.0.1 (a port it picks), conditional writes serialized."""
-    from werkzeug.serving import make_server
-
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
 
     app = DomainDispatcherApplication(create_backend_app)
     return make_server("127.0.0.1", 0, atomic_conditional_writes(app), threaded=True, request_handler=MotoRequestHandler)

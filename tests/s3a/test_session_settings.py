@@ -145,8 +145,8 @@ def test_secrets_in_a_hadoop_credential_provider_reach_the_log(spark, session_co
 @pytest.fixture(scope="module")
 def table(s3_server):
     """A one-commit table in the bucket, made by pydelta's log core with explicit options."""
-    from pydelta.protocol.actions import Metadata
     from pydelta.log.storage import storage_for
+    from pydelta.protocol.actions import Metadata
     from pydelta.txn.transaction import Operation, OptimisticTransaction
 
     s3_server.create_bucket(BUCKET)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import deltalake
 import pytest
@@ -254,7 +254,7 @@ def test_at_timestamp_in_a_load_path(spark, tmp_path):
     zone = ZoneInfo(spark.conf.get("spark.sql.session.timeZone"))
     for v in range(3):  # @yyyyMMddHHmmssSSS in the session time zone; the commit time is the file's mtime
         mtime_ms = os.stat(os.path.join(path, "_delta_log", f"{v:020d}.json")).st_mtime_ns // 1_000_000
-        ts = datetime.fromtimestamp(mtime_ms / 1000, tz=timezone.utc).astimezone(zone)
+        ts = datetime.fromtimestamp(mtime_ms / 1000, tz=UTC).astimezone(zone)
         text = ts.strftime("%Y%m%d%H%M%S") + f"{ts.microsecond // 1000:03d}"
         assert _rows(spark.read.format("delta").load(f"{path}@{text}")) == _version_rows(path, v)
 

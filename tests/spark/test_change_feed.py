@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import deltalake
 import pytest
@@ -140,9 +140,9 @@ def test_commit_timestamps_and_timestamp_options(spark, tmp_path):
     got = {r._commit_version: r._commit_timestamp.timestamp() for r in df.collect()}
     assert got[0] == pytest.approx(mtimes[0], abs=0.002) and got[1] == pytest.approx(mtimes[1], abs=0.002)
     # startingTimestamp: the first version at or after it; endingTimestamp: the last at or before it
-    v1_time = datetime.fromtimestamp(got[1], timezone.utc)
+    v1_time = datetime.fromtimestamp(got[1], UTC)
     assert {r._commit_version for r in changes(spark, path, startingTimestamp=v1_time.isoformat()).collect()} == {1}
-    v0_time = datetime.fromtimestamp(got[0], timezone.utc)
+    v0_time = datetime.fromtimestamp(got[0], UTC)
     only_v0 = changes(spark, path, startingVersion=0, endingTimestamp=v0_time.isoformat())
     assert {r._commit_version for r in only_v0.collect()} == {0}
     assert snap.version == 1

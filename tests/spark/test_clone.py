@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import deltalake
 import pyarrow as pa
@@ -78,7 +78,7 @@ def test_deep_clone_at_version_copies_data(spark, source, tmp_path):
 
 def test_clone_at_timestamp(spark, source, tmp_path):
     ts = load_snapshot(source, version=0).timestamp
-    text = datetime.fromtimestamp(ts / 1000, timezone.utc).isoformat()
+    text = datetime.fromtimestamp(ts / 1000, UTC).isoformat()
     target = str(tmp_path / "ts")
     DeltaTable.forPath(spark, source).cloneAtTimestamp(text, target, True)
     assert ids_of(spark, target) == list(range(5))

@@ -147,8 +147,8 @@ def test_values_rows_keep_cells_as_text():
 
 def test_time_travel_takes_a_literal_only():
     from pydelta.errors import DeltaNotImplementedError
-    from pydelta.spark.connect.router import _time_travel
     from pydelta.spark.base.tokens import tokenize
+    from pydelta.spark.connect.router import _time_travel
 
     tokens = tokenize("SELECT * FROM t VERSION AS OF 3 WHERE x")
     assert _time_travel(tokens, 4) == (8, {"versionAsOf": "3"})

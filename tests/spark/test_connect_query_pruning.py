@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pydelta.spark.connect.query_pruning import prunable_relations
 from pydelta.spark.base.tokens import tokenize
+from pydelta.spark.connect.query_pruning import prunable_relations
 
 
 def _prunable(text: str, *names: str) -> dict[str, tuple]:

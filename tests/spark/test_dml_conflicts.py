@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
 import pydelta
-from pyspark.sql import functions as F
-from pydelta.errors import ConcurrentAppendException, ConcurrentDeleteReadException, DeltaConcurrentModificationException
+from pydelta.errors import (
+    ConcurrentAppendException,
+    ConcurrentDeleteReadException,
+    DeltaConcurrentModificationException,
+)
 
 pytestmark = pytest.mark.spark
 

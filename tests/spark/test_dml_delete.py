@@ -9,8 +9,9 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,7 +24,6 @@ from pydelta.errors import (
     DeltaAnalysisError,
     DeltaError,
 )
-
 
 pytestmark = pytest.mark.spark
 

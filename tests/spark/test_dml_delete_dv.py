@@ -154,8 +154,8 @@ def test_reads_apply_dvs_when_files_share_a_size(spark, tmp_path):
     import os
     import shutil
 
-    from pydelta.spark.read.scan import row_key_shift
     from pydelta.log.file_actions import add_action_from_file_row
+    from pydelta.spark.read.scan import row_key_shift
     from pydelta.txn.transaction import Operation, OptimisticTransaction
 
     path = str(tmp_path / "t")

@@ -27,7 +27,6 @@ from tests.spark.test_dml_delete import (
     version,
 )
 
-
 pytestmark = pytest.mark.spark
 
 

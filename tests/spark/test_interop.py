@@ -40,7 +40,7 @@ def _dl_table(path):
 
 def _canon(v):
     if isinstance(v, dt.datetime) and v.tzinfo is not None:
-        return v.astimezone(dt.timezone.utc)
+        return v.astimezone(dt.UTC)
     if isinstance(v, dict):
         return tuple(sorted(v.items()))
     if isinstance(v, list) and v and isinstance(v[0], tuple):

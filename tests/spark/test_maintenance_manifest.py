@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote
 
-import pytest
 import pyarrow.parquet as pq
+import pytest
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.spark.maintenance.manifest import ManifestGenerationError

@@ -13,8 +13,8 @@ from pydelta.errors import (
     DeltaAnalysisError,
 )
 from pydelta.log.snapshot import load_snapshot
-from pydelta.spark.write.data_files import remove_action
 from pydelta.spark.maintenance.optimize import optimize, plan_bins
+from pydelta.spark.write.data_files import remove_action
 from pydelta.tables import DeltaTable
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction

@@ -11,7 +11,13 @@ from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaP
 from pydelta.protocol.actions import Protocol
 from pydelta.spark.maintenance.protocol_ops import protocol_with_feature, upgraded_protocol
 from pydelta.tables import DeltaTable
-from tests.spark.test_maintenance_support import commit_actions, commit_infos, deltalake_rows, latest_version, spark_rows
+from tests.spark.test_maintenance_support import (
+    commit_actions,
+    commit_infos,
+    deltalake_rows,
+    latest_version,
+    spark_rows,
+)
 
 LEGACY_12 = Protocol(1, 2)
 

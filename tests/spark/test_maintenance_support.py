@@ -98,8 +98,8 @@ def now_ms() -> int:
 
 def delete_rows_with_dv(table_path: str | Path, rel_path: str, row_indexes: list[int]) -> int:
     """Mark rows of one data file deleted with a deletion vector file; returns the version."""
-    from pydelta.log.replay import canonical_path
     from pydelta.log.deletion_vector_files import write_deletion_vector_file
+    from pydelta.log.replay import canonical_path
     from pydelta.spark.write.data_files import remove_action
     from pydelta.txn.commit_info import Operation
     from pydelta.txn.transaction import OptimisticTransaction

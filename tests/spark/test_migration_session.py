@@ -11,8 +11,14 @@ import pytest
 
 import pydelta
 from pydelta.errors import DeltaSparkConfWarning
-from pydelta.spark.migration import (DELTA_SPARK_CATALOG, DELTA_SPARK_EXTENSION, EXTENSIONS_KEY, PACKAGES_KEY,
-                                     SESSION_CATALOG_KEY, strip_builder)
+from pydelta.spark.migration import (
+    DELTA_SPARK_CATALOG,
+    DELTA_SPARK_EXTENSION,
+    EXTENSIONS_KEY,
+    PACKAGES_KEY,
+    SESSION_CATALOG_KEY,
+    strip_builder,
+)
 
 pytestmark = pytest.mark.spark
 

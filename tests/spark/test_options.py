@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -98,7 +98,7 @@ def test_read_table_by_name_checks_options_too(spark):
 def test_supported_read_options_still_work(spark, table):
     assert ids(read(spark, table, versionAsOf=0)) == [0, 1, 2]
     assert ids(read(spark, table, versionAsOf="1")) == [0, 1, 2, 10, 11]
-    ts = datetime.fromtimestamp(load_snapshot(table, version=0).timestamp / 1000, timezone.utc)
+    ts = datetime.fromtimestamp(load_snapshot(table, version=0).timestamp / 1000, UTC)
     assert ids(read(spark, table, timestampAsOf=ts.isoformat())) == [0, 1, 2]
     assert ids(spark.read.format("delta").option("path", table).load()) == [0, 1, 2, 10, 11]
 

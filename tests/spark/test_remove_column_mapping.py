@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable as RsTable, QueryBuilder
+from deltalake import DeltaTable as RsTable
+from deltalake import QueryBuilder
 
 import pydelta
 from pydelta import errors

@@ -71,7 +71,6 @@ def test_enable_on_existing_table_backfills_then_dml(spark, tmp_path):
     assert all(merged[k] == final[k] for k in final if k != 3)
     assert merged[1000][0] not in {v[0] for v in final.values()} and merged[1000][1] == merge_version
     import deltalake
-
     import pyarrow as pa
 
     count = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(
@@ -138,7 +137,6 @@ def test_drop_row_tracking_feature_through_sql(spark, tmp_path):
     with pytest.raises(Exception, match="row_id"):
         spark.read.format("delta").load(path).select("_metadata.row_id").collect()
     import deltalake
-
     import pyarrow as pa
 
     rows = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(

@@ -9,6 +9,7 @@ _delta_log JSON, never with pydelta's reader alone.
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import deltalake
@@ -245,11 +246,11 @@ def test_create_partitioned_location_and_partition_exists_query(spark, tmp_path,
 
 
 def test_select_time_travel_by_timestamp_and_version(spark, people):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     spark.sql("DELETE FROM docforms.people10m WHERE id = 1")  # version 2
     first = _commit_time_ms(people, 1)
-    stamp = datetime.fromtimestamp(first / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    stamp = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     old = spark.sql(f"SELECT * FROM docforms.people10m TIMESTAMP AS OF '{stamp}'")
     assert sorted(tuple(r) for r in old.collect()) == ROWS
     by_version = spark.sql(f"SELECT * FROM delta.`{people}` VERSION AS OF 1")
@@ -452,13 +453,13 @@ def test_convert_to_delta_doc_forms(spark, tmp_path):
 
 
 def test_restore_doc_forms(spark, people):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     spark.sql("DELETE FROM docforms.people10m WHERE id = 1")
     spark.sql("RESTORE TABLE docforms.people10m TO VERSION AS OF 1")
     assert _witness(people) == ROWS
     spark.sql("DELETE FROM docforms.people10m WHERE id = 2")
-    stamp = datetime.fromtimestamp(_commit_time_ms(people, 3) / 1000, timezone.utc).isoformat()
+    stamp = datetime.fromtimestamp(_commit_time_ms(people, 3) / 1000, UTC).isoformat()
     spark.sql(f"RESTORE TABLE delta.`{people}/` TO TIMESTAMP AS OF '{stamp}'")
     assert _witness(people) == ROWS
     assert [c["operation"] for c in _commits(people)][-1] == "RESTORE"

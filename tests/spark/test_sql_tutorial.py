@@ -56,9 +56,9 @@ def test_delta_lake_101_tutorial(spark, mydb):
     assert [(f["name"], f["type"]) for f in schema["fields"]] == [("id", "integer"), ("name", "string"), ("birthdate", "date")]
 
     spark.sql("""INSERT INTO mydb.employees
-VALUES 
-  (1, 'John Doe', '1980-01-01'), 
-  (2, 'Jane Smith', '1990-05-15'), 
+VALUES
+  (1, 'John Doe', '1980-01-01'),
+  (2, 'Jane Smith', '1990-05-15'),
   (3, 'Bob Johnson', '1985-12-31');""")
     v1 = _commit(log, 1)
     info = _action(v1, "commitInfo")[0]

@@ -12,7 +12,12 @@ import pydelta
 from pydelta import errors
 from pydelta.spark.sql.statements import parse_utility
 from pydelta.spark.sql.utility_grammar import (
-    ConvertToDelta, DescribeHistory, Optimize, Restore, TableRef, Vacuum,
+    ConvertToDelta,
+    DescribeHistory,
+    Optimize,
+    Restore,
+    TableRef,
+    Vacuum,
 )
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -197,7 +197,7 @@ def test_starting_timestamp(spark, tmp_path):
         _append(spark, path, a, b, mode="overwrite" if v == 0 else "append")
     log = os.path.join(path, "_delta_log")
     for v, day in enumerate((1, 2, 3)):
-        stamp = datetime(2024, 1, day, tzinfo=timezone.utc).timestamp()
+        stamp = datetime(2024, 1, day, tzinfo=UTC).timestamp()
         os.utime(os.path.join(log, f"{v:020d}.json"), (stamp, stamp))
     rows, _ = _stream(spark, path, str(tmp_path / "ck"), {"startingTimestamp": "2024-01-01T12:00:00+00:00"})
     assert [r[0] for r in _rows(rows)] == list(range(3, 9))

@@ -15,7 +15,6 @@ import os
 import pytest
 
 from pydelta import DeltaTable, load_snapshot
-
 from tests.helpers import session_conf
 
 pytestmark = pytest.mark.spark

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from pydelta import errors
-
 from tests.helpers import session_conf
 
 pytestmark = pytest.mark.spark

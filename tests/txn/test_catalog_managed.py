@@ -29,10 +29,10 @@ from pydelta.errors import (
 )
 from pydelta.log.catalog_maintenance import grant_maintenance
 from pydelta.log.cleanup import cleanup_expired_logs
-from pydelta.log.history import history
 from pydelta.log.commit_owners import CommitOwnerClient, owner_of, register_commit_owner
 from pydelta.log.commit_owners.registry import CATALOG_KEY
 from pydelta.log.commit_owners.sqlite_owner import SqliteCommitOwner
+from pydelta.log.history import history
 from pydelta.txn.catalog_migration import migrate_to_catalog
 from pydelta.txn.commit_checks import require_maintenance_permitted
 from pydelta.txn.transaction import Operation, OptimisticTransaction

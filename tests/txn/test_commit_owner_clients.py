@@ -10,10 +10,10 @@ import pytest
 
 import pydelta
 from pydelta.errors import CommitOwnerConflictError, CommitOwnerError
-from pydelta.log.storage import LocalStorage
 from pydelta.log.commit_owners import Commit, CommitOwnerClient, GetCommitsResponse, commit_owner, register_commit_owner
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY, parse_unbackfilled_name
 from pydelta.log.commit_owners.reader import owner_commits
+from pydelta.log.storage import LocalStorage
 
 from .test_commit_owner_support import OWNERS, committed_versions, new_table_id, owner_conf
 from .writers import append, create_table, rows_of

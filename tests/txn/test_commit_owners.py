@@ -20,10 +20,10 @@ from pydelta.errors import (
     ProtocolChangedException,
     UnknownCommitOwnerError,
 )
-from pydelta.log.history import history
-from pydelta.protocol.actions import Metadata
 from pydelta.log.commit_owners import CommitOwnerClient, commit_owner, owner_of
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
+from pydelta.log.history import history
+from pydelta.protocol.actions import Metadata
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 
 from .test_commit_owner_support import OWNERS, committed_versions, owner_conf

@@ -7,7 +7,8 @@ those permissions per table; an administrator grants them here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.commit_owners.registry import client_of, owner_spec
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 OPERATIONS = {"metadataCleanup": "metadata cleanup", "vacuum": "VACUUM", "optimize": "OPTIMIZE", "reorg": "REORG"}
 
 
-def maintenance_permitted(snapshot: "Snapshot", operation: str) -> bool:
+def maintenance_permitted(snapshot: Snapshot, operation: str) -> bool:
     """Whether `operation` (one of OPERATIONS) may run on the table: always on other tables; on a
     catalog-managed one only where its catalog permits it."""
     spec = owner_spec(snapshot.metadata, snapshot.protocol)

@@ -18,8 +18,10 @@ source. The rules are delta-spark's (CDCReader.changesToDF):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from datetime import UTC
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +30,8 @@ from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
 from pydelta.log.timestamps import commit_timestamp, to_millis
-from pydelta.protocol.actions import Metadata
 from pydelta.protocol import properties
+from pydelta.protocol.actions import Metadata
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 CHANGE_TYPE = "_change_type"
@@ -140,8 +142,8 @@ def _file(body: dict[str, Any], v: int, ts: int, change_type: str) -> ChangeFile
 
 
 def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
-    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
     from pydelta.log.deletion_vector_files import read_deleted_rows
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     if not dv:
         return np.empty(0, dtype=np.uint64)
@@ -214,13 +216,13 @@ def version_from_start_timestamp(
             return version
     if can_exceed_latest:
         return timestamps[-1][0] + 1
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     last_v, last_ts = timestamps[-1]
-    fmt = datetime.fromtimestamp(last_ts / 1000, tz=timezone.utc).isoformat()
+    fmt = datetime.fromtimestamp(last_ts / 1000, tz=UTC).isoformat()
     raise VersionNotFoundError(
         f"[DELTA_TIMESTAMP_GREATER_THAN_COMMIT] The provided timestamp "
-        f"({datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat()}) is after the latest version "
+        f"({datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat()}) is after the latest version "
         f"available to this table ({fmt}, version {last_v}) of {table_root}. Please use a timestamp before or at {fmt}."
     )
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import io
 import json
 import os
-from datetime import date, datetime, timezone
-from decimal import Decimal
-from typing import Any, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -189,7 +190,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _json_value(v) for k, v in value.items() if v is not None}
     if isinstance(value, datetime):
-        utc = value.astimezone(timezone.utc) if value.tzinfo else value
+        utc = value.astimezone(UTC) if value.tzinfo else value
         text = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}"
         return text + ("Z" if value.tzinfo else "")
     if isinstance(value, date):

@@ -40,17 +40,17 @@ from pydelta.protocol.schema import StructType, column_mapping_mode, physical_na
 from pydelta.protocol.stats import DEFAULT_NUM_INDEXED_COLS, TIGHT_BOUNDS, parse_stats, stats_schema
 
 __all__ = [
-    "parse_interval_ms",
-    "interval_property_ms",
-    "write_checkpoint",
-    "spark_partition_ids",
-    "CHECKPOINT_REMOVE_TYPE",
-    "PROTOCOL_TYPE",
-    "METADATA_TYPE",
-    "TXN_TYPE",
-    "DOMAIN_METADATA_TYPE",
     "CHECKPOINT_METADATA_TYPE",
+    "CHECKPOINT_REMOVE_TYPE",
+    "DOMAIN_METADATA_TYPE",
+    "METADATA_TYPE",
+    "PROTOCOL_TYPE",
     "SIDECAR_TYPE",
+    "TXN_TYPE",
+    "interval_property_ms",
+    "parse_interval_ms",
+    "spark_partition_ids",
+    "write_checkpoint",
 ]
 
 # ---- Arrow types of the checkpoint columns (delta-spark's field names, order and widths) ----

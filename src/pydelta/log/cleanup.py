@@ -36,7 +36,7 @@ from pydelta.log.segment import classify
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import FileInfo, Storage
 
-__all__ = ["cleanup_expired_logs", "LOG_RETENTION_KEY", "DEFAULT_LOG_RETENTION"]
+__all__ = ["DEFAULT_LOG_RETENTION", "LOG_RETENTION_KEY", "cleanup_expired_logs"]
 
 LOG_RETENTION_KEY = "delta.logRetentionDuration"
 DEFAULT_LOG_RETENTION = "interval 30 days"

@@ -8,7 +8,7 @@ predicate we cannot reason about) keeps the file.
 from __future__ import annotations
 
 import io
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -79,7 +79,7 @@ class FileSkipper:
     """Evaluates a predicate over a snapshot's files table to a keep-mask."""
 
     @classmethod
-    def for_metadata(cls, files: pa.Table, metadata: Any) -> "FileSkipper":
+    def for_metadata(cls, files: pa.Table, metadata: Any) -> FileSkipper:
         """A skipper over `files` of a table with this `Metadata` (schema, partitioning, mapping mode)."""
         from pydelta.protocol.schema import column_mapping_mode
 
@@ -265,10 +265,10 @@ def _parse_ts(text: str | None, ntz: bool) -> datetime | None:
         t = t.replace(" ", "T", 1)
     dt = datetime.fromisoformat(t)
     if ntz:
-        return dt.replace(tzinfo=None) if dt.tzinfo is None else dt.astimezone(timezone.utc).replace(tzinfo=None)
+        return dt.replace(tzinfo=None) if dt.tzinfo is None else dt.astimezone(UTC).replace(tzinfo=None)
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def _cast_strings(values: pa.Array, type_name: str, stats: bool = False, upper: bool = False) -> pa.Array:
@@ -295,9 +295,9 @@ def _literal(lit: Lit, arrow_type: pa.DataType) -> pa.Scalar:
     value = lit.value
     if pa.types.is_timestamp(arrow_type) and isinstance(value, datetime):
         if arrow_type.tz is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         if arrow_type.tz is None and value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(UTC).replace(tzinfo=None)
     if pa.types.is_floating(arrow_type) and isinstance(value, (int, float)):
         return pa.scalar(float(value), arrow_type)
     if pa.types.is_integer(arrow_type) and isinstance(value, float):

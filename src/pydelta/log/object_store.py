@@ -15,11 +15,11 @@ import logging
 import os
 import re
 import threading
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
-from pydelta.errors import DeltaIllegalArgumentError, StorageAccessError
-from pydelta.errors import FileAlreadyExistsError
+from pydelta.errors import DeltaIllegalArgumentError, FileAlreadyExistsError, StorageAccessError
 from pydelta.extras import import_extra
 from pydelta.log.file_info import FileInfo
 
@@ -46,7 +46,7 @@ _DELTA_RS_ONLY = frozenset({
 _SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "abfss": "abfs"}
 # The prefix of a store's environment variables (object_store's `from_env`), client settings too.
 _ENV_PREFIXES = {"s3": "AWS_", "gs": "GOOGLE_", "az": "AZURE_", "abfs": "AZURE_", "adl": "AZURE_", "azure": "AZURE_"}
-_stores: dict[tuple[str, tuple[tuple[str, str], ...]], "ObjectStoreStorage"] = {}
+_stores: dict[tuple[str, tuple[tuple[str, str], ...]], ObjectStoreStorage] = {}
 _lock = threading.Lock()
 
 
@@ -57,7 +57,7 @@ def _bucket_url(path: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}"
 
 
-def object_store_storage(path: str, options: Mapping[str, str] | None = None) -> "ObjectStoreStorage":
+def object_store_storage(path: str, options: Mapping[str, str] | None = None) -> ObjectStoreStorage:
     """The (cached) storage for the bucket of `path` with these options."""
     base = _bucket_url(path)
     key = (base, tuple(sorted((str(k).lower(), str(v)) for k, v in (options or {}).items())))

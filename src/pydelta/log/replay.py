@@ -22,8 +22,8 @@ from pydelta.errors import MissingMetadataError, MissingProtocolError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat
 from pydelta.log.checkpoint_reader import read_checkpoint
 from pydelta.log.commits import CommitActions, parse_actions  # noqa: F401  (parse_actions re-exported)
-from pydelta.log.json_actions import CommitBytes, parse_commit
 from pydelta.log.file_info import FileInfo, InlineCommit
+from pydelta.log.json_actions import CommitBytes, parse_commit
 from pydelta.log.segment import LogSegment
 from pydelta.log.storage import LocalStorage, Storage, to_local_path
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn

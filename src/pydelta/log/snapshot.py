@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, VersionNotFoundError
-from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
+from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
 from pydelta.log.segment import LogSegment, build_segment, list_log
 from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
@@ -183,7 +184,7 @@ class Snapshot:
         return canonical_path(path, self.table_root)
 
     # ---- evolution ------------------------------------------------------------------
-    def update(self) -> "Snapshot":
+    def update(self) -> Snapshot:
         """The latest snapshot, reading only commits newer than this one (and the owner's, if managed)."""
         listing = list_log(self.storage, self.table_root, self.version + 1)
         versions = sorted(v for v in listing.commits if v > self.version)
@@ -195,7 +196,7 @@ class Snapshot:
             return fresh.with_owner_commits()
         return self.applying([(v, listing.commits[v]) for v in versions]).with_owner_commits()
 
-    def applying(self, new_commits: list[tuple[int, FileInfo]]) -> "Snapshot":
+    def applying(self, new_commits: list[tuple[int, FileInfo]]) -> Snapshot:
         """This snapshot moved forward by `new_commits` (ascending, contiguous after this version)."""
         if not new_commits:
             return self
@@ -212,7 +213,7 @@ class Snapshot:
         )
         return Snapshot(self.table_root, self.storage, segment, state)
 
-    def with_owner_commits(self, end: int | None = None) -> "Snapshot":
+    def with_owner_commits(self, end: int | None = None) -> Snapshot:
         """Managed commits: this snapshot plus the owner's ratified, un-backfilled commits (up to `end`).
 
         A catalogManaged table (PROTOCOL.md) reads to its catalog's latest ratified version L:
@@ -239,7 +240,7 @@ class Snapshot:
         held = dict((v, f) for v, f in commits if v <= self.version)
         return self._reading_held(held).applying([(v, f) for v, f in commits if v > self.version])
 
-    def _reading_held(self, held: dict[int, FileInfo]) -> "Snapshot":
+    def _reading_held(self, held: dict[int, FileInfo]) -> Snapshot:
         """This snapshot with the owner's copy of versions it read from published files.
 
         The owner still holds a version it ratified until it hears that the version is

@@ -11,7 +11,8 @@ from __future__ import annotations
 import mmap
 import os
 import uuid
-from typing import Callable, Iterator, Mapping, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from pydelta.errors import FileAlreadyExistsError as FileAlreadyExistsError  # re-exported for storages' callers
@@ -46,10 +47,10 @@ HADOOP_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "webhdfs", "swebhdfs", "ofs",
 
 # Storages registered by scheme from outside the log core (the Spark layer registers the
 # Hadoop FileSystem of the running session for `hdfs://` and the like): scheme -> factory.
-_SCHEME_FACTORIES: dict[str, Callable[[str, Mapping[str, str] | None], "Storage"]] = {}
+_SCHEME_FACTORIES: dict[str, Callable[[str, Mapping[str, str] | None], Storage]] = {}
 
 
-def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | None], "Storage"]) -> None:
+def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | None], Storage]) -> None:
     """Serve `scheme://` paths with `factory(path, options)` (replacing an earlier registration)."""
     _SCHEME_FACTORIES[scheme.lower()] = factory
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, VersionNotFoundError
@@ -121,4 +121,4 @@ def version_at(timestamps: list[CommitTimestamp], ts_ms: int, table_root: str) -
 
 
 def _fmt(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()

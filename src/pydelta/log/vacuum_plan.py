@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow.compute as pc
 
@@ -36,19 +37,19 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import is_remote_uri
 
 __all__ = [
+    "DEFAULT_TOMBSTONE_RETENTION",
     "STAGING_DIR",
     "TOMBSTONE_RETENTION_KEY",
-    "DEFAULT_TOMBSTONE_RETENTION",
     "VacuumFile",
     "VacuumPlan",
-    "configured_retention_ms",
     "check_retention",
-    "retention_hours_to_ms",
+    "configured_retention_ms",
+    "execute_plan",
     "is_hidden",
     "list_table",
-    "valid_paths",
     "plan_vacuum",
-    "execute_plan",
+    "retention_hours_to_ms",
+    "valid_paths",
 ]
 
 TOMBSTONE_RETENTION_KEY = "delta.deletedFileRetentionDuration"

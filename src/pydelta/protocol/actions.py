@@ -26,7 +26,7 @@ class Protocol:
     writer_features: frozenset[str] | None = None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Protocol":
+    def from_dict(cls, d: dict[str, Any]) -> Protocol:
         rf = d.get("readerFeatures")
         wf = d.get("writerFeatures")
         return cls(
@@ -127,7 +127,7 @@ class Metadata:
     created_time: int | None = None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Metadata":
+    def from_dict(cls, d: dict[str, Any]) -> Metadata:
         fmt = d.get("format") or {}
         return cls(
             id=d["id"],

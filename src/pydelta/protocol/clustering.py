@@ -11,7 +11,7 @@ orderable type and statistics (inside `delta.dataSkippingNumIndexedCols` or name
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.schema import (

@@ -9,8 +9,8 @@ the logical names, which is the engine's part.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Iterator, Mapping
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field as dc_field
-from typing import Any, Union
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
 
 import pyarrow as pa
 
@@ -338,7 +339,7 @@ class StructType:
         return f"StructType({list(self.fields)!r})"
 
 
-DataType = Union[PrimitiveType, DecimalType, GeometryType, GeographyType, ArrayType, MapType, StructType]
+DataType = PrimitiveType | DecimalType | GeometryType | GeographyType | ArrayType | MapType | StructType
 
 
 def contains_geospatial(dt: DataType) -> bool:

@@ -12,8 +12,9 @@ delta-spark) instead of committing duplicates.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.actions import Metadata

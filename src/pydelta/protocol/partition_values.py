@@ -35,23 +35,23 @@ from pydelta.protocol.schema import (
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
     "deserialize_partition_value",
-    "serialize_partition_value",
-    "partition_values_to_arrow",
-    "hive_partition_path",
-    "parse_hive_partition_path",
     "escape_path_name",
-    "unescape_path_name",
-    "to_uri_path",
     "file_uri",
     "from_uri_path",
+    "hive_partition_path",
     "java_double_to_string",
     "java_float_to_string",
+    "parse_hive_partition_path",
+    "partition_values_to_arrow",
+    "serialize_partition_value",
+    "to_uri_path",
+    "unescape_path_name",
 ]
 
 #: Directory value Spark (and Hive) use for a null partition value.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_DATE = _dt.date(1970, 1, 1)

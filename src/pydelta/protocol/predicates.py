@@ -7,7 +7,7 @@ cannot translate becomes `Unknown`, which never prunes a file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,19 +29,19 @@ class Cmp:
 
 @dataclass(frozen=True)
 class And:
-    left: "Predicate"
-    right: "Predicate"
+    left: Predicate
+    right: Predicate
 
 
 @dataclass(frozen=True)
 class Or:
-    left: "Predicate"
-    right: "Predicate"
+    left: Predicate
+    right: Predicate
 
 
 @dataclass(frozen=True)
 class Not:
-    child: "Predicate"
+    child: Predicate
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Unknown:
     reason: str = ""
 
 
-Predicate = Union[Cmp, And, Or, Not, IsNull, IsNotNull, In, Unknown]
+Predicate = Cmp | And | Or | Not | IsNull | IsNotNull | In | Unknown
 
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
 NEGATED = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}

@@ -10,8 +10,9 @@ delta-spark's validateConfigurations does.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 

@@ -8,7 +8,8 @@ words (DELTA_CREATE_TABLE_SCHEME_MISMATCH lists them).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 

@@ -9,7 +9,7 @@ new field a fresh id and physical name.
 from __future__ import annotations
 
 import uuid
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydelta.errors import SchemaMismatchError
 from pydelta.protocol.schema import (

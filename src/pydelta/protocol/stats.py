@@ -42,24 +42,24 @@ from pydelta.protocol.schema import (
 )
 
 __all__ = [
-    "NUM_RECORDS",
-    "MIN",
-    "MAX",
-    "NULL_COUNT",
-    "TIGHT_BOUNDS",
     "DEFAULT_NUM_INDEXED_COLS",
     "DEFAULT_STRING_PREFIX_LENGTH",
+    "MAX",
+    "MIN",
+    "NULL_COUNT",
+    "NUM_RECORDS",
+    "TIGHT_BOUNDS",
     "StatsColumn",
-    "is_skipping_eligible",
-    "parse_stats_columns",
-    "indexed_schema",
-    "min_max_columns",
-    "stats_schema",
-    "parse_stats",
-    "format_stats_value",
     "dumps_stats",
-    "truncate_string_min",
+    "format_stats_value",
+    "indexed_schema",
+    "is_skipping_eligible",
+    "min_max_columns",
+    "parse_stats",
+    "parse_stats_columns",
+    "stats_schema",
     "truncate_string_max",
+    "truncate_string_min",
 ]
 
 NUM_RECORDS = "numRecords"
@@ -437,7 +437,7 @@ def _coerce(v: Any, t: pa.DataType, rounding: str | None) -> Any:
 
 # ---- writing ----------------------------------------------------------------------------
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH = _dt.datetime(1970, 1, 1)
 

@@ -11,9 +11,11 @@ takes delta-spark's narrower set.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, InvalidTableError
+from pydelta.protocol import properties
 from pydelta.protocol.data_types import (
     ArrayType,
     DataType,
@@ -26,7 +28,6 @@ from pydelta.protocol.data_types import (
     thaw,
     without_field_metadata,
 )
-from pydelta.protocol import properties
 
 ENABLE_KEY = "delta.enableTypeWidening"
 TYPE_CHANGES_KEY = "delta.typeChanges"

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydelta.protocol.clustering import PROVIDER
 

@@ -8,8 +8,9 @@ pydelta corrects both from the catalog entry and the Delta log.
 from __future__ import annotations
 
 from typing import Any
-from pydelta.spark.base.engine import table_snapshot
+
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
 
 
 def _corrected(spark: SparkSession, table: Any) -> Any:

@@ -11,8 +11,9 @@ staged in `_delta_log/_staged_commits/` and ratified by the catalog.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
@@ -43,7 +44,7 @@ def migrate_to_catalog(path: str, catalog: str, catalog_conf: Mapping[str, str] 
     return _set_properties(path, snapshot, {**snapshot.metadata.configuration, **added}, added)
 
 
-def _set_properties(path: str, snapshot: "Snapshot", configuration: dict[str, str], changed: dict[str, str]) -> int:
+def _set_properties(path: str, snapshot: Snapshot, configuration: dict[str, str], changed: dict[str, str]) -> int:
     txn = OptimisticTransaction(path, snapshot, storage=snapshot.storage)
     txn.update_metadata(replace(snapshot.metadata, configuration=configuration))
     return txn.commit([], Operation.set_table_properties(changed))

@@ -7,8 +7,9 @@ of a commit (paths, partition values, duplicates, appendOnly, deletion vectors).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from pydelta.errors import (
     CatalogManagedTableError,
@@ -29,13 +30,13 @@ from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import ICT_ENABLED
 
 __all__ = [
-    "require_maintenance_permitted",
+    "physical_partition_columns",
     "refuse_catalog_managed",
+    "require_maintenance_permitted",
+    "validate_file_actions",
+    "validate_metadata",
     "with_managed_commit_requirements",
     "without_managed_commit",
-    "validate_metadata",
-    "validate_file_actions",
-    "physical_partition_columns",
 ]
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.version import __version__
@@ -43,7 +44,7 @@ class Operation:
         is_dynamic_partition_overwrite: bool | None = None,
         can_overwrite_schema: bool | None = None,
         can_merge_schema: bool | None = None,
-    ) -> "Operation":
+    ) -> Operation:
         params: dict[str, object] = {"mode": mode}
         if partition_by is not None:
             params["partitionBy"] = _json(list(partition_by))
@@ -66,7 +67,7 @@ class Operation:
         replace: bool = False,
         as_select: bool = False,
         cluster_by: Iterable[str] | None = None,
-    ) -> "Operation":
+    ) -> Operation:
         """CREATE TABLE / REPLACE TABLE / CREATE OR REPLACE TABLE [AS SELECT]."""
         if or_replace:
             name = "CREATE OR REPLACE TABLE"
@@ -90,7 +91,7 @@ class Operation:
         partition_by: Iterable[str],
         properties: Mapping[str, str],
         cluster_by: Iterable[str] | None = None,
-    ) -> "Operation":
+    ) -> Operation:
         """The parameters every CREATE / REPLACE TABLE operation records (`clusterBy` only when given)."""
         params: dict[str, object] = {
             "isManaged": "true" if is_managed else "false",
@@ -103,11 +104,11 @@ class Operation:
         return cls(name, params)
 
     @classmethod
-    def delete(cls, predicates: Iterable[str] = ()) -> "Operation":
+    def delete(cls, predicates: Iterable[str] = ()) -> Operation:
         return cls("DELETE", {"predicate": _json(list(predicates))})
 
     @classmethod
-    def update(cls, predicate: str | None = None) -> "Operation":
+    def update(cls, predicate: str | None = None) -> Operation:
         return cls("UPDATE", {"predicate": _json([predicate] if predicate else [])})
 
     @classmethod
@@ -117,7 +118,7 @@ class Operation:
         matched: Iterable[Mapping[str, str]] = (),
         not_matched: Iterable[Mapping[str, str]] = (),
         not_matched_by_source: Iterable[Mapping[str, str]] = (),
-    ) -> "Operation":
+    ) -> Operation:
         """Clauses are {"actionType": "update"|"delete"|"insert", "predicate": "..." (optional)}."""
 
         def clauses(items: Iterable[Mapping[str, str]]) -> str:
@@ -134,7 +135,7 @@ class Operation:
         )
 
     @classmethod
-    def reorg_purge(cls, predicates: Iterable[str] = (), apply_purge: bool = True) -> "Operation":
+    def reorg_purge(cls, predicates: Iterable[str] = (), apply_purge: bool = True) -> Operation:
         """REORG TABLE ... APPLY (PURGE): delta-spark's Reorg operation (an OPTIMIZE that purges DVs)."""
         return cls("REORG", {"predicate": _json(list(predicates)), "applyPurge": apply_purge})
 
@@ -147,7 +148,7 @@ class Operation:
         auto: bool = False,
         cluster_by: Iterable[str] | None = None,
         is_full: bool = False,
-    ) -> "Operation":
+    ) -> Operation:
         cluster = list(cluster_by) if cluster_by is not None else None
         params: dict[str, object] = {
             "predicate": _json(list(predicates)),
@@ -160,21 +161,21 @@ class Operation:
         return cls("OPTIMIZE", params)
 
     @classmethod
-    def set_table_properties(cls, properties: Mapping[str, str]) -> "Operation":
+    def set_table_properties(cls, properties: Mapping[str, str]) -> Operation:
         return cls("SET TBLPROPERTIES", {"properties": _json(dict(properties))})
 
     @classmethod
-    def unset_table_properties(cls, keys: Iterable[str], if_exists: bool) -> "Operation":
+    def unset_table_properties(cls, keys: Iterable[str], if_exists: bool) -> Operation:
         return cls("UNSET TBLPROPERTIES", {"properties": _json(list(keys)), "ifExists": if_exists})
 
     @classmethod
-    def streaming_update(cls, output_mode: str, query_id: str, epoch_id: int) -> "Operation":
+    def streaming_update(cls, output_mode: str, query_id: str, epoch_id: int) -> Operation:
         return cls(
             "STREAMING UPDATE", {"outputMode": output_mode, "queryId": query_id, "epochId": str(epoch_id)}
         )
 
     @classmethod
-    def restore(cls, version: int | None = None, timestamp: str | None = None) -> "Operation":
+    def restore(cls, version: int | None = None, timestamp: str | None = None) -> Operation:
         return cls("RESTORE", {"version": version, "timestamp": timestamp})
 
     @classmethod
@@ -185,7 +186,7 @@ class Operation:
         collect_stats: bool,
         catalog_table: str | None = None,
         source_format: str | None = None,
-    ) -> "Operation":
+    ) -> Operation:
         params: dict[str, object] = {
             "numFiles": num_files,
             "partitionedBy": _json(list(partition_by)),
@@ -198,7 +199,7 @@ class Operation:
         return cls("CONVERT", params)
 
     @classmethod
-    def upgrade_protocol(cls, protocol: Protocol) -> "Operation":
+    def upgrade_protocol(cls, protocol: Protocol) -> Operation:
         body: dict[str, object] = {
             "minReaderVersion": protocol.min_reader_version,
             "minWriterVersion": protocol.min_writer_version,
@@ -210,11 +211,11 @@ class Operation:
         return cls("UPGRADE PROTOCOL", {"newProtocol": _json(body)})
 
     @classmethod
-    def clone(cls, source: str, source_version: int) -> "Operation":
+    def clone(cls, source: str, source_version: int) -> Operation:
         return cls("CLONE", {"source": source, "sourceVersion": source_version})
 
     @classmethod
-    def truncate(cls) -> "Operation":
+    def truncate(cls) -> Operation:
         return cls("TRUNCATE", {})
 
 
@@ -257,7 +258,7 @@ class EngineInfo(str):
 
     user_metadata: str | None
 
-    def __new__(cls, text: str, user_metadata: str | None = None) -> "EngineInfo":
+    def __new__(cls, text: str, user_metadata: str | None = None) -> EngineInfo:
         made = super().__new__(cls, text)
         made.user_metadata = user_metadata
         return made

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import CommitOwnerConflictError, CommitOwnerMismatchError, ConcurrentWriteException
 from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
@@ -28,7 +29,7 @@ from pydelta.txn.conflicts import CurrentTransaction, WinningCommit, check_confl
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
 
-__all__ = ["PreparedCommit", "CommitWriter", "publish_route"]
+__all__ = ["CommitWriter", "PreparedCommit", "publish_route"]
 
 # The transaction's logger: these messages are about its commit.
 logger = logging.getLogger("pydelta.txn.transaction")

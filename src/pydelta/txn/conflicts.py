@@ -9,8 +9,9 @@ raises, with its message; otherwise the caller rebases onto the winner.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pyarrow as pa
 
@@ -31,8 +32,8 @@ from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 
 if TYPE_CHECKING:
-    from pydelta.log.snapshot import Snapshot
     from pydelta.log.file_info import FileInfo
+    from pydelta.log.snapshot import Snapshot
     from pydelta.log.storage import Storage
 
 DOCS_LINK = "https://docs.delta.io/latest/concurrency-control.html"
@@ -52,7 +53,7 @@ class WinningCommit:
     file_modification_time: int = 0
 
     @classmethod
-    def read(cls, storage: "Storage", info: "FileInfo", version: int) -> "WinningCommit":
+    def read(cls, storage: Storage, info: FileInfo, version: int) -> WinningCommit:
         return cls(version, parse_actions(info.read(storage), version, info.path), info.modification_time)
 
     @property
@@ -83,7 +84,7 @@ class CurrentTransaction:
     """What conflict checks need to know about the transaction trying to commit."""
 
     table_root: str
-    read_snapshot: "Snapshot | None"
+    read_snapshot: Snapshot | None
     isolation_level: str
     is_blind_append: bool
     protocol: Protocol | None  # the protocol this commit will be valid under (may adopt a winner's)

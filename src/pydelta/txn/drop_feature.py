@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Protocol as TypingProtocol
+from typing import TYPE_CHECKING, Any
+from typing import Protocol as TypingProtocol
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -38,6 +40,7 @@ from pydelta.log.checkpoint_writer import interval_property_ms, write_checkpoint
 from pydelta.log.cleanup import cleanup_expired_logs
 from pydelta.log.segment import list_log
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.protocol import geospatial, properties, type_widening
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import FEATURES, feature_spec
 from pydelta.protocol.schema import (
@@ -49,8 +52,6 @@ from pydelta.protocol.schema import (
     contains_geospatial,
     walk_fields,
 )
-from pydelta.protocol import geospatial, type_widening
-from pydelta.protocol import properties
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking, row_tracking_backfill
 from pydelta.txn.commit_info import Operation
@@ -645,4 +646,4 @@ def _commit_downgrade(ctx: _Context, feature: Removable, truncate_history: bool,
     raise AssertionError("unreachable")
 
 
-__all__ = ["drop_feature", "resolve_removable", "REMOVABLE", "DataRewriter", "PROTECTION_VERSION_KEY"]
+__all__ = ["PROTECTION_VERSION_KEY", "REMOVABLE", "DataRewriter", "drop_feature", "resolve_removable"]

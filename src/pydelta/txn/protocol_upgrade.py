@@ -16,8 +16,9 @@ exactly, e.g. CDF gives (1,7) with [appendOnly, invariants, changeDataFeed].
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
 from pydelta.protocol import geospatial

@@ -12,8 +12,8 @@ takes the winner's high-water mark and the new version.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
-
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.protocol import properties
@@ -69,7 +69,7 @@ def domain_configuration(mark: int) -> str:
     return json.dumps({"rowIdHighWaterMark": mark}, separators=(",", ":"))
 
 
-def live_row_tracking(snapshot: "Snapshot | None") -> dict[str, tuple[Any, Any]]:
+def live_row_tracking(snapshot: Snapshot | None) -> dict[str, tuple[Any, Any]]:
     """path (as logged) -> (baseRowId, defaultRowCommitVersion) of the snapshot's live files."""
     if snapshot is None:
         return {}
@@ -124,7 +124,7 @@ def validate_configuration(conf: Mapping[str, str]) -> None:
             "any of the two table properties.")
 
 
-def has_row_ids(snapshot: "Snapshot") -> bool:
+def has_row_ids(snapshot: Snapshot) -> bool:
     """Does any live file still carry a baseRowId or defaultRowCommitVersion?"""
     files = snapshot.files()
     return any(c in files.column_names and files.column(c).null_count < files.num_rows
@@ -134,7 +134,7 @@ def has_row_ids(snapshot: "Snapshot") -> bool:
 # ---- rewriting rows keeps their IDs (the materialized columns) ------------------------------------
 
 
-def check_row_ids_preserved(snapshot: "Snapshot", operation: str, *, supported: bool = True) -> None:
+def check_row_ids_preserved(snapshot: Snapshot, operation: str, *, supported: bool = True) -> None:
     """Rewriting rows of a table with row tracking enabled must keep their stable row IDs in the
     materialized columns: refuse by name where that is not done (`supported` False, or a
     table without the materialized column names)."""

@@ -8,9 +8,9 @@ import pyarrow.compute as pc
 
 from pydelta.log.file_actions import add_action_from_file_row
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol import properties
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
-from pydelta.protocol import properties
 from pydelta.txn.row_tracking import enabled, has_row_ids
 from pydelta.txn.transaction import OptimisticTransaction
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -22,6 +23,8 @@ from pydelta.errors import (
     InvalidTableError,
     TableAlreadyExistsError,
 )
+from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
+from pydelta.log.commit_owners.registry import owner_spec
 from pydelta.log.segment import LogSegment, list_log
 from pydelta.log.storage import Storage, storage_for, to_local_path
 from pydelta.protocol import properties as P
@@ -29,10 +32,10 @@ from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, du
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
-from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
-from pydelta.log.commit_owners.registry import owner_spec
 from pydelta.txn.commit_checks import (
     physical_partition_columns as _physical_partition_columns,  # noqa: F401 - its tests import it from here
+)
+from pydelta.txn.commit_checks import (
     refuse_catalog_managed,
     validate_file_actions,
     validate_metadata,
@@ -58,7 +61,7 @@ from pydelta.txn.conflicts import (
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
 
-__all__ = ["OptimisticTransaction", "Operation", "DEFAULT_MAX_COMMIT_ATTEMPTS"]
+__all__ = ["DEFAULT_MAX_COMMIT_ATTEMPTS", "Operation", "OptimisticTransaction"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class OptimisticTransaction:
     def __init__(
         self,
         table_root: str,
-        snapshot: "Snapshot | None",
+        snapshot: Snapshot | None,
         *,
         isolation_level: str = WRITE_SERIALIZABLE,
         engine_info: str | None = None,
@@ -117,7 +120,7 @@ class OptimisticTransaction:
         self._read_app_ids: set[str] = set()
         self.committed_version: int | None = None
         self.committed_commit_info: dict[str, Any] | None = None
-        self._post_snapshot: "Snapshot | None" = None
+        self._post_snapshot: Snapshot | None = None
         if snapshot is not None:
             # Refuse early, before the caller writes any data file.
             refuse_catalog_managed(snapshot.protocol, snapshot.metadata)
@@ -420,7 +423,7 @@ class OptimisticTransaction:
         return version
 
     # ---- after the commit -----------------------------------------------------------------
-    def post_commit_snapshot(self) -> "Snapshot":
+    def post_commit_snapshot(self) -> Snapshot:
         """The snapshot at the committed version, replaying only the commits since the read."""
         if self.committed_version is None:
             raise DeltaIllegalArgumentError("the transaction has not committed yet")
@@ -428,7 +431,7 @@ class OptimisticTransaction:
             self._post_snapshot = self._snapshot_at(self.committed_version)
         return self._post_snapshot
 
-    def _snapshot_at(self, version: int) -> "Snapshot":
+    def _snapshot_at(self, version: int) -> Snapshot:
         from pydelta.log.snapshot import load_snapshot
 
         if self.snapshot is not None:
@@ -495,7 +498,7 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
     return getattr(mod, name, None)
 
 
-def _advance(snapshot: "Snapshot", version: int) -> "Snapshot":
+def _advance(snapshot: Snapshot, version: int) -> Snapshot:
     """`snapshot` moved forward to exactly `version` by applying the commits in between."""
     from pydelta.log.replay import apply_commits, read_commits
     from pydelta.log.snapshot import Snapshot

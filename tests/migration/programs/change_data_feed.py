@@ -1,9 +1,9 @@
 # delta-spark's change data feed (style of delta-io's change_data_feed.py).
 import sys
 
-from pyspark.sql import SparkSession
-from delta.tables import DeltaTable
 from delta import configure_spark_with_delta_pip
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
 
 path = sys.argv[1]
 builder = SparkSession.builder.appName("cdf").master("local[2]") \

@@ -4,10 +4,10 @@
 import shutil
 import sys
 
-from pyspark.sql import SparkSession
-from pyspark.sql.functions import col, expr
 from delta import configure_spark_with_delta_pip
 from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import col, expr
 
 path = sys.argv[1]
 builder = SparkSession.builder \

@@ -2,9 +2,9 @@
 # then an upsert of each micro-batch with foreachBatch and MERGE.
 import sys
 
-from pyspark.sql import SparkSession
-from delta.tables import DeltaTable
 from delta import configure_spark_with_delta_pip
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
 
 root = sys.argv[1]
 builder = SparkSession.builder.appName("streaming").master("local[2]") \

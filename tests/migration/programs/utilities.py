@@ -4,9 +4,9 @@
 import os
 import sys
 
-from pyspark.sql import SparkSession
 from delta import *
 from delta.exceptions import ConcurrentAppendException, DeltaConcurrentModificationException
+from pyspark.sql import SparkSession
 
 path = sys.argv[1]
 builder = SparkSession.builder.appName("utilities").master("local[2]") \

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from pydelta.errors import CommitOwnerError, CommitOwnerUnavailableError
 from pydelta.extras import import_extra
@@ -48,7 +49,7 @@ class PostgresCommitOwner(SqlCommitOwner):
         self._conn: Any = None
 
     @classmethod
-    def from_conf(cls, conf: dict[str, str]) -> "PostgresCommitOwner":
+    def from_conf(cls, conf: dict[str, str]) -> PostgresCommitOwner:
         dsn = conf.get("dsn") or os.environ.get(DSN_ENV)
         if not dsn:
             raise CommitOwnerError(

@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 
 from pydelta.errors import CommitOwnerError
+from pydelta.log.commit_owners.base import log_dir
+from pydelta.log.commit_owners.registry import owner_of
 from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
 from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.log.commit_owners.base import log_dir
-from pydelta.log.commit_owners.registry import owner_of
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pydelta.errors import (
     CatalogManagedTableError,
@@ -23,7 +23,6 @@ from pydelta.errors import (
     InvalidManagedCommitStateError,
     UnknownCommitOwnerError,
 )
-from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.log.commit_owners.base import (
     COMMIT_OWNER_CONF_KEY,
     COMMIT_OWNER_KEY,
@@ -32,6 +31,7 @@ from pydelta.log.commit_owners.base import (
     CommitOwnerClient,
     parse_owner_conf,
 )
+from pydelta.protocol.actions import Metadata, Protocol
 
 CATALOG_KEY = "io.pydelta.catalog"
 CATALOG_CONF_KEY = "io.pydelta.catalog.conf"
@@ -58,7 +58,7 @@ class OwnerSpec:
     conf: dict[str, str]
     kind: str = MANAGED_COMMIT  # or CATALOG_MANAGED
 
-    def same_as(self, other: "OwnerSpec | None") -> bool:
+    def same_as(self, other: OwnerSpec | None) -> bool:
         return other is not None and (self.name, self.conf, self.kind) == (other.name, other.conf, other.kind)
 
     @property

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Iterator
 
 from pydelta.errors import CommitOwnerUnavailableError
 from pydelta.log.commit_owners.sql_owner import SqlCommitOwner, schema
@@ -37,7 +37,7 @@ class SqliteCommitOwner(SqlCommitOwner):
         self._conn: sqlite3.Connection | None = None
 
     @classmethod
-    def from_conf(cls, conf: dict[str, str]) -> "SqliteCommitOwner":
+    def from_conf(cls, conf: dict[str, str]) -> SqliteCommitOwner:
         return cls(conf.get("path") or os.environ.get(PATH_ENV) or DEFAULT_PATH)
 
     def _connection(self) -> sqlite3.Connection:

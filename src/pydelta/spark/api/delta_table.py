@@ -19,12 +19,12 @@ from pydelta.errors import (
     DeltaTableNotFoundError,
 )
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.spark.api.table_operations import DeltaTableOperations
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import SparkEngine
 from pydelta.spark.base.hadoop_storage import in_hadoop_scope
 from pydelta.spark.base.spark_errors import boundary_class, not_a_delta_table
 from pydelta.spark.ddl.table_definition import IdentityGenerator, TableDefinition
-from pydelta.spark.api.table_operations import DeltaTableOperations
-from pydelta.spark.base._typing import SparkSession
 
 __all__ = ["DeltaTableApi", "IdentityGenerator", "TableBuilderApi"]
 
@@ -349,8 +349,8 @@ class DeltaTableApi(DeltaTableOperations):
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,
                properties: dict[str, str] | None) -> DeltaTableApi:
         from pydelta.spark.base.catalog import default_location, delta_table_location, registered_while_created
-        from pydelta.spark.read.scan import reader_schema
         from pydelta.spark.base.transactions import engine_info
+        from pydelta.spark.read.scan import reader_schema
         from pydelta.txn.clone import clone_table
 
         is_path = "/" in target or target.startswith("file:")

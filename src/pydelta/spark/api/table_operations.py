@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from pydelta.log.snapshot import Snapshot
+from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.base.hadoop_storage import (
     HadoopScopedBuilder,
     in_hadoop_scope,
 )
-from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.spark.base.table_handle import TableHandle
-from pydelta.spark.base._typing import DataFrame
 
 if TYPE_CHECKING:
     from pydelta.spark.dml.merge import DeltaMergeBuilder
@@ -65,10 +65,10 @@ def _with_read_options(df: DataFrame, options: dict[str, str]) -> DataFrame:
     skipping would rebuild a filtered scan without them, so these scans are not registered
     for it (a filter on them still applies, it just reads every file of the snapshot).
     """
+    from pydelta.spark.base import jplan
     from pydelta.spark.base.jvm import java_session, jvm
     from pydelta.spark.read import plan_pruning
     from pydelta.spark.read.scan import wrap
-    from pydelta.spark.base import jplan
 
     spark = df.sparkSession
     logical_relation = jvm(spark).org.apache.spark.sql.execution.datasources.LogicalRelation

@@ -11,16 +11,17 @@ holds a `_delta_log` also resolves.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.log.storage import to_local_path
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_value
 from pydelta.spark.base.jplan import string_literal
 from pydelta.spark.base.raw import raw_sql
-from pydelta.spark.base._typing import SparkSession
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,20 @@ layer loads every snapshot and opens every transaction through `SparkEngine`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from pydelta.errors import DeltaTableNotFoundError
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import HADOOP_ONLY_SCHEMES, Storage, storage_for
 from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.base.hadoop_storage import S3A_SCHEMES, HadoopFileSystemStorage, s3a_storage_options, session_s3a_settings
+from pydelta.spark.base.hadoop_storage import (
+    S3A_SCHEMES,
+    HadoopFileSystemStorage,
+    s3a_storage_options,
+    session_s3a_settings,
+)
 
 
 class SparkEngine:

@@ -34,7 +34,8 @@ import os
 import re
 import threading
 import uuid
-from typing import Any, Callable, Concatenate, Iterable, Iterator, Mapping, ParamSpec, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from urllib.parse import quote, urlparse
 
 from pydelta.errors import DeltaNotImplementedError

@@ -8,10 +8,12 @@ Delta statement needs. Only this module touches Scala collections and Options.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
-from pydelta.spark.base.jvm import jvm
+from typing import Any
+
 from pydelta.spark.base._typing import JavaObject, SparkSession
+from pydelta.spark.base.jvm import jvm
 
 NOT_DELTA = object()  # a statement handler's answer: this statement is not for pydelta
 

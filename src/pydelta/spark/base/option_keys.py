@@ -3,7 +3,8 @@ every lookup of one in a plain dict goes through here."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydelta.errors import DeltaUnsupportedOptionError
 

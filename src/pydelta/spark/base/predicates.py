@@ -7,11 +7,11 @@ resulting expression tree through py4j; it is small, so this is cheap.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from pydelta.protocol.predicates import And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown, FLIPPED
+from pydelta.protocol.predicates import FLIPPED, And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown
 from pydelta.spark.base import jplan
 from pydelta.spark.base._typing import SparkSession
 
@@ -24,7 +24,7 @@ _CMP = {
     "GreaterThanOrEqual": ">=",
 }
 _EPOCH = date(1970, 1, 1)
-_EPOCH_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_TS = datetime(1970, 1, 1, tzinfo=UTC)
 _NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double"}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+
 from pydelta.spark.base._typing import SparkSession
 
 

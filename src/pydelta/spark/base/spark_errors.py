@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pydelta.errors as E
 from pydelta.spark.base._typing import SparkSession

@@ -12,17 +12,18 @@ this one (auto compaction is an OPTIMIZE), so this floor only knows their shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pydelta.errors import DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import SparkEngine
 from pydelta.txn.commit_info import EngineInfo
 from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.version import __version__
-from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.base.engine import SparkEngine
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 _STATE = "_pydelta_state"
 
 

@@ -16,13 +16,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaParseError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bool
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.tokens import Token, dotted_name_end
 from pydelta.spark.sql.column_ddl import RAW_TYPE
 from pydelta.spark.sql.describe import (
     COLUMNS_SCHEMA,
@@ -34,14 +36,12 @@ from pydelta.spark.sql.describe import (
     check_show_columns_namespace,
     column_rows,
     create_statement,
-    partitions_of,
     delta_properties,
+    partitions_of,
     qualified_location,
     rows_of_describe,
     user_properties,
 )
-from pydelta.spark.base.jplan import NOT_DELTA
-from pydelta.spark.base.tokens import Token, dotted_name_end
 
 # What DESCRIBE may describe besides a table (HISTORY and DETAIL are Delta's own statements).
 _NOT_TABLES = {"DATABASE", "SCHEMA", "NAMESPACE", "CATALOG", "FUNCTION", "QUERY", "PROCEDURE", "HISTORY", "DETAIL"}

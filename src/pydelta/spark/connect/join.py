@@ -18,7 +18,7 @@ changes nothing unless the right side is one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from pydelta.spark.connect.lineage import Lineage, Step, rebuild, set_plan_id
 
@@ -49,7 +49,7 @@ class JoinLineage:
         return _PRESERVED.get(self.how or "inner", (False, False))
 
 
-Side = Union[Lineage, JoinLineage, None]  # a Delta read, a join with one, or any other DataFrame
+Side = Lineage | JoinLineage | None  # a Delta read, a join with one, or any other DataFrame
 
 
 def _side_ids(side: Side, df: Any) -> frozenset[int]:

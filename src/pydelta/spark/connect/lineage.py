@@ -8,8 +8,9 @@ earlier DataFrames still resolve). Used by connect_scan (single reads) and conne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 

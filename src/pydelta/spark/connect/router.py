@@ -22,15 +22,16 @@ before anything runs. Statements that touch no Delta table reach Spark unchanged
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError, DeltaParseError
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.tokens import Token, dotted_name_end, tokenize
 from pydelta.spark.connect.describe import run_catalog_statement
 from pydelta.spark.connect.grammar import parse_statement
-from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.statements import parse_utility, run_utility
-from pydelta.spark.base.tokens import Token, dotted_name_end, tokenize
-from pydelta.spark.base._typing import SparkSession
 
 _QUERY_OPENINGS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE", "(", "EXPLAIN", "SHOW", "CACHE"}
 
@@ -177,9 +178,9 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     relations = sorted(paths + (_named_relations(spark, tokens) if opening in _QUERY_OPENINGS else []))
     if not relations:
         return original(text)
+    from pydelta.spark.connect.query_pruning import prunable_relations
     from pydelta.spark.connect.scan import skip_files
     from pydelta.spark.read.options import read_delta
-    from pydelta.spark.connect.query_pruning import prunable_relations
 
     prunable = prunable_relations(text, tokens, [(first, end) for first, end, _, _ in relations])
     # A temp view passes no hidden column up, so a statement naming `_metadata` gets it as a column of

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
-from pydelta.spark.connect.lineage import ScanBuilder, Lineage, rebuild, Step
+from pydelta.spark.connect.lineage import Lineage, ScanBuilder, Step, rebuild
 
 _CLASSES: dict[str, type] = {}  # the Delta DataFrame classes, by the attribute they carry
 

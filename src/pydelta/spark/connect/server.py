@@ -49,7 +49,7 @@ class LocalConnectServer:
 
     @classmethod
     def start(cls, *, cores: int = 2, python: str | None = None, conf: dict[str, str] | None = None,
-              timeout: float = 180) -> "LocalConnectServer":
+              timeout: float = 180) -> LocalConnectServer:
         """Start the server and wait until it accepts clients."""
         import pyspark
 
@@ -105,7 +105,7 @@ class LocalConnectServer:
                 except ProcessLookupError:
                     pass
 
-    def __enter__(self) -> "LocalConnectServer":
+    def __enter__(self) -> LocalConnectServer:
         return self
 
     def __exit__(self, *exc: object) -> None:

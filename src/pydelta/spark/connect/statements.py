@@ -10,16 +10,17 @@ is not a Delta table answer NOT_DELTA: the caller hands them to Spark unchanged.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
-from pydelta.log.snapshot import Snapshot
 from pydelta.errors import DeltaAnalysisError
-from pydelta.spark.ddl.create_options import split_options
-from pydelta.spark.connect import grammar as g
-from pydelta.spark.base.jplan import NOT_DELTA, empty_result
-from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jplan import NOT_DELTA, empty_result
+from pydelta.spark.connect import grammar as g
+from pydelta.spark.ddl.create_options import split_options
+from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
 
 RunQuery = Callable[[str], "DataFrame"]  # spark.sql on this session, Delta relations served
 

@@ -24,12 +24,13 @@ Every check runs before the commit, so a refused statement leaves the table unch
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, NoReturn, Sequence
+from typing import Any, NoReturn
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol import type_widening
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.properties import (  # noqa: F401 - validate_properties and the prefixes re-exported
     ALLOW_ARBITRARY_PROPERTIES_CONF,
@@ -55,17 +56,16 @@ from pydelta.protocol.schema import (
     walk_fields,
     without_field_metadata,
 )
-from pydelta.protocol import type_widening
 from pydelta.protocol.schema_evolution import assign_column_mapping
-from pydelta.spark.ddl import remove_column_mapping as remove_cm
-from pydelta.txn import row_tracking, row_tracking_backfill
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bool
-from pydelta.txn.commit_info import Operation
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.ddl import remove_column_mapping as remove_cm
 from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
+    _INVALID_NAME_CHARS,
     ColumnChange,
     NewColumn,
     Position,
-    _INVALID_NAME_CHARS,
     _attribute_name,
     _case_sensitive,
     _check_name_characters,
@@ -80,7 +80,8 @@ from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALT
     change_operation,
     commit_metadata,
 )
-from pydelta.spark.base._typing import SparkSession
+from pydelta.txn import row_tracking, row_tracking_backfill
+from pydelta.txn.commit_info import Operation
 
 ALLOW_ARBITRARY_PROPERTIES = ALLOW_ARBITRARY_PROPERTIES_CONF
 ASSUME_DROP_CONSTRAINT_IF_EXISTS = "spark.databricks.delta.constraints.assumesDropIfExists.enabled"
@@ -271,8 +272,8 @@ _NONDETERMINISTIC = re.compile(r"\b(rand|randn|random|uuid|shuffle|monotonically
 
 def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
     """(is an aggregate, is deterministic) of `SELECT <expr> AS check FROM table`."""
-    from pydelta.spark.connect.session import analyzed_plan, is_connect
     from pydelta.spark.base import jplan
+    from pydelta.spark.connect.session import analyzed_plan, is_connect
 
     if not is_connect(checked.sparkSession):
         analyzed = checked._jdf.queryExecution().analyzed()

@@ -11,25 +11,25 @@ dropped; a column used by a CHECK constraint or a generated column can be neithe
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, quote_path
 from pydelta.protocol.properties import CONSTRAINT_PREFIX
+from pydelta.protocol.schema import StructField, StructType, column_mapping_mode, quote_path
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.ddl.schema_edits import (
     _attribute_name,
     _case_sensitive,
-    commit_metadata,
     _find,
     _json,
     _replace_at,
     _resolve,
+    commit_metadata,
 )
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import SparkSession
 
 _ADVICE = ("Please enable Column Mapping on your Delta table with mapping mode 'name'. You can use the following "
            "command: ALTER TABLE table_name SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
@@ -164,4 +164,4 @@ def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]
     return commit_metadata(spark, snapshot, new, operation)
 
 
-__all__ = ["rename_column", "drop_columns"]
+__all__ = ["drop_columns", "rename_column"]

@@ -11,9 +11,8 @@ and a struct level that both loses and gains columns (a rename in disguise).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol import type_widening
 from pydelta.protocol.schema import (
@@ -28,10 +27,18 @@ from pydelta.protocol.schema import (
     without_field_metadata,
 )
 from pydelta.protocol.schema_evolution import assign_column_mapping
-from pydelta.spark.ddl.alter_mapping import check_not_referenced
-from pydelta.spark.ddl.schema_edits import NewColumn, _check_name_characters, _field_map, _json, _type_sql, commit_metadata
-from pydelta.txn.commit_info import Operation
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.ddl.alter_mapping import check_not_referenced
+from pydelta.spark.ddl.schema_edits import (
+    NewColumn,
+    _check_name_characters,
+    _field_map,
+    _json,
+    _type_sql,
+    commit_metadata,
+)
+from pydelta.txn.commit_info import Operation
 
 
 def replace_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *, display: str | None = None) -> int:

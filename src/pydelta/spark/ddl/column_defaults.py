@@ -8,7 +8,8 @@ DEFAULT keyword in VALUES; DataFrame writes leave missing columns NULL, as in de
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY as CURRENT_DEFAULT_KEY  # re-exported for the SQL fronts

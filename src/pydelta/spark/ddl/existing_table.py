@@ -8,9 +8,8 @@ delta-spark's error classes, each naming the location and both definitions.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering
@@ -18,6 +17,7 @@ from pydelta.protocol.internal_metadata import NESTED_INTERNAL_KEYS
 from pydelta.protocol.schema import StructType, without_field_metadata
 from pydelta.protocol.schema_diff import schema_differences
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import try_table_snapshot
 
 #: Properties delta-spark leaves out of the comparison: column mapping's internal counter and
 #: the protocol settings (they become the protocol, not table properties).

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.pyspark_compat import alias
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base.conf import session_time_zone
-from pydelta.spark.base._typing import DataFrame, SparkSession
-from pydelta.spark.base.pyspark_compat import alias
 
 ALLOW_REMOVAL = "spark.databricks.delta.columnMapping.allowRemoval"
 PRESERVED_ROW_TRACKING_TAG = "delta.rowTracking.preserved"
@@ -66,9 +67,9 @@ def rewrite_and_commit(spark: SparkSession, snapshot: Snapshot, metadata: Metada
 
 def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
+    from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
     from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
-    from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
 
     files = snapshot.files()
     if files.num_rows == 0:

@@ -7,17 +7,17 @@ Shared by ALTER TABLE (alter.py), column mapping (alter_mapping.py), REPLACE COL
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, overload
+from typing import Any, overload
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, quote_path, walk_fields
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bool
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import SparkSession
-
 
 _INVALID_NAME_CHARS = frozenset(" ,;{}()\n\t=")
 

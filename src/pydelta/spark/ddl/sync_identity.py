@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
 
 ALLOW_LOWERING_CONF = "spark.databricks.delta.identity.allowSyncIdentityToLowerHighWaterMark.enabled"
 

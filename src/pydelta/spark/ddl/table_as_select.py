@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark.base import catalog
+from pydelta.spark.base._typing import DataFrame
+from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import DataFrame
 
 
 def table_as_select(

@@ -8,18 +8,21 @@ and `pydelta.spark.api.delta_table.TableBuilderApi.execute()` returns the table 
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 from typing import Any, Self
 
-import os
-import time
-
-from pydelta.spark.base.engine import try_table_snapshot
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaIllegalArgumentError,
+    DeltaNotImplementedError,
+    TableAlreadyExistsError,
+)
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.base.spark_errors import cannot_replace_missing_table
-from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.base.spark_errors import boundary_class, cannot_replace_missing_table
 
 
 def _column_names(cols: tuple[Any, ...], what: str) -> list[str]:
@@ -372,8 +375,8 @@ def create_table(definition: TableDefinition) -> str:
 
     from pydelta.protocol.schema import parse_schema
     from pydelta.spark.base.catalog import lookup, register_table, unregister_table
-    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action
     from pydelta.spark.base.transactions import open_transaction
+    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action
     from pydelta.spark.write.dataframe import define_clustering, new_table_metadata
     from pydelta.spark.write.options import checked_table_properties, session_conf, with_table_defaults
     from pydelta.txn.commit_info import Operation

@@ -16,9 +16,9 @@ interleaved deterministically (tests, conflict handling).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
-
+from typing import Any
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -28,13 +28,10 @@ from pydelta.errors import (
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.base._typing import SparkSession
-
-
-
 
 # ---- the transaction ------------------------------------------------------------------------
 
@@ -156,8 +153,12 @@ class PreparedCommit:
         txnVersion): a version that app already committed makes this run a no-op; otherwise the
         commit records it (a txn action). The confs' autoReset applies as for writes."""
         from pydelta.spark.base.conf import conf_value
-        from pydelta.spark.write.options import TXN_AUTO_RESET_CONF, TXN_APP_ID_CONF, TXN_VERSION_CONF, \
-            session_transaction
+        from pydelta.spark.write.options import (
+            TXN_APP_ID_CONF,
+            TXN_AUTO_RESET_CONF,
+            TXN_VERSION_CONF,
+            session_transaction,
+        )
 
         applied = session_transaction({key: value for key in (TXN_APP_ID_CONF, TXN_VERSION_CONF)
                                        if (value := conf_value(spark, key)) is not None})

@@ -19,15 +19,16 @@ import time
 from typing import Any
 
 from pydelta.log.snapshot import Snapshot
+from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.dml.commit import (
+    PreparedCommit,
     check_dml_supported,
     discard_files,
     elapsed_ms,
     new_transaction,
-    PreparedCommit,
     transaction_metadata,
 )
-from pydelta.spark.read.conditions import analyze, is_partition_only, READ_ALL
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.dml.files import (
     add_rows,
     candidate_files,
@@ -42,12 +43,11 @@ from pydelta.spark.dml.files import (
     write_cdc,
     write_rows,
 )
-from pydelta.spark.write.dataframe import files_matching_partitions
-from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
-from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
+from pydelta.spark.read.conditions import READ_ALL, analyze, is_partition_only
 from pydelta.spark.read.scan import build_dataframe
+from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import SparkSession
+from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 
 __all__ = ["delete", "prepare_delete"]
 

@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pydelta.log.snapshot import Snapshot
-from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vectors
-from pydelta.protocol.actions import Metadata, Protocol
-from pydelta.protocol.stats import TIGHT_BOUNDS
-from pydelta.spark.read import plan_pruning
-from pydelta.spark.dml.files import file_uris, remove_actions, scan
-from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties
+from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+from pydelta.protocol.stats import TIGHT_BOUNDS
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.dml.files import file_uris, remove_actions, scan
+from pydelta.spark.read import plan_pruning
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, spark_file_uri
 
 ENABLE_KEY = "delta.enableDeletionVectors"
 

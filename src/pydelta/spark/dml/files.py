@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,22 +17,19 @@ from pydelta.errors import (
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
-from pydelta.txn.row_tracking import (
-    materialized_names,
-)
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Predicate
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
-from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+from pydelta.spark.base._typing import Column, DataFrame, SparkSession
+from pydelta.spark.base.conf import session_time_zone
 from pydelta.spark.read.scan import FILE_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write.conform import conform
+from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
+from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+from pydelta.txn.row_tracking import (
+    materialized_names,
+)
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.base.conf import session_time_zone
-from pydelta.spark.base._typing import Column, DataFrame, SparkSession
-
-
-
 
 # ---- the table's files ------------------------------------------------------------------------
 

@@ -43,11 +43,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydelta.errors import MultipleSourceRowMatchingTargetRowInMergeError
+from pydelta.errors import DeltaNotImplementedError, DmlTypeError, MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.log.snapshot import Snapshot
-from pydelta.errors import DeltaNotImplementedError, DmlTypeError
-from pydelta.spark.dml.commit import discard_files, PreparedCommit
-from pydelta.spark.read.conditions import as_column, column_mapping
+from pydelta.spark.base._typing import Column, DataFrame, SparkSession
+from pydelta.spark.base.spark_errors import boundary_class
+from pydelta.spark.dml.commit import PreparedCommit, discard_files
 from pydelta.spark.dml.merge_classify import TouchedFiles, find_touched_files, materialize_source
 from pydelta.spark.dml.merge_clauses import MergeClause
 from pydelta.spark.dml.merge_output import (
@@ -59,14 +59,13 @@ from pydelta.spark.dml.merge_output import (
     rewrite_touched_files,
 )
 from pydelta.spark.dml.merge_plan import candidate_files, plan_merge
-from pydelta.spark.base.spark_errors import boundary_class
+from pydelta.spark.read.conditions import as_column, column_mapping
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import Column, DataFrame, SparkSession
 
 __all__ = [
     "DeltaMergeBuilder",
-    "MultipleSourceRowMatchingTargetRowInMergeError",
     "MergeClause",
+    "MultipleSourceRowMatchingTargetRowInMergeError",
     "prepare_merge",
 ]
 
@@ -95,7 +94,7 @@ class DeltaMergeBuilder:
         self._clauses = tuple(clauses)
         self._schema_evolution = schema_evolution
 
-    def _with(self, clause: MergeClause | None = None, *, schema_evolution: bool | None = None) -> "DeltaMergeBuilder":
+    def _with(self, clause: MergeClause | None = None, *, schema_evolution: bool | None = None) -> DeltaMergeBuilder:
         out = DeltaMergeBuilder.__new__(DeltaMergeBuilder)
         out._table, out._source, out._condition = self._table, self._source, self._condition
         out._clauses = self._clauses + ((clause,) if clause is not None else ())
@@ -106,7 +105,7 @@ class DeltaMergeBuilder:
     def _cond(condition: Any) -> Column | None:
         return None if condition is None else as_column(condition, "'condition'")
 
-    def whenMatchedUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+    def whenMatchedUpdate(self, condition: Any = None, set: Any = None) -> DeltaMergeBuilder:  # noqa: A002
         """Update the target rows a source row matches (and `condition` holds for).
 
         Args:
@@ -123,7 +122,7 @@ class DeltaMergeBuilder:
         values = column_mapping(set, "'set' in whenMatchedUpdate")
         return self._with(MergeClause("matched", "update", self._cond(condition), values))
 
-    def whenMatchedUpdateAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+    def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
         """Update every column of a matched target row with the source row's same-named column.
 
         Args:
@@ -137,7 +136,7 @@ class DeltaMergeBuilder:
         """
         return self._with(MergeClause("matched", "update", self._cond(condition), None, star=True))
 
-    def whenMatchedDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+    def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
         """Delete the target rows a source row matches (and `condition` holds for).
 
         Args:
@@ -151,7 +150,7 @@ class DeltaMergeBuilder:
         """
         return self._with(MergeClause("matched", "delete", self._cond(condition)))
 
-    def whenNotMatchedInsert(self, condition: Any = None, values: Any = None) -> "DeltaMergeBuilder":
+    def whenNotMatchedInsert(self, condition: Any = None, values: Any = None) -> DeltaMergeBuilder:
         """Insert a row for each source row that matches no target row.
 
         Args:
@@ -169,7 +168,7 @@ class DeltaMergeBuilder:
         vals = column_mapping(values, "'values' in whenNotMatchedInsert")
         return self._with(MergeClause("notMatched", "insert", self._cond(condition), vals))
 
-    def whenNotMatchedInsertAll(self, condition: Any = None) -> "DeltaMergeBuilder":
+    def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
         """Insert each unmatched source row as it is (its columns by name).
 
         Args:
@@ -183,7 +182,7 @@ class DeltaMergeBuilder:
         """
         return self._with(MergeClause("notMatched", "insert", self._cond(condition), None, star=True))
 
-    def whenNotMatchedBySourceUpdate(self, condition: Any = None, set: Any = None) -> "DeltaMergeBuilder":  # noqa: A002
+    def whenNotMatchedBySourceUpdate(self, condition: Any = None, set: Any = None) -> DeltaMergeBuilder:  # noqa: A002
         """Update the target rows that no source row matches.
 
         Args:
@@ -200,7 +199,7 @@ class DeltaMergeBuilder:
         values = column_mapping(set, "'set' in whenNotMatchedBySourceUpdate")
         return self._with(MergeClause("notMatchedBySource", "update", self._cond(condition), values))
 
-    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> "DeltaMergeBuilder":
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
         """Delete the target rows that no source row matches (and `condition` holds for).
 
         Args:
@@ -214,7 +213,7 @@ class DeltaMergeBuilder:
         """
         return self._with(MergeClause("notMatchedBySource", "delete", self._cond(condition)))
 
-    def withSchemaEvolution(self) -> "DeltaMergeBuilder":
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
         """Let this merge add the source's new columns (and nested fields) to the table's schema.
 
         Returns:

@@ -20,15 +20,15 @@ import pyarrow as pa
 
 from pydelta.errors import MultipleSourceRowMatchingTargetRowInMergeError
 from pydelta.protocol.schema import quote_identifier
+from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
+from pydelta.spark.base.predicates import _children, _name
 from pydelta.spark.dml.commit import elapsed_ms, observation, observed
-from pydelta.spark.read.conditions import Condition, conjuncts
-from pydelta.spark.dml.files import file_uris, logical_record_count, scan
-from pydelta.spark.read.scan import FILE_COL, ROW_COL
 from pydelta.spark.dml.deletion_vectors import persistent_dvs
+from pydelta.spark.dml.files import file_uris, logical_record_count, scan
 from pydelta.spark.dml.merge_clauses import ACTION, COPY, DROP, ResolvedClause
 from pydelta.spark.dml.merge_plan import MergePlan
-from pydelta.spark.base.predicates import _children, _name
-from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
+from pydelta.spark.read.conditions import Condition, conjuncts
+from pydelta.spark.read.scan import FILE_COL, ROW_COL
 
 SOURCE_PRESENT = "__pydelta_source_row_present"
 TARGET_PRESENT = "__pydelta_target_row_present"

@@ -14,9 +14,9 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.identity import identity_columns
 from pydelta.protocol.schema import StructType
-from pydelta.spark.read.conditions import Condition
-from pydelta.spark.dml.update import split_name
 from pydelta.spark.base._typing import Column, DataFrame
+from pydelta.spark.dml.update import split_name
+from pydelta.spark.read.conditions import Condition
 
 #: The column of a merge join holding each row's action code.
 ACTION = "__pydelta_merge_action"

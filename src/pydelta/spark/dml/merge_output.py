@@ -10,15 +10,18 @@ against the target when rows may match).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from pydelta.protocol.identity import IdentitySpec
 from pydelta.protocol.schema import StructType, quote_identifier
+from pydelta.spark.base._typing import Column, DataFrame
 from pydelta.spark.dml.commit import elapsed_ms, observation, observed, transaction_metadata
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, persistent_dvs, rows_by_file
 from pydelta.spark.dml.files import (
     cdf_enabled,
     count_dvs,
@@ -29,8 +32,6 @@ from pydelta.spark.dml.files import (
     write_cdc,
     write_rows,
 )
-from pydelta.spark.read.scan import FILE_COL, ROW_COL
-from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, persistent_dvs, rows_by_file
 from pydelta.spark.dml.merge_classify import (
     TouchedFiles,
     insert_actions,
@@ -40,8 +41,7 @@ from pydelta.spark.dml.merge_classify import (
 )
 from pydelta.spark.dml.merge_clauses import ACTION, COPY, ResolvedClause, outcome_codes
 from pydelta.spark.dml.merge_plan import MergePlan
-from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, spark_schema
-from pydelta.spark.base._typing import Column, DataFrame
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, ROW_ID_COL, ROW_VERSION_COL, spark_schema
 
 DEDUPE_KEY = "__pydelta_merge_row_key"
 ROW_ID_OUT = "__pydelta_merge_row_id"

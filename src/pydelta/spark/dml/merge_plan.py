@@ -8,8 +8,9 @@ target files by data skipping. The result, a MergePlan, is all the later stages 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,10 +21,10 @@ from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import IdentitySpec, identity_columns
 from pydelta.protocol.predicates import Or, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
-from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
+from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
+from pydelta.spark.base.predicates import _children, _name, translate
 from pydelta.spark.connect.session import is_connect
-from pydelta.spark.read.conditions import analysis_error, analyze, and_all, as_column, Condition, conjuncts, READ_ALL
-from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
+from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
 from pydelta.spark.dml.merge_clauses import (
     MergeClause,
     ResolvedClause,
@@ -33,10 +34,10 @@ from pydelta.spark.dml.merge_clauses import (
 )
 from pydelta.spark.dml.merge_schema import evolve_target_schema, schema_evolution_enabled, source_fields
 from pydelta.spark.dml.update import resolve_assignments, typed_values
-from pydelta.spark.base.predicates import _children, _name, translate
+from pydelta.spark.read.conditions import READ_ALL, Condition, analysis_error, analyze, and_all, as_column, conjuncts
 from pydelta.spark.read.scan import build_dataframe, spark_schema
+from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
 
 #: The target's alias in the merge's joins when the table has none.
 TARGET_ALIAS = "__pydelta_merge_target"

@@ -16,10 +16,10 @@ from pydelta.protocol import type_widening
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.dml.merge_clauses import MergeClause
 from pydelta.spark.dml.update import split_name
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.base._typing import DataFrame, SparkSession
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 

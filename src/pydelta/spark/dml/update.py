@@ -21,15 +21,16 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import StructType, quote_identifier, quote_path, split_identifier
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.dml.commit import (
+    PreparedCommit,
     check_dml_supported,
     discard_files,
     elapsed_ms,
     new_transaction,
-    PreparedCommit,
     transaction_metadata,
 )
-from pydelta.spark.read.conditions import analysis_error, analyze, column_mapping, is_partition_only, READ_ALL
+from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
 from pydelta.spark.dml.files import (
     add_rows,
     candidate_files,
@@ -43,14 +44,13 @@ from pydelta.spark.dml.files import (
     write_cdc,
     write_rows,
 )
-from pydelta.spark.write.dataframe import files_matching_partitions
-from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
-from pydelta.spark.dml.deletion_vectors import DvDelete, mark_deleted, matching_rows, persistent_dvs
+from pydelta.spark.read.conditions import READ_ALL, analysis_error, analyze, column_mapping, is_partition_only
 from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_schema
+from pydelta.spark.write.dataframe import files_matching_partitions
 from pydelta.txn.commit_info import Operation
-from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.txn.row_tracking import check_row_ids_preserved, materializes_row_ids
 
-__all__ = ["update", "prepare_update", "resolve_assignments", "split_name"]
+__all__ = ["prepare_update", "resolve_assignments", "split_name", "update"]
 
 
 def update(table: Any, condition: Any = None, set: Any = None) -> None:  # noqa: A002

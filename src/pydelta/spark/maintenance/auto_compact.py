@@ -24,17 +24,18 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow.compute as pc
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError
-from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
-from pydelta.spark.base.conf import conf_bytes, conf_value
-from pydelta.spark.base.jplan import string_literal
 from pydelta.protocol import properties
+from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import conf_bytes, conf_value
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jplan import string_literal
 from pydelta.spark.base.transactions import PostCommitHook, hook_failed
 
 logger = logging.getLogger(__name__)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pydelta.spark.base.engine import table_snapshot, try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, SchemaMismatchError
 from pydelta.log.storage import to_local_path
 from pydelta.protocol import geospatial
@@ -35,10 +34,11 @@ from pydelta.protocol.partition_values import (
 )
 from pydelta.protocol.schema import StructField, StructType, from_arrow_schema, parse_schema
 from pydelta.protocol.schema_evolution import as_nullable, merge_schema
-from pydelta.spark.base.conf import conf_bool, session_time_zone
-from pydelta.txn.commit_info import Operation
-from pydelta.spark.base.jvm import jvm
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import conf_bool, session_time_zone
+from pydelta.spark.base.engine import table_snapshot, try_table_snapshot
+from pydelta.spark.base.jvm import jvm
+from pydelta.txn.commit_info import Operation
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 STATS_COLLECT_CONF = "spark.databricks.delta.stats.collect"

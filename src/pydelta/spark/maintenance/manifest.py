@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydelta.errors import DeltaError, DeltaIllegalArgumentError, ManifestGenerationError
 from pydelta.log.replay import canonical_path

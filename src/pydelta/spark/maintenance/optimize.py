@@ -24,9 +24,10 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,11 +39,11 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering, zcubes
-from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
-from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
-from pydelta.spark.base.spark_errors import boundary_class
-from pydelta.txn.commit_info import Operation
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
+from pydelta.spark.base.spark_errors import boundary_class
+from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
+from pydelta.txn.commit_info import Operation
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class DeltaOptimizeBuilder:
         self._table = table
         self._filters: list[str] = []
 
-    def where(self, partitionFilter: str) -> "DeltaOptimizeBuilder":
+    def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
         """Optimize only the partitions this predicate selects (partition columns only).
 
         Args:
@@ -405,8 +406,8 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
                  max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
                  timestamp_ms: int) -> tuple[list[dict], list[dict]]:
     """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""
-    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
     from pydelta.spark.read.scan import build_dataframe
+    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
 
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
@@ -417,8 +418,8 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     previous = sc.getLocalProperty("spark.job.description") if sc is not None else None
     if sc is not None:
         sc.setJobDescription(desc)
-    from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL
+    from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
 
     keep_ids = materializes_row_ids(metadata)  # compaction keeps every row's ID and commit version
     hidden = materialized_names(metadata) if keep_ids else []

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, RestoreMissingFilesError
+from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
-from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.protocol.deletion_vectors import dv_unique_id
-from pydelta.txn.commit_info import Operation
 from pydelta.spark.read.time_travel import java_timestamp_string, parse_timestamp, session_zone
+from pydelta.txn.commit_info import Operation
 
 IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
 
@@ -41,7 +41,7 @@ def _version_at_timestamp(snapshot: Snapshot, ts_ms: int) -> int:
     if not stamps or ts_ms < stamps[0].timestamp:
         first = stamps[0] if stamps else None
         raise VersionNotFoundError(
-            f"The provided timestamp ({datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat()}) is before "
+            f"The provided timestamp ({datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat()}) is before "
             f"the earliest version available to this table"
             + (f" (version {first.version})." if first else ".")
             + " Please use a timestamp after the earliest version."
@@ -59,9 +59,9 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     """Restore `table` to `version` or `timestamp`; returns delta-spark's one-row metrics DataFrame."""
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from pydelta.spark.write.data_files import remove_action
     from pydelta.spark.base.conf import conf_bool
     from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+    from pydelta.spark.write.data_files import remove_action
     from pydelta.txn import protocol_upgrade as pu
 
     spark = table._spark

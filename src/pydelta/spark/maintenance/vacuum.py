@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
-from pydelta.spark.base.conf import conf_bool, conf_value
-from pydelta.txn.commit_info import Operation
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import conf_bool, conf_value
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.txn.commit_info import Operation
 
 logger = logging.getLogger(__name__)
 

@@ -8,14 +8,15 @@ close on every column land in the same files.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import geospatial
 from pydelta.protocol.schema import quote_path, split_identifier
-from pydelta.spark.base.conf import conf_bool
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import conf_bool
 
 ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 

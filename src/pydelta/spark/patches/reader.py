@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.connect.session import connect_classes, reader_session
-from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
-from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.spark_errors import boundary
+from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
+from pydelta.spark.connect.session import connect_classes, reader_session
 from pydelta.spark.read.time_travel import at_suffix
 
 
@@ -90,8 +90,8 @@ def install() -> None:
 
         install_join_hook(ConnectDataFrame)
 
-    from pydelta.spark.read import plan_pruning
     from pydelta.spark.patches import writer as write_hooks
+    from pydelta.spark.read import plan_pruning
 
     write_hooks.install(DataFrameWriter)
     if connect is not None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.connect.session import writer_frame
-from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
-from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.base._typing import DataFrame
+from pydelta.spark.base.spark_errors import boundary
+from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
+from pydelta.spark.connect.session import writer_frame
 from pydelta.spark.datasource import register as register_source
 
 

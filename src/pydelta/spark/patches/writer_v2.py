@@ -11,11 +11,12 @@ become one `_V2Write` the terminals run on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.base._typing import DataFrame
+from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.datasource import register as register_source
 
 _STATE = "_pydelta_v2"
@@ -129,8 +130,8 @@ def _write_existing(write: _V2Write, mode: str, options: dict[str, Any]) -> None
 
 
 def _as_select(write: _V2Write, kind: str) -> None:
-    from pydelta.spark.sql.targets import target_for_create
     from pydelta.spark.ddl.table_as_select import table_as_select
+    from pydelta.spark.sql.targets import target_for_create
 
     st = write.settings
     register_source(write.spark)  # the new table's provider is `delta`

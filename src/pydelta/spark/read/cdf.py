@@ -27,8 +27,8 @@ from pydelta.log.changes import (
 )
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
-from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, reader_schema, spark_file_uri
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, reader_schema, spark_file_uri
 
 _VERSION = "__pydelta_cdf_version"
 _TS = "__pydelta_cdf_ts"

@@ -4,9 +4,9 @@ DataFrame, split into conjuncts and translated into the log's predicates for fil
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
-
+from typing import Any
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -14,9 +14,8 @@ from pydelta.errors import (
     DmlTypeError,
 )
 from pydelta.protocol.predicates import And, Predicate, Unknown
-from pydelta.spark.base.predicates import filter_condition, predicate_text, translate
 from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
-
+from pydelta.spark.base.predicates import filter_condition, predicate_text, translate
 
 # A predicate that keeps every file: what delta-spark records for an unfiltered read.
 READ_ALL = Unknown("true")
@@ -117,7 +116,6 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
     client translates what it can of it for skipping."""
     from pydelta.protocol.schema import parse_schema
     from pydelta.spark.connect.expressions import translate_column
-
     from pydelta.spark.connect.session import analyzed_plan
 
     try:

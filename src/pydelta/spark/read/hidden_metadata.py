@@ -16,6 +16,7 @@ columns up through a `SubqueryAlias` only from a leaf (`under_alias`).
 from __future__ import annotations
 
 from typing import Any
+
 from pydelta.spark.base._typing import DataFrame, JavaObject
 
 METADATA_COLUMN = "_metadata"

@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
 from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats, with_stats
 from pydelta.log.commits import parse_actions
+from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
-from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.storage import Storage
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.read.parquet_files import reader_paths

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
-from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaTableNotFoundError, DeltaUnsupportedOptionError
+from pydelta.errors import (
+    DeltaAnalysisError,
+    DeltaIllegalArgumentError,
+    DeltaTableNotFoundError,
+    DeltaUnsupportedOptionError,
+)
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.base.option_keys import option_value
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, option_value, reject_unsupported_options
+from pydelta.spark.base.spark_errors import no_table_to_read
 from pydelta.spark.read.scan import read_snapshot
 from pydelta.spark.read.time_travel import split_at_syntax, timestamp_ms
-from pydelta.spark.base.spark_errors import no_table_to_read
-from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, reject_unsupported_options
-from pydelta.spark.base._typing import SparkSession
 
 # The read options pydelta implements; keys are case-insensitive.
 CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydelta.errors import MissingDataFileError
 from pydelta.protocol.partition_values import hadoop_path

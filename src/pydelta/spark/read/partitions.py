@@ -9,16 +9,16 @@ import pyarrow as pa
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
-from pydelta.spark.read.scan import spark_schema
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.read.scan import spark_schema
 
 
 def partition_rows_dataframe(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Any:
     """One row per file: `__pydelta_idx` plus the typed (logical) partition columns."""
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
     from pydelta.spark.read.scan import _arrow_df
-    import pyarrow.compute as pc
 
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)

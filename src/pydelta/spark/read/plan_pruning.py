@@ -27,9 +27,9 @@ from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import And, Predicate, rename_columns
 from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
-from pydelta.spark.base.predicates import translate
 from pydelta.spark.base import jplan
 from pydelta.spark.base._typing import DataFrame, JavaObject, SparkSession
+from pydelta.spark.base.predicates import translate
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,13 +27,13 @@ from pydelta.protocol.schema import (
     quote_identifier,
     to_physical_schema,
 )
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.predicates import filter_condition, translate
+from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2
 from pydelta.spark.connect.session import is_connect
 from pydelta.spark.read import plan_pruning
-from pydelta.spark.read.parquet_files import read_parquet_files
 from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
-from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2
-from pydelta.spark.base.predicates import filter_condition, translate
-from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.read.parquet_files import read_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
@@ -335,7 +336,8 @@ def _scan_files(
 
 
 def _is_primitive(spark_type: Any) -> bool:
-    from pyspark.sql.types import ArrayType, MapType, StructType as SparkStructType
+    from pyspark.sql.types import ArrayType, MapType
+    from pyspark.sql.types import StructType as SparkStructType
 
     return not isinstance(spark_type, (ArrayType, MapType, SparkStructType))
 
@@ -357,7 +359,8 @@ def _partition_map(spark: SparkSession, snapshot: Snapshot, files: pa.Table, pat
 
 def _arrow_df(spark: SparkSession, table: pa.Table) -> Any:
     """A small DataFrame from an Arrow table, with all-null string columns kept as strings."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType as SparkStructType
+    from pyspark.sql.types import LongType, StringType, StructField
+    from pyspark.sql.types import StructType as SparkStructType
 
     fields = [
         StructField(f.name, LongType() if pa.types.is_integer(f.type) else StringType(), True) for f in table.schema
@@ -403,8 +406,8 @@ def _drop_deleted_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
     """
     from pyspark.sql import functions as F
 
-    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
     from pydelta.log.deletion_vector_files import read_deleted_rows
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     shift = row_key_shift(files)
     mtime_of: dict[str, int] = {}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
-from pydelta.txn import protocol_upgrade as pu
 from pydelta.spark.base._typing import SparkSession
+from pydelta.txn import protocol_upgrade as pu
 
 HISTORY_SCHEMA = (
     "version BIGINT, timestamp TIMESTAMP, userId STRING, userName STRING, operation STRING, "
@@ -28,7 +28,7 @@ DETAIL_SCHEMA = (
 
 
 def _ts(ms: int | None) -> datetime | None:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc) if ms is not None else None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None
 
 
 def _str_map(d: Any) -> dict[str, str | None] | None:

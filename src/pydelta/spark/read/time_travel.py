@@ -11,7 +11,7 @@ to a version. `t@v5` and `t@yyyyMMddHHmmssSSS` name table `t` at a version or a 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
@@ -68,7 +68,7 @@ def zone_named(name: str | None) -> tzinfo:
     try:
         return ZoneInfo(str(name))
     except Exception:
-        return timezone.utc
+        return UTC
 
 
 def parse_timestamp(spark: SparkSession, timestamp: Any) -> datetime:
@@ -82,7 +82,7 @@ def parse_timestamp_in(zone: tzinfo | None, timestamp: Any) -> datetime:
     if isinstance(timestamp, bool):
         raise DeltaIllegalArgumentError(f"The provided timestamp ({timestamp!r}) cannot be converted to a valid timestamp.")
     if isinstance(timestamp, (int, float)):
-        return datetime.fromtimestamp(timestamp / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(timestamp / 1000, tz=UTC)
     if isinstance(timestamp, datetime):
         return timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=zone)
     text = str(timestamp).strip()

@@ -8,17 +8,17 @@ statement clearly. Tables that are not Delta tables are left to Spark (NOT_DELTA
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_data_type
+from pydelta.spark.base import jplan
+from pydelta.spark.base._typing import JavaObject, SparkSession
+from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.ddl import alter
 from pydelta.spark.ddl.alter import unnamed_check_constraint, unsupported_constraint
-from pydelta.spark.base import jplan
-from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.base._typing import JavaObject, SparkSession
-
 
 DEFAULT_NOT_ALLOWED_ON_ADD = (
     "[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] Failed to execute the command because "

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.sql import utility_grammar as g
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.sql import utility_grammar as g
 
 RESULT_SCHEMA = ("source_table_size LONG, source_num_of_files LONG, num_removed_files LONG, "
                  "num_copied_files LONG, removed_files_size LONG, copied_files_size LONG")
@@ -40,11 +40,10 @@ def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
         raise DeltaAnalysisError(
             f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {stmt.target.display()} cannot be replaced as it does not "
             "exist. Use CREATE OR REPLACE TABLE to create the table.")
-    from pydelta.spark.base.transactions import engine_info
-    from pydelta.txn.clone import clone_table
-
     from pydelta.spark.base.catalog import registered_while_created
+    from pydelta.spark.base.transactions import engine_info
     from pydelta.spark.read.scan import reader_schema
+    from pydelta.txn.clone import clone_table
 
     with registered_while_created(spark, None if existing else name, location, reader_schema(source.schema)):
         clone = clone_table(source, location, shallow=stmt.shallow, replace_existing=existing,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
-from pydelta.spark.ddl.create_options import split_options
 from pydelta.spark.base import jplan
-from pydelta.spark.base.jplan import NOT_DELTA
-from pydelta.spark.sql.targets import resolve, target_for_create
 from pydelta.spark.base._typing import JavaObject, SparkSession
+from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.ddl.create_options import split_options
+from pydelta.spark.sql.targets import resolve, target_for_create
 
 
 def _spark_type(jtype: Any) -> Any:

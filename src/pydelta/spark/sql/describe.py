@@ -17,21 +17,22 @@ statement recreates the table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
 from pydelta.spark.base import jplan
-from pydelta.spark.sql.column_ddl import column_ddl, escape_single_quoted
-from pydelta.spark.base.jplan import NOT_DELTA
-from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.base.conf import conf_bool, session_time_zone
-from pydelta.spark.base.jvm import jvm
 from pydelta.spark.base._typing import JavaObject, SparkSession
+from pydelta.spark.base.conf import conf_bool, session_time_zone
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.jvm import jvm
+from pydelta.spark.sql.column_ddl import column_ddl, escape_single_quoted
+from pydelta.spark.sql.targets import DeltaTarget, resolve
 
 # Spark's CatalogV2Util.TABLE_RESERVED_PROPERTIES, in its order: shown by DESCRIBE EXTENDED
 # as rows of their own, never as table properties.

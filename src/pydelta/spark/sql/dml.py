@@ -7,17 +7,17 @@ hands the statement to Spark.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from pydelta.spark.base.engine import table_snapshot
-from pydelta.log.snapshot import Snapshot
 from pydelta.errors import DeltaAnalysisError
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base import jplan
-from pydelta.spark.base.jplan import NOT_DELTA
-from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
-from pydelta.spark.base.jvm import jvm
 from pydelta.spark.base._typing import JavaObject, SparkSession
-
+from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.jvm import jvm
+from pydelta.spark.sql.targets import DeltaTarget, quote_parts, resolve
 
 # ---- helpers -----------------------------------------------------------------------------
 

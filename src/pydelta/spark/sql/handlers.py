@@ -6,7 +6,8 @@ result DataFrame, or router.NOT_DELTA when the statement's table is not Delta.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydelta.spark.sql.alter import ALTER_HANDLERS
 from pydelta.spark.sql.ddl import create_table, drop_table

@@ -7,13 +7,14 @@ The rows are cast to the table's columns by Spark's store-assignment rules, as d
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.jplan import string_literal
 from pydelta.spark.sql.targets import DeltaTarget, quote_parts
-from pydelta.spark.base._typing import DataFrame, SparkSession
 
 
 def field_lookup(schema: Any, target: DeltaTarget) -> Callable[[str], Any]:

@@ -9,7 +9,8 @@ a small lexer that skips string literals, quoted identifiers and comments, as Sp
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.spark.base._typing import SparkSession

@@ -16,14 +16,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydelta.spark.base import jplan
+from pydelta.spark.base._typing import JavaObject, SparkSession
 from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.jvm import gateway, jvm
+from pydelta.spark.base.raw import raw_sql
 from pydelta.spark.read.hidden_metadata import under_alias
 from pydelta.spark.read.time_travel import stamp_text
-from pydelta.spark.base import jplan
-from pydelta.spark.base.raw import raw_sql
 from pydelta.spark.sql.targets import DeltaTarget, resolve
-from pydelta.spark.base.jvm import gateway, jvm
-from pydelta.spark.base._typing import JavaObject, SparkSession
 
 _counter = itertools.count()
 _PASS_THROUGH = {"SubqueryAlias", "RelationTimeTravel"}
@@ -48,7 +48,7 @@ class DeltaRelation:
 @dataclass
 class _Node:
     node: Any
-    parent: "_Node | None"
+    parent: _Node | None
     kind: str = ""
 
 
@@ -260,8 +260,8 @@ def relation_dataframe(spark: SparkSession, rel: DeltaRelation) -> Any:
 
     from pydelta.log.data_skipping import FileSkipper
     from pydelta.protocol.predicates import And
-    from pydelta.spark.base.predicates import filter_condition, translate
     from pydelta.spark.base.hadoop_storage import require_connector
+    from pydelta.spark.base.predicates import filter_condition, translate
     from pydelta.spark.read.scan import build_dataframe, spark_schema, wrap
 
     require_connector(spark, rel.target.path)  # before the log is read: Spark's data path needs it

@@ -11,13 +11,16 @@ Statements that touch no Delta table reach Spark untouched.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydelta.errors import DeltaParseError
-from pydelta.spark.read import plan_pruning
 from pydelta.spark.base import jplan
-from pydelta.spark.sql.at_syntax import rewrite_at_syntax
+from pydelta.spark.base._typing import JavaObject, SparkSession
 from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.pyspark_compat import refuse_newer_sql
+from pydelta.spark.read import plan_pruning
+from pydelta.spark.sql.at_syntax import rewrite_at_syntax
 from pydelta.spark.sql.queries import (
     drop_views,
     find_delta_relations,
@@ -26,9 +29,6 @@ from pydelta.spark.sql.queries import (
     substitute_plan,
 )
 from pydelta.spark.sql.statements import parse_utility, run_utility
-from pydelta.spark.base.pyspark_compat import refuse_newer_sql
-from pydelta.spark.base._typing import JavaObject, SparkSession
-
 
 # Statements whose views must outlive the statement (they store SQL text referring to them).
 _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}

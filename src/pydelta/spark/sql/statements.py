@@ -7,13 +7,14 @@ row here; the router asks `parse_utility` first and hands anything else to Spark
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.tokens import TokenStream
 from pydelta.spark.sql import utility as run
 from pydelta.spark.sql import utility_grammar as g
-from pydelta.spark.base.tokens import TokenStream
 
 
 @dataclass(frozen=True)

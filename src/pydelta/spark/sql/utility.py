@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 from pydelta.errors import DeltaNotImplementedError, DeltaTableNotFoundError
 from pydelta.spark.base import jplan
-from pydelta.spark.sql import utility_grammar as g
-from pydelta.spark.sql.targets import DeltaTarget, resolve
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.table_handle import TableHandle
+from pydelta.spark.sql import utility_grammar as g
+from pydelta.spark.sql.targets import DeltaTarget, resolve
 
 
 def _target(spark: SparkSession, ref: g.TableRef) -> DeltaTarget:

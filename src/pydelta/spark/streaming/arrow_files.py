@@ -14,8 +14,9 @@ modules, so workers stay cheap to start.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -103,8 +104,8 @@ def _open(path: str) -> Any:
 def _row_filter(spec: ReadSpec, f: FileToRead) -> tuple[np.ndarray | None, np.ndarray | None]:
     deleted = None
     if f.deletion_vector:
-        from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
         from pydelta.log.deletion_vector_files import read_deleted_rows
+        from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
         deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(f.deletion_vector), spec.table_root)
         deleted = deleted.astype(np.int64)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
@@ -48,13 +49,13 @@ class TrackedSchema:
         }, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "TrackedSchema":
+    def from_json(cls, text: str) -> TrackedSchema:
         d = json.loads(text)
         return cls(parse_schema(d["tableSchema"]), tuple(json.loads(d.get("partitionSchema") or "[]")),
                    int(d["deltaCommitVersion"]), dict(d.get("tableConfigurations") or {}))
 
     @classmethod
-    def of(cls, metadata: Metadata, version: int) -> "TrackedSchema":
+    def of(cls, metadata: Metadata, version: int) -> TrackedSchema:
         return cls(metadata.schema, tuple(metadata.partition_columns), version, dict(metadata.configuration))
 
 

@@ -17,16 +17,17 @@ worker, where pydelta is installed) commits each micro-batch the same way.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark.base.writer_state import _is_delta, _state
-from pydelta.spark.base.option_keys import option_value
-from pydelta.spark.streaming import trigger_marks
-from pydelta.spark.base.spark_errors import boundary, to_pyspark
 from pydelta.spark.base._typing import DataFrame
+from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.base.option_keys import option_value
+from pydelta.spark.base.spark_errors import boundary, to_pyspark
+from pydelta.spark.base.writer_state import _is_delta, _state
+from pydelta.spark.streaming import trigger_marks
 
 # Spark's local property naming the running query (StreamExecution.QUERY_ID_KEY), as DeltaSink reads it.
 QUERY_ID_KEY = "sql.streaming.queryId"

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -142,7 +143,7 @@ class StreamOptions:
     consent: tuple[tuple[str, str], ...] = ()  # allowSourceColumn* options
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> "StreamOptions":
+    def parse(cls, options: Mapping[str, Any]) -> StreamOptions:
         """delta-spark's stream options; unknown or unimplemented ones are refused by name."""
         opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
         given = {str(k).lower(): str(k) for k in options}
@@ -227,7 +228,7 @@ class _Admission:
         self.started = False
 
     @classmethod
-    def from_options(cls, opts: StreamOptions) -> "_Admission":
+    def from_options(cls, opts: StreamOptions) -> _Admission:
         """The stream's own maxFilesPerTrigger / maxBytesPerTrigger (default 1000 files unless only bytes are set)."""
         inf = float("inf")
         default_files = MAX_FILES_DEFAULT if opts.max_bytes is None else inf
@@ -235,7 +236,7 @@ class _Admission:
                    opts.max_bytes if opts.max_bytes is not None else inf)
 
     @classmethod
-    def of(cls, limit: "ReadLimit | None", opts: StreamOptions) -> "_Admission | None":
+    def of(cls, limit: ReadLimit | None, opts: StreamOptions) -> _Admission | None:
         """Spark's read limit for this batch, in place of the stream's own limit of the same kind."""
         if limit is None or isinstance(limit, ReadAllAvailable):
             return None
@@ -248,7 +249,7 @@ class _Admission:
             return admission
         raise DeltaIllegalArgumentError(f"[DELTA_UNKNOWN_READ_LIMIT] Unknown ReadLimit: {limit!r}")
 
-    def admit(self, unit: Sequence["_Item"], whole_commit: bool) -> bool:
+    def admit(self, unit: Sequence[_Item], whole_commit: bool) -> bool:
         """Admit one file (while there is capacity left), or one whole commit (if it fits, or is the first).
 
         End-of-version markers are free, so empty commits never fill a batch.

@@ -16,13 +16,14 @@ tracking needs the start of every batch and is refused here with the PySpark it 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
 from pydelta.errors import DeltaNotImplementedError
-from pydelta.spark.streaming.source import DeltaStreamReader, _Admission
 from pydelta.spark.streaming import trigger_marks
+from pydelta.spark.streaming.source import DeltaStreamReader, _Admission
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset
 
 

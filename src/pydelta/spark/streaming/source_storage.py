@@ -13,7 +13,8 @@ value in plans and the UI when it holds a secret (its value names `aws_secret_ac
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.streaming import trigger_marks

@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.spark.base.option_keys import option_value

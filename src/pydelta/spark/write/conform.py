@@ -3,12 +3,13 @@ nullability relaxed as Spark's writer needs."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydelta.protocol.schema import StructType, quote_identifier
+from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.read.scan import spark_schema
 from pydelta.spark.write.store_assignment import nullable_type, store_cast  # noqa: F401 - nullable_type re-exported
-from pydelta.spark.base._typing import DataFrame
 
 
 def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> Any:

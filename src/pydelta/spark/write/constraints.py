@@ -7,8 +7,9 @@ data is read once; a violation fails the job before anything is committed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from pydelta.errors import DeltaCastError, DeltaError, InvariantViolationError
 from pydelta.protocol.schema import StructType, quote_identifier

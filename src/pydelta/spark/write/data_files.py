@@ -15,7 +15,8 @@ import posixpath
 import shutil
 import time
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
@@ -35,7 +36,6 @@ from pydelta.protocol.schema import (
 )
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.pyspark_compat import alias
-
 
 
 def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough: Sequence[str] = (),

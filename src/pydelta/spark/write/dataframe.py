@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field as dataclass_field, replace
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
+from typing import Any
 
 import pyarrow as pa
 
-from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.errors import (
     DeltaAnalysisError,
     InvalidTableError,
@@ -30,9 +31,15 @@ from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
 from pydelta.protocol.schema import StructType, column_mapping_mode, parse_schema, physical_name
 from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping, merge_schema
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+from pydelta.spark.read.partitions import partition_rows_dataframe
+from pydelta.spark.read.scan import build_dataframe
+from pydelta.spark.write.conform import conform
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
-from pydelta.spark.read.scan import build_dataframe
 from pydelta.spark.write.options import (
     AUTO_MERGE_CONF,
     TXN_APP_ID_CONF,
@@ -43,12 +50,6 @@ from pydelta.spark.write.options import (
 )
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
-from pydelta.spark.read.partitions import partition_rows_dataframe
-from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
-from pydelta.spark.write.conform import conform
-from pydelta.spark.base.conf import session_time_zone
-from pydelta.spark.base._typing import DataFrame, SparkSession
-
 
 # ---- schema ---------------------------------------------------------------------------
 

@@ -10,14 +10,15 @@ furthest value, read from the files' statistics (or from the files when stats la
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.identity import LONG_MAX, LONG_MIN, IdentitySpec, identity_columns
 from pydelta.protocol.schema import column_mapping_mode, physical_name
-from pydelta.spark.write.constraints import MARKER
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.write.constraints import MARKER
 
 _ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row within the partition
 

@@ -4,7 +4,9 @@ partition columns before the Parquet write, so each partition value is written b
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
+
 from pydelta.protocol import properties
 from pydelta.spark.base._typing import DataFrame, JavaObject, SparkSession
 

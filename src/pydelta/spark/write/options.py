@@ -17,12 +17,13 @@ New tables also get the session's `spark.databricks.delta.properties.defaults.*`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
-from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, reject_unsupported_options
 
 # The write options pydelta implements (besides `delta.*` table properties); keys are case-insensitive.
 WRITE_SUPPORTED = (

@@ -17,6 +17,7 @@ widens the column and records `delta.typeChanges`), instead of being cast down.
 from __future__ import annotations
 
 from typing import Any
+
 from pydelta.spark.base._typing import DataFrame, SparkSession
 
 CAST_MARKER = "PYDELTA_CAST_FAILURE"
@@ -156,7 +157,8 @@ def nullable_type(dtype: Any) -> Any:
     Casts go to this type: Spark cannot cast to a non-nullable nested field, and the
     NOT NULL constraint checks reject bad rows with a clear error instead.
     """
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType as SparkStructType
+    from pyspark.sql.types import ArrayType, MapType, StructField
+    from pyspark.sql.types import StructType as SparkStructType
 
     if isinstance(dtype, SparkStructType):
         return SparkStructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dtype.fields])
