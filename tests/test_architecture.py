@@ -201,7 +201,7 @@ SPARK_FLOORS = {
     "pydelta.spark": 0,  # the package's import guard
     "pydelta.spark.base": 0,  # JVM and plan helpers, SQL tokens, conf, errors, storage, catalog
     "pydelta.spark.connect": 0,
-    "pydelta.spark.connect.session": 0,
+    "pydelta.spark.base.connect_session": 0,
     "pydelta.spark.read": 1,
     "pydelta.spark.connect.expressions": 1,
     "pydelta.spark.connect.lineage": 1,

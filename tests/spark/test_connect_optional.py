@@ -17,7 +17,7 @@ import pytest
 _PROGRAM = """
 import sys
 sys.modules["grpc"] = None
-from pydelta.spark.connect.session import connect_classes
+from pydelta.spark.base.connect_session import connect_classes
 from pydelta.spark.session import _install_hooks
 print("connect classes:", connect_classes())
 _install_hooks()
@@ -35,7 +35,7 @@ def test_hooks_install_without_connect_dependencies(hidden):
 
 def test_connect_classes_found_when_installed():
     """The test extra installs pyspark[connect], so here the classes load."""
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     classes = connect_classes()
     assert classes is not None and classes.session.__module__ == "pyspark.sql.connect.session"

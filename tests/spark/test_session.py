@@ -12,7 +12,7 @@ import pytest
 def test_missing_java_is_a_clear_error():
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = os.path.dirname(sys.executable)  # python only, no java
-    code = "from pydelta.spark.session import check_java; check_java()"
+    code = "from pydelta.spark.base.jvm import check_java; check_java()"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode != 0
     assert "JavaNotFoundError" in out.stderr and "Java 17" in out.stderr

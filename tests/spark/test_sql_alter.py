@@ -500,7 +500,7 @@ def test_partition_and_location_statements_are_refused(spark, people):
 
 
 def test_spark_layer_functions_return_the_committed_version(spark, people):
-    from pydelta.spark.ddl import alter
+    from pydelta.spark.ddl import alter, schema_edits
 
     version = alter.set_table_properties(spark, people, {"a": "b"})
     assert version == _version(people)
@@ -510,6 +510,6 @@ def test_spark_layer_functions_return_the_committed_version(spark, people):
     assert _version(people) == before
     assert alter.unset_table_properties(spark, people, ["a"], if_exists=False) == before + 1
     assert _info(people)["operationParameters"]["ifExists"] is False
-    column = alter.NewColumn(("address", "country"), pydelta.protocol.schema.STRING, position=alter.Position())
+    column = schema_edits.NewColumn(("address", "country"), pydelta.protocol.schema.STRING, position=schema_edits.Position())
     alter.add_columns(spark, people, [column])
     assert [f["name"] for f in _schema(people)["fields"][2]["type"]["fields"]] == ["country", "city", "zip"]

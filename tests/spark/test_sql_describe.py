@@ -79,7 +79,7 @@ def _location(spark, name: str) -> str:
 
 def _owner_rows(spark, name: str) -> list[tuple]:
     """The Owner row: delta-spark shows the catalog's owner when it records one (Hive does)."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):  # no catalog objects on a Connect client: the server's SHOW TABLE EXTENDED
         found = catalog.connect_table_information(spark, name)

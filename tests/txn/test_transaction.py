@@ -346,7 +346,7 @@ def test_new_table_needs_metadata(tmp_path: Path) -> None:
 
 
 def test_partition_values_use_physical_names_under_column_mapping() -> None:
-    from pydelta.txn.transaction import _physical_partition_columns
+    from pydelta.txn.commit_checks import physical_partition_columns as _physical_partition_columns
 
     fmd = {
         "id": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"},

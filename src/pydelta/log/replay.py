@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pydelta.errors import MissingMetadataError, MissingProtocolError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat
 from pydelta.log.checkpoint_reader import read_checkpoint
-from pydelta.log.commits import CommitActions, parse_actions  # noqa: F401  (parse_actions re-exported)
+from pydelta.log.commits import CommitActions
 from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.json_actions import CommitBytes, parse_commit
 from pydelta.log.segment import LogSegment

@@ -382,7 +382,7 @@ class DeletionVectorDescriptor:
             )
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DeletionVectorDescriptor:
+    def from_dict(cls, d: Mapping[str, Any]) -> DeletionVectorDescriptor:
         """Build from the log's JSON object (or a checkpoint row); bad input is log corruption."""
         def integer(value: Any) -> Any:  # checkpoint readers may hand over numpy integers
             return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value

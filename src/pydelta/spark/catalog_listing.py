@@ -40,7 +40,7 @@ def install() -> None:
     """Patch pyspark's Catalog, classic and Spark Connect's, once per process."""
     from pyspark.sql.catalog import Catalog
 
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     classes: list[type] = [Catalog]
     if connect_classes() is not None:  # Connect's client loads here

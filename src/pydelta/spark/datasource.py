@@ -84,7 +84,7 @@ _REGISTERED: set[int] = set()
 
 def register(spark: SparkSession) -> None:
     """Register the "delta" source on `spark` (once per session: also serves readStream)."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key in _REGISTERED:

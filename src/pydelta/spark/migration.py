@@ -54,7 +54,7 @@ def take_over_session(spark: Any) -> list[str]:
 
 def _delta_spark_on_classpath(spark: Any) -> bool:
     """Whether the session's JVM can load delta-spark's catalog class (never over Connect: no JVM here)."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):
         return False

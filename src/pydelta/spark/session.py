@@ -8,12 +8,12 @@ and sets the session options the Delta read path needs.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import Any
 
-from pydelta.errors import CatalogLockedError, JavaNotFoundError
+from pydelta.errors import CatalogLockedError
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.jvm import check_java
 
 SESSION_CONF = {
     # Column mapping "id" mode resolves Parquet columns by field id.
@@ -21,17 +21,6 @@ SESSION_CONF = {
     # Delta timestamp stats and readers expect microseconds, never INT96.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
-
-
-def check_java() -> None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
-        return
-    if shutil.which("java") is None:
-        raise JavaNotFoundError(
-            "pydelta runs on Apache Spark, which needs Java 17: install it "
-            "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
-        )
 
 
 _installed = False
@@ -86,7 +75,7 @@ def enable(spark: SparkSession) -> Any:
         spark.conf.set(key, value)
     from pydelta.spark import datasource
     from pydelta.spark.base import hadoop_storage
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
     from pydelta.spark.read import log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source

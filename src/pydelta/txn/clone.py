@@ -16,13 +16,13 @@ import shutil
 import time
 import uuid
 from dataclasses import replace
-from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError, TableAlreadyExistsError
 from pydelta.log.file_actions import add_action_from_file_row
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.log.storage import to_local_path
+from pydelta.protocol.action_types import AddFile, RemoveFile, as_add, as_remove
 from pydelta.protocol.partition_values import file_uri, to_uri_path
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
@@ -36,11 +36,11 @@ def _is_absolute(path: str) -> bool:
     return path.startswith(("file:", "/")) or "://" in path
 
 
-def _shallow(add: dict[str, Any], source_root: str) -> dict[str, Any]:
+def _shallow(add: AddFile, source_root: str) -> AddFile:
     """The add action with its file and deletion vector referenced by absolute URI."""
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
-    out = dict(add)
+    out = add.copy()
     if not _is_absolute(add["path"]):
         out["path"] = file_uri(canonical_path(add["path"], source_root))
     dv = add.get("deletionVector")
@@ -52,11 +52,11 @@ def _shallow(add: dict[str, Any], source_root: str) -> dict[str, Any]:
     return out
 
 
-def _deep(add: dict[str, Any], source_root: str, target_root: str, copied: list[str]) -> dict[str, Any]:
+def _deep(add: AddFile, source_root: str, target_root: str, copied: list[str]) -> AddFile:
     """The add action for a copy of its file (and relative deletion vector) inside the target."""
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
-    out = dict(add)
+    out = add.copy()
     src = canonical_path(add["path"], source_root)
     rel = add["path"] if not _is_absolute(add["path"]) else f"clone-{uuid.uuid4()}-{os.path.basename(src)}"
     dst = canonical_path(rel, target_root)
@@ -113,7 +113,7 @@ def clone_table(
         configuration=configuration,
     )
     rows = source.files().to_pylist()
-    adds: list[dict[str, Any]] = []
+    adds: list[AddFile] = []
     copied: list[str] = []
     try:
         for row in rows:
@@ -122,7 +122,7 @@ def clone_table(
             add.pop("defaultRowCommitVersion", None)
             adds.append(_shallow(add, source.table_root) if shallow else _deep(add, source.table_root, target_root, copied))
         now = int(time.time() * 1000)
-        removes = []
+        removes: list[RemoveFile] = []
         if existing is not None:
             # A file the clone adds again (re-cloning the same source shallowly: the same absolute
             # path) is replaced by its new add; a remove of it in the same commit would be refused.
@@ -131,10 +131,12 @@ def clone_table(
                 old = add_action_from_file_row(row)
                 if old["path"] in readded:
                     continue
-                removes.append({"path": old["path"], "deletionTimestamp": now, "dataChange": True,
-                                "extendedFileMetadata": True, "partitionValues": old["partitionValues"],
-                                "size": old["size"], **({"deletionVector": old["deletionVector"]}
-                                                        if old.get("deletionVector") else {})})
+                remove: RemoveFile = {"path": old["path"], "deletionTimestamp": now, "dataChange": True,
+                                      "extendedFileMetadata": True, "partitionValues": old["partitionValues"],
+                                      "size": old["size"]}
+                if old.get("deletionVector"):
+                    remove["deletionVector"] = old["deletionVector"]
+                removes.append(remove)
         txn = OptimisticTransaction(target_root, existing, engine_info=engine_info)
         txn.read_whole_table()
         txn.update_metadata(metadata)
@@ -148,11 +150,11 @@ def clone_table(
             "sourceNumOfFiles": len(rows),
             "numRemovedFiles": len(removes),
             "numCopiedFiles": 0 if shallow else len(rows),
-            "removedFilesSize": sum(int(r["size"] or 0) for r in removes),
+            "removedFilesSize": sum(r.get("size") or 0 for r in removes),
             "copiedFilesSize": 0 if shallow else source_size,
         }
         name = source_name or f"delta.`{file_uri(source.table_root)}`"
-        actions = [{"remove": r} for r in removes] + [{"add": a} for a in adds]
+        actions = [as_remove(r) for r in removes] + [as_add(a) for a in adds]
         txn.commit(actions, Operation.clone(name, source.version), operation_metrics=metrics)
     except BaseException:
         for path in copied:  # a failed deep clone leaves no copies behind

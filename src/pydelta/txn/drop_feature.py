@@ -41,6 +41,7 @@ from pydelta.log.cleanup import cleanup_expired_logs
 from pydelta.log.segment import list_log
 from pydelta.log.snapshot import Snapshot, load_snapshot
 from pydelta.protocol import geospatial, properties, type_widening
+from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import FEATURES, feature_spec
 from pydelta.protocol.schema import (
@@ -168,7 +169,7 @@ def _dv_tombstones(ctx: _Context) -> None:
         return
     listed = set(tomb.column("path").to_pylist())
     now = ctx.now_ms()
-    actions = []
+    actions: list[Action] = []
     for dv in tomb.column("deletionVector").to_pylist():
         path = _relative_dv_path(dv)
         if path and path not in listed:
@@ -244,7 +245,8 @@ def _domains_pre(ctx: _Context) -> bool:
     domains = snapshot.domain_metadata
     if not domains:
         return False
-    actions = [{"domainMetadata": {"domain": d, "configuration": c, "removed": True}} for d, c in domains.items()]
+    actions: list[Action] = [{"domainMetadata": {"domain": d, "configuration": c, "removed": True}}
+                             for d, c in domains.items()]
     ctx.transaction(snapshot).commit(
         actions, Operation("DOMAIN METADATA CLEANUP", {"domainMetadataRemovedCount": len(actions)}))
     return True

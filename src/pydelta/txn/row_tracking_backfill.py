@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 from pydelta.log.file_actions import add_action_from_file_row
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties
+from pydelta.protocol.action_types import Action, AddFile, as_add
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.row_tracking import enabled, has_row_ids
@@ -25,9 +26,10 @@ def unbackfill(snapshot: Snapshot, engine_info: str | None = None) -> Snapshot:
     files = snapshot.files()
     tracked = files.filter(pc.or_(files.column("base_row_id").is_valid(),
                                   files.column("default_row_commit_version").is_valid()))
-    adds = []
+    adds: list[Action] = []
     for row in tracked.to_pylist():
-        add = {**add_action_from_file_row(row), "dataChange": False}
+        add = add_action_from_file_row(row)
+        add["dataChange"] = False
         add.pop("baseRowId", None)
         add.pop("defaultRowCommitVersion", None)
         adds.append({"add": add})
@@ -35,6 +37,13 @@ def unbackfill(snapshot: Snapshot, engine_info: str | None = None) -> Snapshot:
     txn.read_files([a["add"]["path"] for a in adds])
     txn.commit(adds, Operation("ROW TRACKING UNBACKFILL", {"batchId": "0"}), data_change=False)
     return snapshot.update()
+
+
+def _recommitted(row: dict[str, object]) -> AddFile:
+    """A live file's add action again, as a recommit of the same data (dataChange=false)."""
+    add = add_action_from_file_row(row)
+    add["dataChange"] = False
+    return add
 
 
 def backfill(snapshot: Snapshot, engine_info: str | None = None) -> Snapshot:
@@ -49,9 +58,9 @@ def backfill(snapshot: Snapshot, engine_info: str | None = None) -> Snapshot:
     files = snapshot.files()
     missing = files.filter(files.column("base_row_id").is_null()) if "base_row_id" in files.column_names else files
     if missing.num_rows:
-        adds = [{**add_action_from_file_row(row), "dataChange": False} for row in missing.to_pylist()]
+        adds = [_recommitted(row) for row in missing.to_pylist()]
         txn = OptimisticTransaction(snapshot.table_root, snapshot, engine_info=engine_info)
         txn.read_files([a["path"] for a in adds])
-        txn.commit([{"add": a} for a in adds], Operation("ROW TRACKING BACKFILL", {"batchId": "0"}), data_change=False)
+        txn.commit([as_add(a) for a in adds], Operation("ROW TRACKING BACKFILL", {"batchId": "0"}), data_change=False)
         snapshot = snapshot.update()
     return snapshot

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import (
@@ -28,13 +28,11 @@ from pydelta.log.commit_owners.registry import owner_spec
 from pydelta.log.segment import LogSegment, list_log
 from pydelta.log.storage import Storage, storage_for, to_local_path
 from pydelta.protocol import properties as P
+from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
-from pydelta.txn.commit_checks import (
-    physical_partition_columns as _physical_partition_columns,  # noqa: F401 - its tests import it from here
-)
 from pydelta.txn.commit_checks import (
     refuse_catalog_managed,
     validate_file_actions,
@@ -261,7 +259,7 @@ class OptimisticTransaction:
     # ---- commit ------------------------------------------------------------------------
     def commit(
         self,
-        actions: list[dict[str, Any]],
+        actions: Sequence[Action],
         operation: Operation | str,
         *,
         operation_metrics: Mapping[str, int | str] | None = None,

@@ -146,7 +146,7 @@ class DeltaTableOperations(TableHandle):
             recent = DeltaTable.forPath(spark, "/data/events").toDF().where("day >= '2024-01-01'")
             ```
         """
-        from pydelta.spark.connect.session import is_connect
+        from pydelta.spark.base.connect_session import is_connect
         from pydelta.spark.read.scan import read_snapshot
 
         if is_connect(self._spark):  # no plan to edit here: the options go into the scans as they are built

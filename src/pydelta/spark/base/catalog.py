@@ -63,7 +63,7 @@ def _identifier(spark: SparkSession, name: str) -> Any:
 
 def _quoted(spark: SparkSession, name: str) -> str:
     """`name` as a quoted identifier (`db`.`t`), checked by Spark's parser on a classic session."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if not is_connect(spark):
         return str(_identifier(spark, name).quotedString())
@@ -122,7 +122,7 @@ def connect_table_information(spark: SparkSession, name: str) -> tuple[CatalogEn
 
 def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
     """The catalog entry of `name`, or None when the catalog has no such table."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):
         return _lookup_over_connect(spark, name)
@@ -142,7 +142,7 @@ def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
 
 def default_location(spark: SparkSession, name: str) -> str:
     """Where Spark puts a managed table of this name (warehouse/name, warehouse/db.db/name)."""
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):  # no catalog objects on a Connect client: Spark's layout from the server's warehouse
         parts = name_parts(name)

@@ -38,7 +38,7 @@ class SparkEngine:
         """The storage serving the table at `path` for this session."""
         scheme = urlparse(path).scheme.lower()
         if scheme in HADOOP_ONLY_SCHEMES:
-            from pydelta.spark.connect.session import is_connect
+            from pydelta.spark.base.connect_session import is_connect
 
             if not is_connect(self.spark):
                 return HadoopFileSystemStorage(self.spark, self.hadoop_options)

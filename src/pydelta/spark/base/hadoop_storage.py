@@ -248,7 +248,7 @@ def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None 
     `bucket` are asked of it as S3A does (`_provider_secrets`). A Spark Connect session has no
     JVM on this side: `_connect_s3a_settings`.
     """
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):
         return _connect_s3a_settings(spark, options)
@@ -515,11 +515,11 @@ _R = TypeVar("_R")
 def in_hadoop_scope(method: Callable[Concatenate[_Table, _P], _R]) -> Callable[Concatenate[_Table, _P], _R]:
     """Decorator: the DeltaTable method runs with the table's Hadoop options in its session."""
 
-    @functools.wraps(method)
-    def scoped(self: _Table, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def scoped(self: _Table, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._hadoop_scope():
             return method(self, *args, **kwargs)
 
+    functools.update_wrapper(scoped, method)  # the method's name and docstring (mkdocs shows them)
     return scoped
 
 
@@ -650,7 +650,7 @@ def require_connector(spark: SparkSession, uri: str) -> None:
     from urllib.parse import urlparse
 
     from pydelta.errors import MissingConnectorError
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     scheme = urlparse(str(uri)).scheme.lower()
     if scheme not in CONNECTORS or is_connect(spark):  # a Connect client cannot see the server's classpath

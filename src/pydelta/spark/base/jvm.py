@@ -7,7 +7,10 @@ instead of an AttributeError deep inside a statement.
 
 from __future__ import annotations
 
-from pydelta.errors import DeltaNotImplementedError
+import os
+import shutil
+
+from pydelta.errors import DeltaNotImplementedError, JavaNotFoundError
 from pydelta.spark.base._typing import JavaObject, SparkSession
 
 
@@ -30,3 +33,15 @@ def java_session(spark: SparkSession) -> JavaObject:
     """The JVM SparkSession behind `spark` (`spark._jsparkSession`)."""
     jvm(spark)
     return spark._jsparkSession
+
+
+def check_java() -> None:
+    """Refuse to start Spark without Java, with the command that installs it."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return
+    if shutil.which("java") is None:
+        raise JavaNotFoundError(
+            "pydelta runs on Apache Spark, which needs Java 17: install it "
+            "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
+        )

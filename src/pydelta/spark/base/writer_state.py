@@ -20,8 +20,8 @@ def _is_delta(fmt: str | None) -> bool:
     return fmt is not None and fmt.lower() == "delta"
 
 
-def _record_format(original):
-    def format(self, source: str):  # noqa: A001
+def _record_format(original: Any) -> Any:
+    def format(self: Any, source: str) -> Any:  # noqa: A001
         _state(self)["format"] = source
         if _is_delta(source):
             return self
@@ -30,16 +30,16 @@ def _record_format(original):
     return format
 
 
-def _record_option(original):
-    def option(self, key: str, value: Any):
+def _record_option(original: Any) -> Any:
+    def option(self: Any, key: str, value: Any) -> Any:
         _state(self)["options"][key] = value
         return original(self, key, value)
 
     return option
 
 
-def _record_options(original):
-    def options(self, **opts: Any):
+def _record_options(original: Any) -> Any:
+    def options(self: Any, **opts: Any) -> Any:
         _state(self)["options"].update(opts)
         return original(self, **opts)
 

@@ -53,7 +53,7 @@ class LocalConnectServer:
         """Start the server and wait until it accepts clients."""
         import pyspark
 
-        from pydelta.spark.session import check_java
+        from pydelta.spark.base.jvm import check_java
 
         check_java()
         spark_home = os.path.dirname(pyspark.__file__)

@@ -89,7 +89,8 @@ def _set_clause(spark: SparkSession, snapshot: Snapshot, alias: str, assignments
 
 
 def _update(spark: SparkSession, target: DeltaTarget, statement: g.Update) -> DataFrame:
-    from pydelta.spark.dml.update import column_mapping, prepare_update
+    from pydelta.spark.dml.update import prepare_update
+    from pydelta.spark.read.conditions import column_mapping
 
     snapshot, alias = _delta_table(spark, target, statement.alias, statement.target.parts)
     assignments = _set_clause(spark, snapshot, alias, statement.assignments)
@@ -266,28 +267,28 @@ def _alter(spark: SparkSession, target: DeltaTarget, statement: g.AlterTable) ->
 
 
 def _new_column(column: g.ColumnDefinition) -> Any:
-    from pydelta.spark.ddl import alter
+    from pydelta.spark.ddl import schema_edits
     from pydelta.spark.sql.alter import DEFAULT_NOT_ALLOWED_ON_ADD
 
     if column.default is not None:
         raise DeltaAnalysisError(DEFAULT_NOT_ALLOWED_ON_ADD)
-    return alter.NewColumn(g.column_parts(column.name), _delta_type(column.type), column.nullable, column.comment,
+    return schema_edits.NewColumn(g.column_parts(column.name), _delta_type(column.type), column.nullable, column.comment,
                            _position(column.position))
 
 
 def _position(position: str | None) -> Any:
     """FIRST / AFTER <column> as ddl.alter's Position; None when the statement gives none."""
-    from pydelta.spark.ddl import alter
+    from pydelta.spark.ddl import schema_edits
 
     if position is None:
         return None
-    return alter.Position() if position == "FIRST" else alter.Position(g.column_parts(position)[-1])
+    return schema_edits.Position() if position == "FIRST" else schema_edits.Position(g.column_parts(position)[-1])
 
 
 def _column_change(spec: g.ColumnSpec) -> Any:
-    from pydelta.spark.ddl import alter
+    from pydelta.spark.ddl import schema_edits
 
-    return alter.ColumnChange(
+    return schema_edits.ColumnChange(
         g.column_parts(spec.name), data_type=_delta_type(spec.type) if spec.type is not None else None,
         nullable=spec.nullable, comment=spec.comment, drop_comment=spec.drop_comment, drop_default=spec.drop_default,
         position=_position(spec.position), default=spec.default)

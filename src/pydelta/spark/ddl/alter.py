@@ -32,11 +32,10 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import type_widening
 from pydelta.protocol.actions import Metadata
-from pydelta.protocol.properties import (  # noqa: F401 - validate_properties and the prefixes re-exported
+from pydelta.protocol.properties import (
     ALLOW_ARBITRARY_PROPERTIES_CONF,
     CONSTRAINT_PREFIX,
     FEATURE_PREFIX,
-    UNIVERSAL_FORMAT_CONFIG_PREFIX,
     normalize_keys,
     validate_properties,
 )
@@ -61,8 +60,7 @@ from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bool
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.ddl import remove_column_mapping as remove_cm
-from pydelta.spark.ddl.schema_edits import (  # noqa: F401 - re-exported for ALTER's callers
-    _INVALID_NAME_CHARS,
+from pydelta.spark.ddl.schema_edits import (
     ColumnChange,
     NewColumn,
     Position,
@@ -273,7 +271,7 @@ _NONDETERMINISTIC = re.compile(r"\b(rand|randn|random|uuid|shuffle|monotonically
 def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
     """(is an aggregate, is deterministic) of `SELECT <expr> AS check FROM table`."""
     from pydelta.spark.base import jplan
-    from pydelta.spark.connect.session import analyzed_plan, is_connect
+    from pydelta.spark.base.connect_session import analyzed_plan, is_connect
 
     if not is_connect(checked.sparkSession):
         analyzed = checked._jdf.queryExecution().analyzed()

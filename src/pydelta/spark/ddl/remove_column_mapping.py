@@ -18,6 +18,7 @@ from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.action_types import AddFile, RemoveFile, as_add, as_remove
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.clustering import DOMAIN as CLUSTERING_DOMAIN
 from pydelta.protocol.column_mapping_removal import clustering_without_mapping, metadata_without_mapping
@@ -65,7 +66,7 @@ def rewrite_and_commit(spark: SparkSession, snapshot: Snapshot, metadata: Metada
     return _commit(spark, snapshot, metadata, adds, removes)
 
 
-def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tuple[list[dict], list[dict]]:
+def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tuple[list[AddFile], list[RemoveFile]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
@@ -100,7 +101,8 @@ def _without_field_ids(df: DataFrame, metadata: Metadata) -> Any:
     return df.select(*table, *others)
 
 
-def _commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, adds: list[dict], removes: list[dict]) -> int:
+def _commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, adds: list[AddFile],
+            removes: list[RemoveFile]) -> int:
     from pydelta.spark.base.transactions import open_transaction
 
     txn = open_transaction(spark, snapshot)
@@ -110,17 +112,17 @@ def _commit(spark: SparkSession, snapshot: Snapshot, metadata: Metadata, adds: l
     if clustered is not None:  # the clustering columns, now by logical name
         txn.add_domain_metadata(CLUSTERING_DOMAIN, clustered)
     tags = {PRESERVED_ROW_TRACKING_TAG: "true"} if row_tracking.enabled(snapshot.metadata) else None
-    actions = [{"remove": r} for r in removes] + [{"add": a} for a in adds]
+    actions = [as_remove(r) for r in removes] + [as_add(a) for a in adds]
     return txn.commit(actions, OPERATION, operation_metrics=_metrics(adds, removes), tags=tags, data_change=False)
 
 
-def _metrics(adds: Sequence[dict], removes: Sequence[dict]) -> dict[str, int]:
+def _metrics(adds: Sequence[AddFile], removes: Sequence[RemoveFile]) -> dict[str, int]:
     """The keys of delta-spark's REMOVE_COLUMN_MAPPING metric set."""
     return {
         "numRewrittenFiles": len(removes),
         "numOutputBytes": sum(a.get("size") or 0 for a in adds),
         "numRemovedBytes": sum(r.get("size") or 0 for r in removes),
-        "numCopiedRows": sum(json.loads(a["stats"]).get("numRecords", 0) for a in adds if a.get("stats")),
+        "numCopiedRows": sum(json.loads(stats).get("numRecords", 0) for a in adds if (stats := a.get("stats"))),
         "numDeletionVectorsRemoved": sum(1 for r in removes if r.get("deletionVector")),
     }
 

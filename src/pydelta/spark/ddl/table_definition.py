@@ -20,6 +20,7 @@ from pydelta.errors import (
     TableAlreadyExistsError,
 )
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.action_types import Action, as_remove
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.base.spark_errors import boundary_class, cannot_replace_missing_table
@@ -416,11 +417,11 @@ def create_table(definition: TableDefinition) -> str:
     txn = open_transaction(definition._spark, snapshot, path)
     txn.update_metadata(metadata)
     define_clustering(txn, snapshot, cluster_by)
-    actions = []
+    actions: list[Action] = []
     if snapshot is not None:
         txn.read_whole_table()
         now = int(time.time() * 1000)
-        actions = [{"remove": remove_action(a, timestamp_ms=now)} for a in file_rows_to_adds(snapshot.files())]
+        actions = [as_remove(remove_action(a, timestamp_ms=now)) for a in file_rows_to_adds(snapshot.files())]
     name = {"create": "CREATE TABLE", "createIfNotExists": "CREATE TABLE", "replace": "REPLACE TABLE",
             "createOrReplace": "CREATE OR REPLACE TABLE" if snapshot is not None else "CREATE TABLE"}[definition._kind]
     operation = Operation.table_definition(name, is_managed=not definition._location, description=definition._comment,

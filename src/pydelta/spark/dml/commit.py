@@ -16,7 +16,7 @@ interleaved deterministically (tests, conflict handling).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
+from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import Metadata
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
@@ -115,7 +116,7 @@ class PreparedCommit:
     """
 
     txn: OptimisticTransaction
-    actions: list[dict[str, Any]]
+    actions: list[Action]
     operation: Operation
     metrics: dict[str, Any]
     started: float = field(default_factory=time.monotonic)
@@ -174,7 +175,7 @@ class PreparedCommit:
         return False
 
 
-def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
+def discard_files(table_root: str, actions: Iterable[Action]) -> None:
     """Delete the data / change files of uncommitted `add` and `cdc` actions (best effort).
 
     An `add` of a path the same actions remove is an existing file getting a new deletion
@@ -190,7 +191,7 @@ def discard_files(table_root: str, actions: Iterable[dict[str, Any]]) -> None:
     removed = {a["remove"]["path"] for a in actions if a.get("remove")}
     for action in actions:
         for kind in ("add", "cdc"):
-            body = action.get(kind)
+            body: Mapping[str, Any] | None = action.get(kind)  # type: ignore[assignment]  # add or cdc
             if not body or not body.get("path"):
                 continue
             path: str | None = canonical_path(body["path"], table_root)

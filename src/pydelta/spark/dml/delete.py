@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.action_types import Action
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.dml.commit import (
     PreparedCommit,
@@ -71,12 +72,12 @@ def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = Non
     root = snapshot.table_root
 
     predicates: list[str] = []
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     scan_ms = rewrite_ms = 0
     deleted_rows: int | None = 0
     copied_rows = 0
-    added: list[dict[str, Any]] = []
-    cdc: list[dict[str, Any]] = []
+    added: list[Action] = []
+    cdc: list[Action] = []
     removed = files.slice(0, 0)
     dv_delete: DvDelete | None = None
 

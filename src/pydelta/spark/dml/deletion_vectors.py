@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 
 from pydelta.log.deletion_vector_files import read_deleted_rows, write_deletion_vectors
+from pydelta.log.file_actions import add_action_from_file_row
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties
+from pydelta.protocol.action_types import Action, AddFile, DeletionVectorDict
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 from pydelta.protocol.stats import TIGHT_BOUNDS
@@ -87,7 +89,7 @@ def rows_by_file(df: DataFrame, uris: list[str] | None = None) -> dict[str, np.n
 class DvDelete:
     """The actions and metrics of marking rows deleted in the given files."""
 
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
     removed_files: int = 0  # files all of whose rows are now deleted
     removed_bytes: int = 0
     dvs_added: int = 0  # files that had no DV before
@@ -130,24 +132,12 @@ def mark_deleted(snapshot: Snapshot, files: pa.Table, new_rows: dict[str, np.nda
     return out
 
 
-def _add_with_dv(row: dict[str, Any], descriptor: DeletionVectorDescriptor) -> dict[str, Any]:
+def _add_with_dv(row: dict[str, Any], descriptor: DeletionVectorDescriptor) -> AddFile:
     """The file's add action, now carrying `descriptor` and loose (not tight) stats bounds."""
-    add: dict[str, Any] = {
-        "path": row["path"],
-        "partitionValues": dict(row["partition_values"] or {}),
-        "size": row["size"],
-        "modificationTime": row["modification_time"],
-        "dataChange": True,
-        "deletionVector": descriptor.to_dict(),
-    }
+    add = add_action_from_file_row(row)
+    add["deletionVector"] = cast(DeletionVectorDict, descriptor.to_dict())
     if row.get("stats"):
         stats = json.loads(row["stats"])
         stats[TIGHT_BOUNDS] = False
         add["stats"] = json.dumps(stats, separators=(",", ":"))
-    if row.get("tags"):
-        add["tags"] = dict(row["tags"])
-    for column, key in (("base_row_id", "baseRowId"), ("default_row_commit_version", "defaultRowCommitVersion"),
-                        ("clustering_provider", "clusteringProvider")):
-        if row.get(column) is not None:
-            add[key] = row[column]
     return add

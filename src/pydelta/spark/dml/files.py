@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +17,7 @@ from pydelta.errors import (
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties as P
+from pydelta.protocol.action_types import Action, as_add
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.predicates import Predicate
 from pydelta.protocol.schema import StructType, quote_identifier
@@ -111,7 +112,7 @@ def count_dvs(files: pa.Table) -> int:
     return files.num_rows - files.column("deletion_vector").null_count
 
 
-def add_rows(adds: list[dict[str, Any]]) -> int:
+def add_rows(adds: Iterable[Mapping[str, Any]]) -> int:
     total = 0
     for a in adds:
         stats = a.get("stats")
@@ -120,7 +121,7 @@ def add_rows(adds: list[dict[str, Any]]) -> int:
     return total
 
 
-def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
+def remove_actions(files: pa.Table) -> list[Action]:
     now = int(time.time() * 1000)
     return [{"remove": remove_action(a, data_change=True, timestamp_ms=now)} for a in file_rows_to_adds(files)]
 
@@ -129,7 +130,7 @@ def remove_actions(files: pa.Table) -> list[dict[str, Any]]:
 
 
 def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata, *, repartition: bool = False,
-               row_ids: bool = False) -> list[dict[str, Any]]:
+               row_ids: bool = False) -> list[Action]:
     """Write `df` (columns by the table's logical names) as new data files, constraints checked inline.
 
     `row_ids`: `df` also has ROW_ID_COL / ROW_VERSION_COL (see `materializes_row_ids`), written
@@ -150,7 +151,7 @@ def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata
             data, root, metadata, data_change=True,
             session_time_zone=session_time_zone(spark), hidden=hidden,
         )
-    return [{"add": a} for a in adds]
+    return [as_add(a) for a in adds]
 
 
 # ---- change data files ------------------------------------------------------------------------------
@@ -182,7 +183,7 @@ def with_change_type(df: DataFrame, schema: StructType, change_type: str | Colum
     return conform(df.withColumn(CHANGE_TYPE, value), cdc_schema(schema))
 
 
-def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata) -> list[dict[str, Any]]:
+def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata) -> list[Action]:
     """Write change rows (table columns + `_change_type`) under `_change_data/`; returns `cdc` actions.
 
     Files are partitioned like the table (PROTOCOL.md: `_change_data/part=value/...`),

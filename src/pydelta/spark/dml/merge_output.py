@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pydelta.protocol.action_types import Action
 from pydelta.protocol.identity import IdentitySpec
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.base._typing import Column, DataFrame
@@ -51,8 +52,8 @@ ROW_VERSION_OUT = "__pydelta_merge_row_version"
 class MergeWrites:
     """The files a merge has written so far (deleted again if it fails), and its row counts."""
 
-    added: list[dict[str, Any]] = field(default_factory=list)
-    cdc: list[dict[str, Any]] = field(default_factory=list)
+    added: list[Action] = field(default_factory=list)
+    cdc: list[Action] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # row counts by outcome (see outcome_codes)
     dv_merge: DvDelete | None = None  # with deletion vectors: the touched files' new DVs
 
@@ -238,7 +239,7 @@ def _with_identity_values(joined: DataFrame, specs: list[IdentitySpec], stable: 
     return out.localCheckpoint(eager=True) if stable else out
 
 
-def record_identity_high_water_marks(plan: MergePlan, added: list[dict[str, Any]]) -> None:
+def record_identity_high_water_marks(plan: MergePlan, added: list[Action]) -> None:
     """Stage in the transaction how far the generated identity values went."""
     if not plan.identity_specs or not added:
         return
@@ -266,7 +267,7 @@ def _count_actions(joined: DataFrame, resolved: list[ResolvedClause]) -> dict[st
     return out
 
 
-def merge_actions(found: TouchedFiles, writes: MergeWrites) -> list[dict[str, Any]]:
+def merge_actions(found: TouchedFiles, writes: MergeWrites) -> list[Action]:
     """The commit's actions: the touched files removed (or given new DVs), the new data and change files."""
     actions = (remove_actions(found.files) if found.files.num_rows else []) + writes.added + writes.cdc
     if writes.dv_merge is not None:

@@ -22,8 +22,8 @@ from pydelta.protocol.identity import IdentitySpec, identity_columns
 from pydelta.protocol.predicates import Or, Predicate, Unknown
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.base._typing import Column, DataFrame, JavaObject, SparkSession
+from pydelta.spark.base.connect_session import is_connect
 from pydelta.spark.base.predicates import _children, _name, translate
-from pydelta.spark.connect.session import is_connect
 from pydelta.spark.dml.commit import check_dml_supported, new_transaction, transaction_metadata
 from pydelta.spark.dml.merge_clauses import (
     MergeClause,

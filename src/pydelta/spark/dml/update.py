@@ -20,6 +20,7 @@ from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError
 from pydelta.log.snapshot import Snapshot
+from pydelta.protocol.action_types import Action
 from pydelta.protocol.schema import StructType, quote_identifier, quote_path, split_identifier
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.dml.commit import (
@@ -228,8 +229,8 @@ def prepare_update(
         updated_rows = sum(counts.values())
     scan_ms = elapsed_ms(started)
 
-    added: list[dict[str, Any]] = []
-    cdc: list[dict[str, Any]] = []
+    added: list[Action] = []
+    cdc: list[Action] = []
     dv_update: DvDelete | None = None
     if to_rewrite.num_rows:
         rewrite_started = time.monotonic()

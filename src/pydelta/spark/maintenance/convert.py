@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaNotImplementedError, SchemaMismatchError
 from pydelta.log.storage import to_local_path
 from pydelta.protocol import geospatial
+from pydelta.protocol.action_types import Action, AddFile
 from pydelta.protocol.partition_values import (
     HIVE_DEFAULT_PARTITION,
     deserialize_partition_value,
@@ -281,10 +282,10 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
     else:
         stats = [None] * len(paths)
 
-    adds = []
+    adds: list[Action] = []
     for path, rel, pv, st in zip(paths, rels, values, stats):
         info = os.stat(path)
-        add: dict[str, Any] = {
+        add: AddFile = {
             "path": to_uri_path(rel.replace(os.sep, "/")),
             "partitionValues": pv,
             "size": info.st_size,

@@ -39,6 +39,7 @@ from pydelta.errors import (
 )
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import clustering, zcubes
+from pydelta.protocol.action_types import AddFile, RemoveFile, as_add, as_remove
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
 from pydelta.spark.base.spark_errors import boundary_class
@@ -146,8 +147,8 @@ class Bin:
 
 @dataclass
 class OptimizeResult:
-    adds: list[dict[str, Any]] = field(default_factory=list)
-    removes: list[dict[str, Any]] = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
+    removes: list[RemoveFile] = field(default_factory=list)
     removed_dvs: list[dict[str, Any]] = field(default_factory=list)
     version: int | None = None
 
@@ -404,7 +405,7 @@ def result_schema() -> Any:
 
 def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin, zorder_paths: list[list[str]] | None,
                  max_file_size: int, use_repartition: bool, num_ranges: int, add_noise: bool,
-                 timestamp_ms: int) -> tuple[list[dict], list[dict]]:
+                 timestamp_ms: int) -> tuple[list[AddFile], list[RemoveFile]]:
     """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""
     from pydelta.spark.read.scan import build_dataframe
     from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
@@ -412,7 +413,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
         desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     sc = None if is_connect(spark) else spark.sparkContext  # Connect: no job descriptions from the client
     previous = sc.getLocalProperty("spark.job.description") if sc is not None else None
@@ -565,7 +566,7 @@ def _rewrite_bins(spark: SparkSession, snapshot: Snapshot, bins: list[Bin], zord
     metadata = snapshot.metadata
     timestamp_ms = int(time.time() * 1000)
 
-    def run(b: Bin) -> tuple[list[dict], list[dict]]:
+    def run(b: Bin) -> tuple[list[AddFile], list[RemoveFile]]:
         return _rewrite_bin(spark, snapshot, metadata, b, zorder_paths, settings.max_file_size,
                             settings.use_repartition, settings.num_ranges, settings.add_noise, timestamp_ms)
 
@@ -616,7 +617,7 @@ def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, ope
         else:
             txn.read_predicate(read_predicate)
         txn.read_files(candidate_paths)
-        actions = [{"add": a} for a in result.adds] + [{"remove": r} for r in result.removes]
+        actions = [as_add(a) for a in result.adds] + [as_remove(r) for r in result.removes]
         if hook is not None:
             hook()
             hook = None

@@ -18,6 +18,7 @@ from pydelta.errors import DeltaIllegalArgumentError, RestoreMissingFilesError
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
+from pydelta.protocol.action_types import as_add, as_remove
 from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.spark.read.time_travel import java_timestamp_string, parse_timestamp, session_zone
 from pydelta.txn.commit_info import Operation
@@ -125,7 +126,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
         "numOfFilesAfterRestore": source_files.num_rows,
         "tableSizeAfterRestore": int(sum(source_files.column("size").to_pylist())),
     }
-    actions = [{"add": a} for a in to_add] + [{"remove": r} for r in to_remove]
+    actions = [as_add(a) for a in to_add] + [as_remove(r) for r in to_remove]
     committed = txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param),
                            operation_metrics=metrics)
     run_post_commit_hooks(spark, txn, committed, actions)

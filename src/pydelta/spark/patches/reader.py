@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.connect_session import connect_classes, reader_session
 from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
-from pydelta.spark.connect.session import connect_classes, reader_session
 from pydelta.spark.read.time_travel import at_suffix
 
 
-def _reader_load(original):
-    def load(self, path=None, format=None, schema=None, **options):  # noqa: A002
+def _reader_load(original: Any) -> Any:
+    def load(self: Any, path: Any=None, format: Any=None, schema: Any=None, **options: Any) -> Any:  # noqa: A002
         st = _state(self)
         if format is not None:
             st["format"] = format
@@ -55,8 +55,8 @@ def _delta_location(spark: SparkSession, name: str) -> tuple[str | None, str]:
     return delta_table_location(spark, base), suffix
 
 
-def _reader_table(original):
-    def table(self, tableName):
+def _reader_table(original: Any) -> Any:
+    def table(self: Any, tableName: Any) -> Any:
         location, at = _delta_location(reader_session(self), tableName)
         if location is None:
             return original(self, tableName)
@@ -67,8 +67,8 @@ def _reader_table(original):
     return table
 
 
-def _session_table(original):
-    def table(self, tableName):
+def _session_table(original: Any) -> Any:
+    def table(self: Any, tableName: Any) -> Any:
         if _delta_location(self, tableName)[0] is not None:
             return self.read.table(tableName)
         return original(self, tableName)

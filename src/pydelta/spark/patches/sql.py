@@ -17,7 +17,7 @@ def install() -> None:
     """Route SparkSession.sql through pydelta (idempotent, process-wide), classic and Connect."""
     from pyspark.sql.session import SparkSession
 
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     _install_classic(SparkSession)
     connect = connect_classes()

@@ -9,23 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from pydelta.spark.base._typing import DataFrame
+from pydelta.spark.base.connect_session import writer_frame
 from pydelta.spark.base.spark_errors import boundary
 from pydelta.spark.base.writer_state import _is_delta, _record_format, _record_option, _record_options, _state
-from pydelta.spark.connect.session import writer_frame
 from pydelta.spark.datasource import register as register_source
 
 
-def _record_mode(original):
-    def mode(self, saveMode):
+def _record_mode(original: Any) -> Any:
+    def mode(self: Any, saveMode: Any) -> Any:
         _state(self)["mode"] = saveMode
         return original(self, saveMode)
 
     return mode
 
 
-def _record_columns(original, key: str):
+def _record_columns(original: Any, key: str) -> Any:
     """partitionBy / clusterBy: the column names (given one by one or as one list) into `key`."""
-    def record(self, *cols):
+    def record(self: Any, *cols: Any) -> Any:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
         _state(self)[key] = list(cols)
@@ -46,8 +46,8 @@ def _settings(self: Any, mode: Any, partitionBy: Any, options: dict) -> tuple[An
     )
 
 
-def _save(original):
-    def save(self, path=None, format=None, mode=None, partitionBy=None, **options):  # noqa: A002
+def _save(original: Any) -> Any:
+    def save(self: Any, path: Any=None, format: Any=None, mode: Any=None, partitionBy: Any=None, **options: Any) -> Any:  # noqa: A002
         st = _state(self)
         if format is not None:
             st["format"] = format
@@ -66,8 +66,8 @@ def _save(original):
     return save
 
 
-def _save_as_table(original):
-    def saveAsTable(self, name, format=None, mode=None, partitionBy=None, **options):  # noqa: A002
+def _save_as_table(original: Any) -> Any:
+    def saveAsTable(self: Any, name: Any, format: Any=None, mode: Any=None, partitionBy: Any=None, **options: Any) -> Any:  # noqa: A002
         st = _state(self)
         if format is not None:
             st["format"] = format
@@ -106,8 +106,8 @@ def _save_as_table(original):
     return saveAsTable
 
 
-def _insert_into(original):
-    def insertInto(self, tableName, overwrite=None):
+def _insert_into(original: Any) -> Any:
+    def insertInto(self: Any, tableName: Any, overwrite: Any=None) -> Any:
         from pydelta.spark.base.catalog import delta_table_location
 
         location = delta_table_location(writer_frame(self).sparkSession, tableName)

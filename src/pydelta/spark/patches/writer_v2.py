@@ -99,7 +99,7 @@ def _classic_write(writer: Any) -> _V2Write:
 
 def _connect_write(writer: Any) -> _V2Write:
     from pydelta.spark.base.catalog import name_parts
-    from pydelta.spark.connect.session import writer_frame
+    from pydelta.spark.base.connect_session import writer_frame
 
     w = writer._write
     settings = {"provider": w.provider, "options": {k: v for k, v in w.options.items() if v is not None},
@@ -169,7 +169,7 @@ def _hook_terminals(writer_class: Any, describe: Callable[[Any], _V2Write]) -> N
 
 def _install_connect() -> None:
     """Connect's DataFrameWriterV2: its settings are read from its `_write` message."""
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     connect = connect_classes()
     if connect is None or connect.writer_v2.__dict__.get("_pydelta_hooked", False):
@@ -204,7 +204,7 @@ def _condition_sql(df: DataFrame, condition: Any) -> str:
     """The SQL text of an overwrite condition, resolved against the written DataFrame."""
     if isinstance(condition, str):
         return condition
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(df.sparkSession):
         from pyspark.sql.connect.expressions import SQLExpression

@@ -115,8 +115,8 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
     """The Connect server resolves and type-checks the condition (one round trip); the
     client translates what it can of it for skipping."""
     from pydelta.protocol.schema import parse_schema
+    from pydelta.spark.base.connect_session import analyzed_plan
     from pydelta.spark.connect.expressions import translate_column
-    from pydelta.spark.connect.session import analyzed_plan
 
     try:
         analyzed = _analyzed_condition(analyzed_plan(df.select(col.alias(_CONDITION))), df.columns)
@@ -152,7 +152,7 @@ def _analyzed_condition(plan: tuple[str, str] | None, columns: list[str]) -> tup
 
 
 def analyze(df: DataFrame, condition: Any, what: str = "the condition") -> Condition:
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     col = as_column(condition)
     if is_connect(df.sparkSession):

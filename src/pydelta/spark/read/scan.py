@@ -28,9 +28,9 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.connect_session import is_connect
 from pydelta.spark.base.predicates import filter_condition, translate
 from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2
-from pydelta.spark.connect.session import is_connect
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
 from pydelta.spark.read.parquet_files import read_parquet_files

@@ -16,7 +16,7 @@ from pydelta.protocol.schema import DataType, UnsupportedDataTypeError, parse_da
 from pydelta.spark.base import jplan
 from pydelta.spark.base._typing import JavaObject, SparkSession
 from pydelta.spark.base.jplan import NOT_DELTA
-from pydelta.spark.ddl import alter
+from pydelta.spark.ddl import alter, schema_edits
 from pydelta.spark.ddl.alter import unnamed_check_constraint, unsupported_constraint
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
@@ -42,14 +42,14 @@ def _delta_type(jtype: Any) -> DataType:
             f"columns of type {jtype.sql()} are not supported by pydelta yet (use STRING for CHAR/VARCHAR)") from None
 
 
-def _position(node: Any) -> alter.Position | None:
+def _position(node: Any) -> schema_edits.Position | None:
     """FIRST / AFTER col from an UnresolvedFieldPosition, or None."""
     if node is None:
         return None
     position = node.position()
     if jplan.kind(position) == "First":
-        return alter.Position()
-    return alter.Position(str(position.column()))
+        return schema_edits.Position()
+    return schema_edits.Position(str(position.column()))
 
 
 def _table_of(plan: JavaObject) -> Any:
@@ -108,7 +108,7 @@ def _replace_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target = _target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    columns = [alter.NewColumn(tuple(str(p) for p in jplan.seq(col.name())), _delta_type(col.dataType()),
+    columns = [schema_edits.NewColumn(tuple(str(p) for p in jplan.seq(col.name())), _delta_type(col.dataType()),
                                bool(col.nullable()), jplan.option(col.comment()))
                for col in jplan.seq(plan.columnsToAdd())]
     replace_columns(spark, target.path, columns, display=target.display())
@@ -124,7 +124,7 @@ def _add_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         name = tuple(str(p) for p in jplan.seq(col.name()))
         if jplan.option(col.default()) is not None:
             raise DeltaAnalysisError(DEFAULT_NOT_ALLOWED_ON_ADD)
-        columns.append(alter.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
+        columns.append(schema_edits.NewColumn(name, _delta_type(col.dataType()), bool(col.nullable()),
                                        jplan.option(col.comment()), _position(jplan.option(col.position()))))
     alter.add_columns(spark, target.path, columns, display=target.display())
     return jplan.empty_result(spark)
@@ -140,7 +140,7 @@ def _alter_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         new_default = jplan.option(spec.newDefaultExpression())
         new_type = jplan.option(spec.newDataType())
         nullable = jplan.option(spec.newNullability())
-        changes.append(alter.ColumnChange(
+        changes.append(schema_edits.ColumnChange(
             name,
             data_type=_delta_type(new_type) if new_type is not None else None,
             nullable=bool(nullable) if nullable is not None else None,

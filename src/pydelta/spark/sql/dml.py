@@ -145,7 +145,8 @@ def _update(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     target, alias, node = _relation_target(spark, plan.table())
     if target is None:
         return NOT_DELTA
-    from pydelta.spark.dml.update import column_mapping, prepare_update
+    from pydelta.spark.dml.update import prepare_update
+    from pydelta.spark.read.conditions import column_mapping
 
     alias, fix = _unaliased(spark, alias, node)
     snapshot = _snapshot(spark, target)

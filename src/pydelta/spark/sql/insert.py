@@ -47,9 +47,8 @@ def insert_into(spark: SparkSession, target: DeltaTarget, snapshot: Snapshot, da
 
     from pydelta.spark.ddl.column_defaults import default_value
     from pydelta.spark.read.scan import spark_schema
-    from pydelta.spark.write.conform import nullable_type
     from pydelta.spark.write.dataframe import write_dataframe
-    from pydelta.spark.write.store_assignment import inserted, widens_on_insert
+    from pydelta.spark.write.store_assignment import inserted, nullable_type, widens_on_insert
 
     schema = spark_schema(snapshot.schema)
     field_of = field_lookup(schema, target)

@@ -38,7 +38,7 @@ def path_parts(parts: list[str] | tuple[str, ...]) -> str | None:
 def _is_temp_view(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> bool:
     if len(parts) != 1:
         return False
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):  # no parser on the client: the catalog says whether the name is a temp view
         try:

@@ -229,40 +229,40 @@ def _record(name: str) -> Callable[..., Any]:
     original = _ORIGINAL[name]
 
     if name == "format":
-        def format(self, source: str):  # noqa: A001
+        def format(self: Any, source: str) -> Any:  # noqa: A001
             _state(self)["format"] = source
             return self if _is_delta(source) else original(self, source)
         return format
     if name == "option":
-        def option(self, key: str, value: Any):
+        def option(self: Any, key: str, value: Any) -> Any:
             _state(self)["options"][key] = value
             return original(self, key, value)
         return option
     if name == "options":
-        def options(self, **opts: Any):
+        def options(self: Any, **opts: Any) -> Any:
             _state(self)["options"].update(opts)
             return original(self, **opts)
         return options
     if name == "trigger":  # kept for trigger_marks: Spark keeps the trigger only in the JVM
-        def trigger(self, *args: Any, **kwargs: Any):
+        def trigger(self: Any, *args: Any, **kwargs: Any) -> Any:
             _state(self)["trigger"] = trigger_marks.trigger_kind(kwargs)
             return original(self, *args, **kwargs)
         return trigger
     if name == "outputMode":
-        def outputMode(self, outputMode: str):  # noqa: N802, N803
+        def outputMode(self: Any, outputMode: str) -> Any:  # noqa: N802, N803
             _state(self)["mode"] = outputMode
             return original(self, outputMode)
         return outputMode
     if name == "partitionBy":
         # Kept on the Python side until start(): Spark's foreachBatch refuses partitioning.
-        def partitionBy(self, *cols: Any):  # noqa: N802
+        def partitionBy(self: Any, *cols: Any) -> Any:  # noqa: N802
             if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
                 cols = tuple(cols[0])
             _state(self)["partition_by"] = list(cols)
             return self
         return partitionBy
     # foreach / foreachBatch replace the sink, as in Spark (a later start() is not Delta's).
-    def sink(self, f: Any):
+    def sink(self: Any, f: Any) -> Any:
         _state(self)["format"] = name
         return original(self, f)
     return sink
@@ -293,7 +293,7 @@ def _settings(writer: Any, format: str | None, outputMode: str | None, partition
 
 
 def _start(original: Callable[..., Any]) -> Callable[..., Any]:
-    def start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N803
+    def start(self: Any, path: Any=None, format: Any=None, outputMode: Any=None, partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: A002, N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, path)
@@ -307,7 +307,7 @@ def _start(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _to_table(original: Callable[..., Any], prepare_session: Callable[[Any], None]) -> Callable[..., Any]:
-    def toTable(self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options):  # noqa: A002, N802, N803
+    def toTable(self: Any, tableName: Any, format: Any=None, outputMode: Any=None, partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: A002, N802, N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, tableName)
@@ -435,7 +435,7 @@ def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
 
 
 def _install_connect(prepare_session: Callable[[Any], None]) -> None:
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     connect = connect_classes()
     if connect is None or connect.stream_writer.__dict__.get("_pydelta_hooked", False):

@@ -28,7 +28,7 @@ def install() -> None:
     """Hook DataStreamReader.format and .load once per process (classic, and Connect's)."""
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
-    from pydelta.spark.connect.session import connect_classes
+    from pydelta.spark.base.connect_session import connect_classes
 
     connect = connect_classes()
     for cls in (DataStreamReader, *([connect.stream_reader] if connect else [])):
@@ -53,7 +53,7 @@ def _hook(cls: type) -> None:
             path = to_local_path(path)  # the caller's working directory, not the Python worker's
 
             from pydelta.spark.base.conf import session_time_zone
-            from pydelta.spark.connect.session import reader_session
+            from pydelta.spark.base.connect_session import reader_session
 
             self.option(ZONE_OPTION, session_time_zone(reader_session(self)))
             derived = default_storage_options(path)

@@ -9,7 +9,7 @@ from typing import Any
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.read.scan import spark_schema
-from pydelta.spark.write.store_assignment import nullable_type, store_cast  # noqa: F401 - nullable_type re-exported
+from pydelta.spark.write.store_assignment import nullable_type, store_cast
 
 
 def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> Any:

@@ -15,11 +15,12 @@ import posixpath
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
+from pydelta.protocol.action_types import AddFile, RemoveFile
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import (
     deserialize_partition_value,
@@ -100,7 +101,7 @@ def write_data_files(
     session_time_zone: str = "UTC",
     passthrough: Sequence[str] = (),
     hidden: Sequence[str] = (),
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Write `df` (logical table columns, in table order) as data files; return their add actions.
 
     `passthrough`: columns that are not table columns, see `physical_dataframe`.
@@ -146,7 +147,7 @@ def write_data_files(
             stats_columns=metadata.configuration.get("delta.dataSkippingStatsColumns"),
             string_prefix_length=_table_conf_int(metadata, "delta.dataSkippingStringPrefixLength", 32),
         )
-        adds = []
+        adds: list[AddFile] = []
         for path, (num_rows, stats_json) in zip(staged, stats):
             if num_rows == 0:
                 files.remove(path)
@@ -189,7 +190,7 @@ class _DataFiles:
         from urllib.parse import urlparse
 
         from pydelta.log.storage import OBJECT_STORE_SCHEMES, is_remote_uri
-        from pydelta.spark.connect.session import is_connect
+        from pydelta.spark.base.connect_session import is_connect
 
         if not is_remote_uri(table_root):
             return _LocalFiles()
@@ -310,9 +311,9 @@ def _below(path: str, directory: str) -> str:
     return path[len(directory.rstrip("/")) + 1:]
 
 
-def remove_action(add: dict[str, Any], *, data_change: bool = True, timestamp_ms: int | None = None) -> dict[str, Any]:
+def remove_action(add: Mapping[str, Any], *, data_change: bool = True, timestamp_ms: int | None = None) -> RemoveFile:
     """The remove action that logically deletes file `add` (as delta-spark writes it)."""
-    out = {
+    out: RemoveFile = {
         "path": add["path"],
         "deletionTimestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
         "dataChange": data_change,
@@ -320,9 +321,13 @@ def remove_action(add: dict[str, Any], *, data_change: bool = True, timestamp_ms
         "partitionValues": add.get("partitionValues") or add.get("partition_values") or {},
         "size": add.get("size"),
     }
-    for src, dst in (("tags", "tags"), ("deletionVector", "deletionVector"), ("deletion_vector", "deletionVector"), ("stats", "stats")):
-        if add.get(src) is not None:
-            out[dst] = add[src]
+    if add.get("tags") is not None:
+        out["tags"] = add["tags"]
+    dv = add.get("deletionVector") if add.get("deletionVector") is not None else add.get("deletion_vector")
+    if dv is not None:
+        out["deletionVector"] = dv
+    if add.get("stats") is not None:
+        out["stats"] = add["stats"]
     return out
 
 

@@ -26,6 +26,7 @@ from pydelta.errors import (
 from pydelta.log.data_skipping import FileSkipper
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import to_local_path
+from pydelta.protocol.action_types import as_add, as_remove
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import deserialize_partition_value
 from pydelta.protocol.predicates import And, Cmp, Col, IsNull, Lit, Or, Predicate, Unknown, columns_of
@@ -145,7 +146,7 @@ def _predicate_of(spark: SparkSession, snapshot: Snapshot, sql: str) -> Predicat
     from pydelta.spark.base.predicates import filter_condition, translate
 
     base = build_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
-    from pydelta.spark.connect.session import is_connect
+    from pydelta.spark.base.connect_session import is_connect
 
     if is_connect(spark):  # the server checks the predicate; the client translates what it can of it
         from pydelta.spark.read.conditions import analyze
@@ -415,10 +416,10 @@ def write_dataframe(
 
     now = int(time.time() * 1000)
     removes = [remove_action(a, data_change=opts.data_change, timestamp_ms=now) for a in file_rows_to_adds(removed)] if removed is not None else []
-    actions = [{"add": a} for a in adds] + [{"remove": r} for r in removes]
+    actions = [as_add(a) for a in adds] + [as_remove(r) for r in removes]
     metrics = {
         "numFiles": len(adds),
-        "numOutputRows": sum(json.loads(a["stats"]).get("numRecords", 0) if a.get("stats") else 0 for a in adds),
+        "numOutputRows": sum(json.loads(stats).get("numRecords", 0) if (stats := a.get("stats")) else 0 for a in adds),
         "numOutputBytes": sum(a["size"] for a in adds),
     }
     if opts.mode == "Overwrite" and snapshot is not None:

@@ -10,7 +10,7 @@ furthest value, read from the files' statistics (or from the files when stats la
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError
@@ -58,7 +58,7 @@ def with_identity_values(df: DataFrame, specs: Sequence[IdentitySpec]) -> Any:
     return df
 
 
-def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[IdentitySpec], adds: list[dict],
+def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[IdentitySpec], adds: Sequence[Mapping[str, Any]],
                      table_root: str) -> dict[str, int]:
     """The furthest generated value of each spec's column in the files just written."""
     if not specs or not adds:
@@ -84,7 +84,7 @@ def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[Id
     return out
 
 
-def _read_back(spark: SparkSession, table_root: str, adds: list[dict], column: str, largest: bool) -> int | None:
+def _read_back(spark: SparkSession, table_root: str, adds: Sequence[Mapping[str, Any]], column: str, largest: bool) -> int | None:
     """The column's max (min) read from the written files, when their stats do not have it."""
     from pyspark.sql import functions as F
 
