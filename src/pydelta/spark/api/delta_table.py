@@ -18,7 +18,7 @@ from pydelta.errors import (
     DeltaIllegalArgumentError,
     DeltaTableNotFoundError,
 )
-from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.api.table_operations import DeltaTableOperations
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import SparkEngine
@@ -311,7 +311,7 @@ class DeltaTableApi(DeltaTableOperations):
         if not isinstance(version, int) or isinstance(version, bool):
             raise ValueError(f"version needs to be an int but got '{type(version)}'.")
         _check_clone_args(target, isShallow, replace, properties)
-        source = load_snapshot(self._path, version=version, storage=self._log_storage())
+        source = self._engine.load_snapshot(self._path, version=version)
         return self._clone(source, target, isShallow, replace, properties)
 
     @in_hadoop_scope
@@ -343,7 +343,7 @@ class DeltaTableApi(DeltaTableOperations):
         from pydelta.spark.read.time_travel import parse_timestamp
 
         ms = int(parse_timestamp(self._spark, timestamp).timestamp() * 1000)
-        source = load_snapshot(self._path, timestamp=ms, storage=self._log_storage())
+        source = self._engine.load_snapshot(self._path, timestamp=ms)
         return self._clone(source, target, isShallow, replace, properties)
 
     def _clone(self, source: Snapshot, target: str, shallow: bool, replace: bool,

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from pydelta.log.snapshot import Snapshot, load_snapshot
-from pydelta.log.storage import Storage
+from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import SparkEngine
 from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path, session_hadoop_options
@@ -36,10 +35,6 @@ class TableHandle:
         """The table's Hadoop options in its session while an operation runs (see hadoop_storage)."""
         return session_hadoop_options(self._spark, self._hadoop_conf)
 
-    def _log_storage(self) -> Storage:
-        """The storage of the table's log, as the session (and the table's hadoopConf) reach it."""
-        return self._engine.storage(self._path)
-
     @property
     def path(self) -> str:
         """The table's location, as given (or as resolved against `fs.defaultFS` in `hadoopConf`)."""
@@ -48,7 +43,7 @@ class TableHandle:
     def snapshot(self) -> Snapshot:
         """The table's latest state: the first call reads the log, later ones read only the commits since."""
         if self._snapshot is None:
-            self._snapshot = load_snapshot(self._path, storage=self._log_storage())
+            self._snapshot = self._engine.load_snapshot(self._path)
         else:
             self._snapshot = self._snapshot.update()
         return self._snapshot

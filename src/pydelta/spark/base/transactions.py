@@ -44,10 +44,6 @@ def install_post_commit_hooks(hooks: Sequence[PostCommitHook]) -> None:
     _HOOKS[:] = list(hooks)
 
 
-def post_commit_hooks() -> tuple[PostCommitHook, ...]:
-    return tuple(_HOOKS)
-
-
 def engine_info(spark: SparkSession) -> str:
     """engineInfo for a commit from `spark`, carrying the session's commitInfo.userMetadata to every commit."""
     return EngineInfo(f"pydelta/{__version__} Apache-Spark/{spark.version}",
@@ -79,15 +75,23 @@ def open_transaction(spark: SparkSession, snapshot: Snapshot | None, table_root:
 
 def run_post_commit_hooks(spark: SparkSession, txn: OptimisticTransaction, version: int | None,
                           actions: Iterable[Mapping[str, Any]]) -> None:
-    """Run the hooks, in order, after `txn` committed `version` (nothing when it committed nothing)."""
+    """Run the hooks, in order, after `txn` committed `version` (nothing when it committed nothing).
+
+    A hook that fails leaves the commit standing; its error says so, as delta-spark's
+    DELTA_POST_COMMIT_HOOK_FAILED does (a pydelta error keeps its type, anything else is a DeltaError).
+    """
     if version is None or spark is None:
         return
     committed = list(actions)
     for hook in _HOOKS:
-        hook.run(spark, txn, version, committed)
+        try:
+            hook.run(spark, txn, version, committed)
+        except DeltaError as e:
+            raise type(e)(_hook_failed(hook.name, version, e)) from e
+        except Exception as e:  # noqa: BLE001 - Spark job failures, I/O: the commit stands, the error says so
+            raise DeltaError(_hook_failed(hook.name, version, e)) from e
 
 
-def hook_failed(name: str, version: int, error: BaseException) -> str:
-    """delta-spark's message for a hook that failed after its commit stood."""
+def _hook_failed(name: str, version: int, error: BaseException) -> str:
     return (f"[DELTA_POST_COMMIT_HOOK_FAILED] Committing to the Delta table version {version} succeeded but "
             f"error while executing post-commit hook {name}: {error}")

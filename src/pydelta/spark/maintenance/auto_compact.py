@@ -24,19 +24,19 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow.compute as pc
 
-from pydelta.errors import DeltaError, DeltaIllegalArgumentError
+from pydelta.errors import DeltaIllegalArgumentError
 from pydelta.protocol import properties
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bytes, conf_value
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base.jplan import string_literal
-from pydelta.spark.base.transactions import PostCommitHook, hook_failed
+from pydelta.spark.base.transactions import PostCommitHook
 
 logger = logging.getLogger(__name__)
 
@@ -175,13 +175,10 @@ class _Table:
         return table_snapshot(self._spark, self._root)
 
 
-def after_data_commit(spark: SparkSession, txn: Any, version: int | None, actions: Iterable[Mapping[str, Any]]) -> None:
+def after_data_commit(spark: SparkSession, txn: Any, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
     """The post-commit hook: compact the small files of the partitions this commit wrote to."""
-    if version is None or spark is None:
-        return
     if (txn.committed_commit_info or {}).get("operation") in NOT_AFTER:
         return
-    actions = list(actions)
     added = _partitions_added(actions)
     if not added:
         return  # delta-spark: no hook on a commit that wrote no files
@@ -193,12 +190,7 @@ def after_data_commit(spark: SparkSession, txn: Any, version: int | None, action
 
     if txn.snapshot is not None and not maintenance_permitted(txn.snapshot, "optimize"):
         return  # a catalog-managed table whose catalog does not permit OPTIMIZE: no auto compaction
-    try:
-        _compact(spark, txn, added)
-    except DeltaError as e:
-        raise type(e)(hook_failed(HOOK_NAME, version, e)) from e
-    except Exception as e:  # noqa: BLE001 - Spark job failures: the commit stands, the error says so
-        raise DeltaError(hook_failed(HOOK_NAME, version, e)) from e
+    _compact(spark, txn, added)
 
 
 #: The post-commit hook (spark/session.py lists it).

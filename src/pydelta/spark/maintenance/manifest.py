@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydelta.errors import DeltaError, DeltaIllegalArgumentError, ManifestGenerationError
+from pydelta.errors import DeltaIllegalArgumentError, ManifestGenerationError
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.partition_values import hive_partition_path
 from pydelta.protocol.schema import column_mapping_mode
-from pydelta.spark.base.transactions import PostCommitHook, hook_failed
+from pydelta.spark.base.transactions import PostCommitHook
 
 MANIFEST_LOCATION = "_symlink_format_manifest"
 MODES = ("symlink_format_manifest",)
@@ -125,12 +125,7 @@ def after_commit(spark: Any, txn: Any, version: int, actions: Sequence[Mapping[s
         return
     if not any("add" in a or "remove" in a for a in actions):
         return
-    try:
-        generate_full_manifest(txn.post_commit_snapshot())
-    except DeltaError as e:
-        raise type(e)(hook_failed(HOOK_NAME, version, e)) from e
-    except OSError as e:
-        raise DeltaError(hook_failed(HOOK_NAME, version, e)) from e
+    generate_full_manifest(txn.post_commit_snapshot())
 
 
 #: The post-commit hook (spark/session.py lists it).
