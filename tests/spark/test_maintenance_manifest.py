@@ -121,3 +121,17 @@ def test_a_table_without_the_property_gets_no_manifest(spark, tmp_path: Path):
     spark.range(0, 5).write.format("delta").save(path)
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
     assert not (Path(path) / "_symlink_format_manifest").exists()
+
+
+def test_a_failing_hook_leaves_its_commit_and_says_so(spark, tmp_path: Path):
+    """Deletion vectors in use make manifests impossible: the DELETE's commit stands, and the error
+    names the hook that failed after it (delta-spark's DELTA_POST_COMMIT_HOOK_FAILED)."""
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES "
+              "(delta.compatibility.symlinkFormatManifest.enabled = true, delta.enableDeletionVectors = true)")
+    spark.range(0, 10).coalesce(1).write.format("delta").mode("append").save(path)
+    with pytest.raises(ManifestGenerationError, match="DELTA_POST_COMMIT_HOOK_FAILED.*version 2.*Generate Symlink"):
+        DeltaTable.forPath(spark, path).delete("id = 3")
+    rows = spark.read.format("delta").load(path).collect()
+    assert sorted(r.id for r in rows) == [i for i in range(10) if i != 3]
+    assert DeltaTable.forPath(spark, path).history(1).first().operation == "DELETE"
