@@ -63,7 +63,7 @@ def test_without_the_options_the_mounted_table_cannot_be_opened(spark, mount):
 def test_the_options_serve_the_log_the_reads_and_every_operation(spark, mount):
     uri, conf, local, key = mount
     table = DeltaTable.forPath(spark, uri, hadoopConf=conf)
-    assert spark.conf.get(key, None) is None  # set only while the table's operations run
+    assert spark.conf.get(key, None) is None  # never in the session: the table carries them
     df = table.toDF()
     assert _ids(df) == list(range(10))
     assert _ids(df.where("id > 6")) == [7, 8, 9]
@@ -87,6 +87,44 @@ def test_the_options_serve_the_log_the_reads_and_every_operation(spark, mount):
     snapshot = pydelta.load_snapshot(local)
     assert snapshot.version == 4
     assert _ids(spark.read.format("delta").load(local)) == expected
+
+
+def test_no_operation_puts_the_options_in_the_session(spark, mount):
+    """The options travel with the table, never through the session's conf: a post-commit hook,
+    which runs inside each operation after its commit, sees the session without them."""
+    from pydelta.spark.base import transactions
+
+    uri, conf, _, key = mount
+    seen: list[tuple[str, str | None]] = []
+
+    def observe(session, txn, version, actions):
+        seen.append((txn.committed_commit_info["operation"], session.conf.get(key, None)))
+
+    hooks = list(transactions._HOOKS)
+    transactions.install_post_commit_hooks([*hooks, transactions.PostCommitHook("OBSERVER", observe)])
+    try:
+        table = DeltaTable.forPath(spark, uri, hadoopConf=conf)
+        table.delete("id = 1")
+        table.update("id = 2", {"id": "200"})
+        source = spark.createDataFrame([(3, 1)], "id BIGINT, p INT")
+        table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+        table.optimize().executeCompaction()
+        table.restoreToVersion(1)
+    finally:
+        transactions.install_post_commit_hooks(hooks)
+    assert seen == [(op, None) for op in ("DELETE", "UPDATE", "MERGE", "OPTIMIZE", "RESTORE")]
+    assert _ids(table.toDF()) == [0, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_filters_skip_files_and_the_pruned_scans_keep_the_options(spark, mount):
+    uri, conf, _, key = mount
+    df = DeltaTable.forPath(spark, uri, hadoopConf=conf).toDF()
+    everything = df.inputFiles()
+    selective = df.where("id > 6")
+    assert _ids(selective) == [7, 8, 9]
+    assert 0 < len(selective.inputFiles()) < len(everything)  # the log's statistics skipped files
+    scans = _scan_options(selective)
+    assert scans and all(opts.get(key) == conf[key] for opts in scans)
 
 
 def test_the_options_reach_vacuum_and_the_alias(spark, mount):

@@ -22,7 +22,6 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.spark.api.table_operations import DeltaTableOperations
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import SparkEngine
-from pydelta.spark.base.hadoop_storage import in_hadoop_scope
 from pydelta.spark.base.spark_errors import boundary_class, not_a_delta_table
 from pydelta.spark.ddl.table_definition import IdentityGenerator, TableDefinition
 
@@ -257,7 +256,6 @@ class DeltaTableApi(DeltaTableOperations):
         return cls._builder_class(_session(sparkSession), "createOrReplace")
 
     # ---- clones (pydelta.txn.clone) -----------------------------------------------------
-    @in_hadoop_scope
     def clone(self, target: str, isShallow: bool = False, replace: bool = False,
               properties: dict[str, str] | None = None) -> DeltaTableApi:
         """Copy the table's latest version to a new table.
@@ -285,7 +283,6 @@ class DeltaTableApi(DeltaTableOperations):
         _check_clone_args(target, isShallow, replace, properties)
         return self._clone(self.snapshot(), target, isShallow, replace, properties)
 
-    @in_hadoop_scope
     def cloneAtVersion(self, version: int, target: str, isShallow: bool = False, replace: bool = False,
                        properties: dict[str, str] | None = None) -> DeltaTableApi:
         """Copy one version of the table to a new table.
@@ -314,7 +311,6 @@ class DeltaTableApi(DeltaTableOperations):
         source = self._engine.load_snapshot(self._path, version=version)
         return self._clone(source, target, isShallow, replace, properties)
 
-    @in_hadoop_scope
     def cloneAtTimestamp(self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
                          properties: dict[str, str] | None = None) -> DeltaTableApi:
         """Copy the version of the table current at a point in time to a new table.

@@ -8,14 +8,10 @@ OPTIMIZE, RESTORE, protocol and table features, manifests).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base._typing import DataFrame
-from pydelta.spark.base.hadoop_storage import (
-    HadoopScopedBuilder,
-    in_hadoop_scope,
-)
 from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.spark.base.table_handle import TableHandle
 
@@ -56,60 +52,13 @@ def _check_mapping(mapping: Any, argname: str) -> None:
             )
 
 
-def _with_read_options(df: DataFrame, options: dict[str, str]) -> DataFrame:
-    """`df` (a Delta read) with `options` added to the options of each file scan in its plan.
-
-    Spark builds the Hadoop configuration of a file scan when it runs, from the session's and
-    the scan's own options (what `spark.read.option("fs...", ...)` sets), so the scans of the
-    returned DataFrame keep the table's Hadoop options whenever it runs. pydelta's data
-    skipping would rebuild a filtered scan without them, so these scans are not registered
-    for it (a filter on them still applies, it just reads every file of the snapshot).
-    """
-    from pydelta.spark.base import jplan
-    from pydelta.spark.base.jvm import java_session, jvm
-    from pydelta.spark.read import plan_pruning
-    from pydelta.spark.read.scan import wrap
-
-    spark = df.sparkSession
-    logical_relation = jvm(spark).org.apache.spark.sql.execution.datasources.LogicalRelation
-
-    def rebuilt(node: Any) -> tuple[Any, bool]:
-        if jplan.kind(node) == "LogicalRelation":
-            relation = node.relation()
-            if relation.getClass().getSimpleName() != "HadoopFsRelation":
-                return node, False
-            merged = relation.options()
-            for key, value in options.items():
-                merged = merged.updated(key, value)
-            # not for data skipping: it would rebuild the scan without the options
-            plan_pruning.forget(spark, relation.location())
-            relation = relation.copy(relation.location(), relation.partitionSchema(), relation.dataSchema(),
-                                     relation.bucketSpec(), relation.fileFormat(), merged, relation.sparkSession())
-            return logical_relation(relation, node.output(), node.catalogTable(), node.isStreaming(),
-                                    node.stream()), True
-        kids = [rebuilt(k) for k in jplan.children(node)]
-        if not any(changed for _, changed in kids):
-            return node, False
-        return node.withNewChildren(jplan.scala_list(node, [k for k, _ in kids])), True
-
-    plan, changed = rebuilt(df._jdf.queryExecution().analyzed())
-    if not changed:
-        return df
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
-    jds = jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(java_session(spark), plan)
-    out = ClassicDataFrame(jds, spark)
-    snapshot, files = getattr(df, "_pydelta_snapshot", None), getattr(df, "_pydelta_files", None)
-    return wrap(out, snapshot, files) if snapshot is not None and files is not None else out
-
-
 @boundary_class
 class DeltaTableOperations(TableHandle):
     """A Delta table at a path and what can be done with it (see `pydelta.tables.DeltaTable`).
 
-    `hadoopConf` (delta-spark's per-table Hadoop options, see `DeltaTableApi.forPath`) is
-    applied here: the table's log storage, a session scope around each operation, and the
-    options of the scans `toDF()` returns.
+    `hadoopConf` (delta-spark's per-table Hadoop options, see `DeltaTableApi.forPath`) travels
+    with the table's storage (`TableHandle`): its log, and as per-relation options every Spark
+    scan and write of its data files that an operation runs; the session's conf is left alone.
     """
 
     def snapshot(self) -> Snapshot:
@@ -129,14 +78,12 @@ class DeltaTableOperations(TableHandle):
         """
         return super().snapshot()
 
-    @in_hadoop_scope
     def toDF(self) -> DataFrame:
         """Read the table's latest version as a DataFrame.
 
         The DataFrame is built from the snapshot current at the call: later commits to the
         table do not change what it returns. Filters on it skip files by the log's
-        partition values and column statistics (except on a table opened with `hadoopConf`,
-        whose scans carry those options instead).
+        partition values and column statistics.
 
         Returns:
             The table's rows, under the table's alias if `alias()` gave one.
@@ -146,15 +93,9 @@ class DeltaTableOperations(TableHandle):
             recent = DeltaTable.forPath(spark, "/data/events").toDF().where("day >= '2024-01-01'")
             ```
         """
-        from pydelta.spark.base.connect_session import is_connect
         from pydelta.spark.read.scan import read_snapshot
 
-        if is_connect(self._spark):  # no plan to edit here: the options go into the scans as they are built
-            df = read_snapshot(self._spark, self.snapshot(), read_options=self._hadoop_conf)
-        else:
-            df = read_snapshot(self._spark, self.snapshot())
-            if self._hadoop_conf:
-                df = _with_read_options(df, self._hadoop_conf)
+        df = read_snapshot(self._spark, self.snapshot())
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> Self:
@@ -176,7 +117,6 @@ class DeltaTableOperations(TableHandle):
         table._snapshot = self._snapshot
         return table
 
-    @in_hadoop_scope
     def history(self, limit: int | None = None) -> DataFrame:
         """List the table's commits, newest first.
 
@@ -197,7 +137,6 @@ class DeltaTableOperations(TableHandle):
 
         return history_dataframe(self._spark, self.snapshot(), limit)
 
-    @in_hadoop_scope
     def detail(self) -> DataFrame:
         """Describe the table: format, location, size, partitioning, properties, protocol.
 
@@ -216,7 +155,6 @@ class DeltaTableOperations(TableHandle):
         return detail_dataframe(self._spark, self.snapshot())
 
     # ---- DML (pydelta.spark.dml) ---------------------------------------------------------
-    @in_hadoop_scope
     def delete(self, condition: Any = None) -> None:
         """Delete the rows that match a condition, or every row.
 
@@ -236,7 +174,6 @@ class DeltaTableOperations(TableHandle):
         _check_condition(condition)
         return delete(self, condition)
 
-    @in_hadoop_scope
     def update(self, condition: Any = None, set: Any = None) -> None:  # noqa: A002
         """Change column values of the rows that match a condition, or of every row.
 
@@ -314,13 +251,9 @@ class DeltaTableOperations(TableHandle):
         if condition is None:
             raise ValueError("'condition' in merge cannot be None")
         _check_condition(condition)
-        builder = DeltaMergeBuilder(self, source, condition)
-        if self._hadoop_conf:  # the builder runs with the table's Hadoop options
-            return cast("DeltaMergeBuilder", HadoopScopedBuilder(builder, self))
-        return builder
+        return DeltaMergeBuilder(self, source, condition)
 
     # ---- maintenance (pydelta.spark.maintenance) ------------------------------------------
-    @in_hadoop_scope
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:
         """Delete the files no version within the retention period needs any more.
 
@@ -362,12 +295,8 @@ class DeltaTableOperations(TableHandle):
         """
         from pydelta.spark.maintenance.optimize import DeltaOptimizeBuilder
 
-        builder = DeltaOptimizeBuilder(self)
-        if self._hadoop_conf:  # the builder runs with the table's Hadoop options
-            return cast("DeltaOptimizeBuilder", HadoopScopedBuilder(builder, self))
-        return builder
+        return DeltaOptimizeBuilder(self)
 
-    @in_hadoop_scope
     def restoreToVersion(self, version: int) -> DataFrame:
         """Make an earlier version the table's current state again, as a new commit.
 
@@ -393,7 +322,6 @@ class DeltaTableOperations(TableHandle):
             raise ValueError(f"version needs to be an int but got '{type(version)}'.")
         return restore(self, version=version)
 
-    @in_hadoop_scope
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Make the version current at a point in time the table's current state again, as a new commit.
 
@@ -418,7 +346,6 @@ class DeltaTableOperations(TableHandle):
             raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
         return restore(self, timestamp=timestamp)
 
-    @in_hadoop_scope
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the table's minimum reader and writer protocol versions.
 
@@ -446,7 +373,6 @@ class DeltaTableOperations(TableHandle):
             raise ValueError(f"The writerVersion needs to be an integer but got '{type(writerVersion)}'.")
         upgrade_table_protocol(self, readerVersion, writerVersion)
 
-    @in_hadoop_scope
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature to the table's protocol.
 
@@ -470,7 +396,6 @@ class DeltaTableOperations(TableHandle):
             raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
         add_feature_support(self, featureName)
 
-    @in_hadoop_scope
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Remove a table feature from the table's protocol.
 
@@ -502,7 +427,6 @@ class DeltaTableOperations(TableHandle):
             raise ValueError(f"truncateHistory needs to be a boolean but got '{type(truncateHistory)}'.")
         drop_feature_support(self, featureName, bool(truncateHistory))
 
-    @in_hadoop_scope
     def generate(self, mode: str) -> None:
         """Write manifest files of the table's data files for other engines.
 

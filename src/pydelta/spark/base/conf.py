@@ -1,7 +1,11 @@
-"""Reading Spark SQL confs: pydelta's session flags (spark.databricks.delta.*) and sizes, parsed one way."""
+"""Reading Spark SQL confs: pydelta's session flags (spark.databricks.delta.*) and sizes, parsed one way;
+and holding the two that Spark reads from the session only (`held_session_conf`)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import overload
 
 from pydelta.spark.base._typing import SparkSession
@@ -50,3 +54,55 @@ def conf_bytes(spark: SparkSession, key: str, default: int) -> int:
 def session_time_zone(spark: SparkSession) -> str:
     """The session time zone (timestamp partition values are written in it); UTC when unset."""
     return conf_value(spark, "spark.sql.session.timeZone") or "UTC"
+
+
+# ---- session confs Spark reads from the session only ------------------------------------------
+#
+# Two settings pydelta needs for its own reads and writes have no per-relation form in Spark:
+# Parquet's output timestamp type (ParquetFileFormat.prepareWrite copies the session's value over
+# the write's options) and the file-listing threshold (InMemoryFileIndex reads the session's).
+# They are held here, in one place: a hold sets the value while the first holder needs it and
+# restores the session's own when the last one is done, so concurrent operations of one session
+# never restore a value under each other; a hold of another value for the same key waits.
+
+_HOLDS_LOCK = threading.Condition()
+_HOLDS: dict[tuple[object, str], tuple[str, int, str | None]] = {}  # (session, key) -> (value, holders, saved)
+
+
+def _session_identity(spark: SparkSession) -> object:
+    """The session behind `spark` (two Python wrappers of one JVM session are one session)."""
+    connect_id = getattr(spark, "session_id", None)
+    if connect_id is not None:
+        return connect_id
+    return int(spark._jsparkSession.hashCode())
+
+
+@contextlib.contextmanager
+def held_session_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """`key` set to `value` in the session's conf for the block (shared with concurrent holders of
+    the same value), then the session's own value back."""
+    slot = (_session_identity(spark), key)
+    with _HOLDS_LOCK:
+        while slot in _HOLDS and _HOLDS[slot][0] != value:
+            _HOLDS_LOCK.wait()
+        if slot in _HOLDS:
+            held, holders, saved = _HOLDS[slot]
+            _HOLDS[slot] = (held, holders + 1, saved)
+        else:
+            saved = spark.conf.get(key, None)
+            spark.conf.set(key, value)
+            _HOLDS[slot] = (value, 1, saved)
+    try:
+        yield
+    finally:
+        with _HOLDS_LOCK:
+            held, holders, saved = _HOLDS[slot]
+            if holders > 1:
+                _HOLDS[slot] = (held, holders - 1, saved)
+            else:
+                del _HOLDS[slot]
+                if saved is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, saved)
+                _HOLDS_LOCK.notify_all()

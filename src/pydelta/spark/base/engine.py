@@ -22,6 +22,7 @@ from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.hadoop_storage import (
     S3A_SCHEMES,
     HadoopFileSystemStorage,
+    StorageWithHadoopOptions,
     s3a_storage_options,
     session_s3a_settings,
 )
@@ -45,7 +46,8 @@ class SparkEngine:
         if scheme in S3A_SCHEMES:
             bucket = urlparse(path).netloc
             settings = session_s3a_settings(self.spark, self.hadoop_options, bucket)
-            return storage_for(path, s3a_storage_options(settings, bucket))
+            storage = storage_for(path, s3a_storage_options(settings, bucket))
+            return StorageWithHadoopOptions(storage, self.hadoop_options) if self.hadoop_options else storage
         return storage_for(path)
 
     def load_snapshot(self, path: str, *, version: int | None = None, timestamp: Any = None,

@@ -12,9 +12,10 @@ It also serves delta-spark's per-table Hadoop options, `DeltaTable.forPath(spark
 hadoopConf={...})` (`fs.*` / `dfs.*` keys): `HadoopFileSystemStorage(spark, options)` lays
 them over the session's configuration for one table's log, `qualify_path` resolves a
 scheme-less path against an `fs.defaultFS` among them, `check_table_options` refuses the keys
-pydelta's own log clients (local files, GCS, Azure) could not apply, and
-`session_hadoop_options` sets them in the session while one of the table's operations runs,
-so that Spark's reads and writes of the table's data files see them as well.
+pydelta's own log clients (local files, GCS, Azure) could not apply. The options travel with
+the table's storage (`table_hadoop_options`), so every snapshot loaded through it carries
+them down to Spark's reads and writes of the table's data files as per-relation options:
+the session's conf is never changed for them.
 
 And S3 (`s3a://`): Spark's data path is hadoop-aws with the session's fs.s3a.* settings, the
 log is pydelta's object-store client. So that both reach the same bucket with the same
@@ -27,15 +28,12 @@ fs.s3a.* options reach its log through `engine.SparkEngine`.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import os
 import re
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any
 from urllib.parse import quote, urlparse
 
 from pydelta.errors import DeltaNotImplementedError
@@ -43,6 +41,7 @@ from pydelta.log.storage import (
     HADOOP_ONLY_SCHEMES,
     FileAlreadyExistsError,
     FileInfo,
+    Storage,
     register_scheme,
     register_storage_options,
 )
@@ -72,6 +71,7 @@ class HadoopFileSystemStorage:
         self._jvm = jvm(spark)
         self._gateway = gateway(spark)
         self._conf = hadoop_conf(spark, options)
+        self.hadoop_options: dict[str, str] = dict(options or {})
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -468,87 +468,46 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
         "(spark.hadoop.fs.* when building it); S3 tables (s3a://) take fs.s3a.* options here.")
 
 
-# One table's options in a session at a time: `session_hadoop_options` saves and restores the
-# session's own values, which two overlapping scopes (two threads) would otherwise interleave.
-_SESSION_OPTIONS_LOCK = threading.RLock()
+class StorageWithHadoopOptions:
+    """A table's log storage (pydelta's own client) carrying the table's Hadoop options down to
+    Spark's access of its data files (an `s3a://` table opened with `hadoopConf`)."""
+
+    def __init__(self, storage: Storage, options: Mapping[str, str]) -> None:
+        self._storage = storage
+        self.hadoop_options: dict[str, str] = dict(options)
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        return self._storage.list_from(path)
+
+    def read(self, path: str) -> bytes:
+        return self._storage.read(path)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        self._storage.put_if_absent(path, data)
+
+    def put(self, path: str, data: bytes) -> None:
+        self._storage.put(path, data)
+
+    def delete(self, path: str) -> None:
+        self._storage.delete(path)
+
+    def exists(self, path: str) -> bool:
+        return self._storage.exists(path)
+
+    def is_directory(self, path: str) -> bool:
+        return self._storage.is_directory(path)
+
+    def __getattr__(self, name: str) -> Any:  # the client's own extras (list_recursive, open_input...)
+        return getattr(self._storage, name)
 
 
-@contextlib.contextmanager
-def session_hadoop_options(spark: SparkSession, options: Mapping[str, str]) -> Iterator[None]:
-    """Set `options` in the session's conf for the duration of the block, then restore its own values.
+def table_hadoop_options(storage: Storage) -> dict[str, str]:
+    """The Hadoop options of the table `storage` serves (its `hadoopConf`), none for most tables.
 
-    Spark copies the session's SQL conf into every Hadoop configuration it makes
-    (`SessionState.newHadoopConf`): the file listings, scans and writes Spark plans and runs in
-    the block see the options, and so does every `HadoopFileSystemStorage` made in it. Blocks
-    are serialized process-wide (re-entrant in one thread); other work running in the same
-    session at that moment sees the options too.
+    Spark's scans and writes of the table's data files take them as the relation's own options
+    (Spark lays those over the session's Hadoop configuration for that relation alone).
     """
-    if not options:
-        yield
-        return
-    with _SESSION_OPTIONS_LOCK:
-        conf = spark.conf
-        saved = {key: conf.get(key, None) for key in options}
-        try:
-            for key, value in options.items():
-                conf.set(key, value)
-            yield
-        finally:
-            for key, previous in saved.items():
-                if previous is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, previous)
-
-
-class HadoopScopedTable(Protocol):
-    """A DeltaTable as the helpers below see it: it can put its Hadoop options in its session."""
-
-    def _hadoop_scope(self) -> contextlib.AbstractContextManager[None]: ...
-
-
-_Table = TypeVar("_Table", bound=HadoopScopedTable)
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def in_hadoop_scope(method: Callable[Concatenate[_Table, _P], _R]) -> Callable[Concatenate[_Table, _P], _R]:
-    """Decorator: the DeltaTable method runs with the table's Hadoop options in its session."""
-
-    def scoped(self: _Table, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._hadoop_scope():
-            return method(self, *args, **kwargs)
-
-    functools.update_wrapper(scoped, method)  # the method's name and docstring (mkdocs shows them)
-    return scoped
-
-
-class HadoopScopedBuilder:
-    """The merge or optimize builder of a DeltaTable opened with `hadoopConf`.
-
-    Every method call (the clauses, and the `execute...` that runs the operation) happens with
-    the table's Hadoop options in the session; a builder a call returns is wrapped the same way.
-    """
-
-    def __init__(self, builder: Any, table: HadoopScopedTable) -> None:
-        self._builder = builder
-        self._table = table
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._builder, name)
-        if name.startswith("_") or not callable(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def scoped(*args: Any, **kwargs: Any) -> Any:
-            with self._table._hadoop_scope():
-                out = attr(*args, **kwargs)
-            return HadoopScopedBuilder(out, self._table) if isinstance(out, type(self._builder)) else out
-
-        return scoped
-
-    def __repr__(self) -> str:
-        return f"{self._builder!r} (with the table's hadoopConf)"
+    return dict(getattr(storage, "hadoop_options", None) or {})
 
 
 def staged_data_files(infos: Iterable[Any], relative: Callable[[str], str]) -> list[Any]:
@@ -569,8 +528,8 @@ class HadoopDataFiles:
     that the driver shares a disk with the executors.
     """
 
-    def __init__(self, spark: SparkSession) -> None:
-        self.storage = HadoopFileSystemStorage(spark)
+    def __init__(self, spark: SparkSession, options: Mapping[str, str] | None = None) -> None:
+        self.storage = HadoopFileSystemStorage(spark, options)
         self._jvm = jvm(spark)
 
     def list_staged(self, staging: str) -> list[FileInfo]:

@@ -8,12 +8,10 @@ one per statement), so neither front reaches through the other.
 
 from __future__ import annotations
 
-import contextlib
-
 from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import SparkEngine
-from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path, session_hadoop_options
+from pydelta.spark.base.hadoop_storage import check_table_options, qualify_path
 
 
 class TableHandle:
@@ -30,10 +28,6 @@ class TableHandle:
         self._alias = alias
         self._engine = SparkEngine(spark, self._hadoop_conf)
         self._snapshot: Snapshot | None = None
-
-    def _hadoop_scope(self) -> contextlib.AbstractContextManager[None]:
-        """The table's Hadoop options in its session while an operation runs (see hadoop_storage)."""
-        return session_hadoop_options(self._spark, self._hadoop_conf)
 
     @property
     def path(self) -> str:

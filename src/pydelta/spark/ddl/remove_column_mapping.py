@@ -25,6 +25,7 @@ from pydelta.protocol.column_mapping_removal import clustering_without_mapping, 
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import session_time_zone
 from pydelta.spark.base.engine import table_snapshot
+from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.base.pyspark_compat import alias
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import Operation
@@ -81,7 +82,8 @@ def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tup
     if keep_ids:
         df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
     adds = write_data_files(df, snapshot.table_root, metadata, data_change=False, hidden=hidden,
-                            session_time_zone=session_time_zone(spark))
+                            session_time_zone=session_time_zone(spark),
+                            hadoop_options=table_hadoop_options(snapshot.storage))
     now = int(time.time() * 1000)
     removes = [remove_action(a, data_change=False, timestamp_ms=now) for a in file_rows_to_adds(files)]
     return adds, removes

@@ -122,13 +122,13 @@ def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = Non
                 if alias:
                     data = data.alias(alias)
                 hit = F.coalesce(cond.column, F.lit(False))
-                added = write_rows(spark, data.filter(~hit), root, metadata, row_ids=keep_ids)
+                added = write_rows(spark, data.filter(~hit), snapshot, metadata, row_ids=keep_ids)
                 copied_rows = add_rows([a["add"] for a in added])
                 if cdf_enabled(metadata):
                     # Whole-file deletes need no change data (readers use the removes); rewrites do.
                     changes = with_change_type(data.filter(hit), metadata.schema, "delete")
                     try:
-                        cdc = write_cdc(spark, changes, root, metadata)
+                        cdc = write_cdc(spark, changes, snapshot, metadata)
                     except BaseException:
                         discard_files(root, added)
                         raise

@@ -23,6 +23,7 @@ from pydelta.protocol.predicates import Predicate
 from pydelta.protocol.schema import StructType, quote_identifier
 from pydelta.spark.base._typing import Column, DataFrame, SparkSession
 from pydelta.spark.base.conf import session_time_zone
+from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.read.scan import FILE_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write.conform import conform
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
@@ -129,9 +130,10 @@ def remove_actions(files: pa.Table) -> list[Action]:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
-def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata, *, repartition: bool = False,
-               row_ids: bool = False) -> list[Action]:
-    """Write `df` (columns by the table's logical names) as new data files, constraints checked inline.
+def write_rows(spark: SparkSession, df: DataFrame, snapshot: Snapshot, metadata: Metadata, *,
+               repartition: bool = False, row_ids: bool = False) -> list[Action]:
+    """Write `df` (columns by the table's logical names) as new data files of `snapshot`'s table,
+    constraints checked inline.
 
     `row_ids`: `df` also has ROW_ID_COL / ROW_VERSION_COL (see `materializes_row_ids`), written
     into the table's materialized row-tracking columns so rows keep their stable IDs.
@@ -148,8 +150,9 @@ def write_rows(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata
         data = data.repartition(*[F.col(quote_identifier(c)) for c in metadata.partition_columns])
     with violations_as_errors():
         adds = write_data_files(
-            data, root, metadata, data_change=True,
+            data, snapshot.table_root, metadata, data_change=True,
             session_time_zone=session_time_zone(spark), hidden=hidden,
+            hadoop_options=table_hadoop_options(snapshot.storage),
         )
     return [as_add(a) for a in adds]
 
@@ -183,7 +186,7 @@ def with_change_type(df: DataFrame, schema: StructType, change_type: str | Colum
     return conform(df.withColumn(CHANGE_TYPE, value), cdc_schema(schema))
 
 
-def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata) -> list[Action]:
+def write_cdc(spark: SparkSession, df: DataFrame, snapshot: Snapshot, metadata: Metadata) -> list[Action]:
     """Write change rows (table columns + `_change_type`) under `_change_data/`; returns `cdc` actions.
 
     Files are partitioned like the table (PROTOCOL.md: `_change_data/part=value/...`),
@@ -198,8 +201,9 @@ def write_cdc(spark: SparkSession, df: DataFrame, root: str, metadata: Metadata)
     cdc_metadata = replace(metadata, schema_string=full.to_json())
     data = df.select(*[F.col(quote_identifier(f.name)) for f in full.fields])
     written = write_data_files(
-        data, os.path.join(root, "_change_data"), cdc_metadata, data_change=False,
+        data, os.path.join(snapshot.table_root, "_change_data"), cdc_metadata, data_change=False,
         session_time_zone=session_time_zone(spark), passthrough=(CHANGE_TYPE,),
+        hadoop_options=table_hadoop_options(snapshot.storage),
     )
     return [
         {"cdc": {"path": "_change_data/" + a["path"], "partitionValues": a["partitionValues"], "size": a["size"],

@@ -96,11 +96,11 @@ def rewrite_touched_files(plan: MergePlan, found: TouchedFiles, writes: MergeWri
     out, obs = _output(joined, plan.out_schema, plan.resolved, plan.target.current,
                        row_ids=(tgt(ROW_ID_COL), tgt(ROW_VERSION_COL)) if plan.keep_ids else None,
                        identity=plan.identity_codes)
-    writes.added = write_rows(spark, out, plan.root, metadata, repartition=True, row_ids=plan.keep_ids)
+    writes.added = write_rows(spark, out, plan.snapshot, metadata, repartition=True, row_ids=plan.keep_ids)
     if write_changes:
         changes = _changes(joined, plan.out_schema, plan.resolved, plan.target.current, dedupe_deletes,
                            plan.identity_codes)
-        writes.cdc = write_cdc(spark, changes, plan.root, metadata)
+        writes.cdc = write_cdc(spark, changes, plan.snapshot, metadata)
     if with_dvs:
         writes.dv_merge = mark_deleted(snapshot, found.files, dv_rows)
     timing["rewriteTimeMs"] = elapsed_ms(t0)
@@ -132,7 +132,7 @@ def append_inserts(plan: MergePlan, candidates: pa.Table, found: TouchedFiles, w
     if plan.keep_ids:  # inserted rows get fresh IDs from their file's baseRowId
         out = out.withColumn(ROW_ID_COL, F.lit(None).cast("long")).withColumn(
             ROW_VERSION_COL, F.lit(None).cast("long"))
-    writes.added = write_rows(spark, out, plan.root, plan.metadata, repartition=True, row_ids=plan.keep_ids)
+    writes.added = write_rows(spark, out, plan.snapshot, plan.metadata, repartition=True, row_ids=plan.keep_ids)
     timing["rewriteTimeMs"] = elapsed_ms(t0)
     seen = observed(obs)
     writes.counts = _counts(seen) if seen is not None else _count_actions(joined, plan.inserts)

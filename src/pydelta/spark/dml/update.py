@@ -239,13 +239,13 @@ def prepare_update(
             data = data.alias(alias)
         if dv_rows and cond is not None:  # (rows found by the condition) only the updated rows are written
             data = data.filter(F.coalesce(cond.column, F.lit(False)))
-        added = write_rows(spark, updated(data, keep_ids), root, metadata, row_ids=keep_ids)
+        added = write_rows(spark, updated(data, keep_ids), snapshot, metadata, row_ids=keep_ids)
         if cdf_enabled(metadata):
             hit_rows = data.filter(F.coalesce(cond.column, F.lit(False))) if cond is not None else data
             changes = with_change_type(hit_rows, schema, "update_preimage").unionByName(
                 with_change_type(updated(hit_rows), schema, "update_postimage"))
             try:
-                cdc = write_cdc(spark, changes, root, metadata)
+                cdc = write_cdc(spark, changes, snapshot, metadata)
             except BaseException:
                 discard_files(root, added)
                 raise

@@ -30,11 +30,11 @@ from typing import Any
 import pyarrow.compute as pc
 
 from pydelta.errors import DeltaIllegalArgumentError
+from pydelta.log.snapshot import Snapshot
 from pydelta.protocol import properties
 from pydelta.protocol.schema import column_mapping_mode, physical_name, quote_identifier
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bytes, conf_value
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base.jplan import string_literal
 from pydelta.spark.base.transactions import PostCommitHook
 
@@ -165,14 +165,16 @@ def partition_predicate(snapshot: Any, partitions: Iterable[PartitionKey]) -> li
 
 
 class _Table:
-    """What OPTIMIZE needs of a DeltaTable: the session and the table's latest snapshot."""
+    """What OPTIMIZE needs of a DeltaTable: the session and the table's latest snapshot, read
+    through the storage of the commit that triggered it (the table's own Hadoop options kept)."""
 
-    def __init__(self, spark: SparkSession, table_root: str) -> None:
+    def __init__(self, spark: SparkSession, snapshot: Snapshot) -> None:
         self._spark = spark
-        self._root = table_root
+        self._snapshot = snapshot
 
-    def snapshot(self) -> Any:
-        return table_snapshot(self._spark, self._root)
+    def snapshot(self) -> Snapshot:
+        self._snapshot = self._snapshot.update()
+        return self._snapshot
 
 
 def after_data_commit(spark: SparkSession, txn: Any, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
@@ -211,7 +213,7 @@ def _compact(spark: SparkSession, txn: Any, added: set[PartitionKey]) -> None:
         return
     compacted = False
     try:
-        optimize(_Table(spark, snapshot.table_root), partition_predicate(snapshot, chosen), auto=True,
+        optimize(_Table(spark, snapshot), partition_predicate(snapshot, chosen), auto=True,
                  min_file_size=min_file_size, max_file_size=max_file_size)
         compacted = True
     finally:

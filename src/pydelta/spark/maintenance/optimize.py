@@ -42,6 +42,7 @@ from pydelta.protocol import clustering, zcubes
 from pydelta.protocol.action_types import AddFile, RemoveFile, as_add, as_remove
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
+from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
 from pydelta.txn.commit_info import Operation
@@ -438,6 +439,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
         adds = write_data_files(
             df, snapshot.table_root, metadata, data_change=False,
             session_time_zone=session_time_zone(spark), hidden=hidden,
+            hadoop_options=table_hadoop_options(snapshot.storage),
         )
     finally:
         if sc is not None:

@@ -9,7 +9,6 @@ restoring to the version before it.
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +98,9 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     ]
 
     if not conf_bool(spark, IGNORE_MISSING_FILES_CONF, False):
-        missing = [a["path"] for a in to_add if not os.path.exists(canonical_path(a["path"], latest.table_root))]
+        # Through the table's storage: its files may live where only Hadoop reaches (hdfs://, viewfs://).
+        missing = [a["path"] for a in to_add
+                   if not latest.storage.exists(canonical_path(a["path"], latest.table_root))]
         if missing:
             raise RestoreMissingFilesError(
                 f"Not all files from version {target_version} are available in file system.\n"

@@ -13,7 +13,6 @@ from typing import Any
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.conf import conf_bool, conf_value
-from pydelta.spark.base.engine import table_snapshot
 from pydelta.txn.commit_info import Operation
 
 logger = logging.getLogger(__name__)
@@ -46,8 +45,7 @@ def _should_log(spark: SparkSession) -> bool:
 def _commit_empty(table: Any, operation: Operation, metrics: dict[str, int] | None) -> int:
     from pydelta.spark.base.transactions import open_transaction
 
-    snapshot = table_snapshot(table._spark, table.path)
-    txn = open_transaction(table._spark, snapshot)
+    txn = open_transaction(table._spark, table.snapshot())
     return txn.commit([], operation, operation_metrics=metrics)
 
 

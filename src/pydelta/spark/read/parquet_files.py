@@ -9,7 +9,9 @@ from typing import Any
 from pydelta.errors import MissingDataFileError
 from pydelta.protocol.partition_values import hadoop_path
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import held_session_conf
 
+_NO_LISTING_JOB = str(2**31 - 1)
 _GLOB_CHARACTER = re.compile(r"([{}\[\]*?\\])")  # what Spark's isGlobPath looks for
 
 
@@ -34,17 +36,16 @@ def read_parquet_files(spark: SparkSession, read_schema: Any, paths: list[str], 
     """Spark's Parquet reader over exactly `paths` (decoded absolute paths, listed in the driver),
     with `read_schema` (None: the files' own) and `options` as the scan's own; a file gone since
     the snapshot (vacuumed, deleted by hand) is a MissingDataFileError."""
-    jvm_conf = spark.conf
-    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-    previous = jvm_conf.get(key)
-    jvm_conf.set(key, str(max(32, len(paths) + 1)))  # list our known files in the driver
+    strings, glob = reader_paths(paths)
+    reader = spark.read if read_schema is None else spark.read.schema(read_schema)
+    reader = reader.options(**(options or {})).option("__globPaths__", glob)
+    if base_path is not None:  # a plain path: Spark does not glob the base path
+        reader = reader.option("basePath", hadoop_path(base_path))
+    # Spark lists the files of a read on the driver below this threshold, with a Spark job above
+    # it: pydelta's files are known (listed by the log), so the driver always does it.
     try:
-        strings, glob = reader_paths(paths)
-        reader = spark.read if read_schema is None else spark.read.schema(read_schema)
-        reader = reader.options(**(options or {})).option("__globPaths__", glob)
-        if base_path is not None:  # a plain path: Spark does not glob the base path
-            reader = reader.option("basePath", hadoop_path(base_path))
-        return reader.parquet(*strings)
+        with held_session_conf(spark, "spark.sql.sources.parallelPartitionDiscovery.threshold", _NO_LISTING_JOB):
+            return reader.parquet(*strings)
     except Exception as e:  # AnalysisException for a missing file
         text = str(e)
         if "PATH_NOT_FOUND" in text or "does not exist" in text:
@@ -52,8 +53,3 @@ def read_parquet_files(spark: SparkSession, read_schema: Any, paths: list[str], 
                 f"a data file of this table version is missing (vacuumed or deleted): {text.splitlines()[0]}"
             ) from None
         raise
-    finally:
-        if previous is None:  # was unset: unset it again
-            jvm_conf.unset(key)
-        else:
-            jvm_conf.set(key, previous)

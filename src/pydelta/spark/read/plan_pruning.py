@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ class _Scan:
     files: pa.Table  # rows of snapshot.files() the scan reads
     read_schema: Any  # the Spark schema the scan was read with
     base_path: str | None  # basePath of a hive-style partitioned read
+    options: Mapping[str, str]  # the scan's own options (the table's Hadoop options among them)
     num_paths: int  # the FileIndex's root paths: with the first one, they confirm an identity match
     first_path: str
 
@@ -55,7 +57,8 @@ def _relation_leaves(plan: JavaObject) -> list[Any]:
     return [leaf for leaf in jplan.seq(plan.collectLeaves()) if jplan.kind(leaf) == "LogicalRelation"]
 
 
-def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: Any, base_path: str | None) -> None:
+def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: Any, base_path: str | None,
+             options: Mapping[str, str] | None = None) -> None:
     """Remember the scan of `df` (a plain Parquet read of `files`) so later filters can prune it."""
     try:
         leaves = _relation_leaves(df._jdf.queryExecution().analyzed())
@@ -64,7 +67,8 @@ def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: An
         location = leaves[0].relation().location()
         key = jplan.identity(df.sparkSession, location)
         roots = location.rootPaths()
-        scan = _Scan(snapshot, files, read_schema, base_path, int(roots.size()), str(roots.head()))
+        scan = _Scan(snapshot, files, read_schema, base_path, dict(options or {}), int(roots.size()),
+                     str(roots.head()))
     except Exception as e:  # noqa: BLE001 - pruning is an optimization
         logger.debug("not registering a Delta scan for pruning: %s", e)
         return
@@ -72,11 +76,6 @@ def register(df: DataFrame, snapshot: Snapshot, files: pa.Table, read_schema: An
     _SCANS.move_to_end(key)
     while len(_SCANS) > _MAX_SCANS:
         _SCANS.popitem(last=False)
-
-
-def forget(spark: SparkSession, location: JavaObject) -> None:
-    """Stop pruning the scan over `location` (its rebuilt scan would lose options set on it)."""
-    _SCANS.pop(jplan.identity(spark, location), None)
 
 
 def prune(df: DataFrame) -> Any:
@@ -225,8 +224,8 @@ def _scan_over(spark: SparkSession, leaf: Any, scan: _Scan, files: pa.Table) -> 
     from pydelta.spark.read.parquet_files import read_parquet_files
 
     paths = [scan.snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
-    df = read_parquet_files(spark, scan.read_schema, paths, scan.base_path)
-    register(df, scan.snapshot, files, scan.read_schema, scan.base_path)
+    df = read_parquet_files(spark, scan.read_schema, paths, scan.base_path, scan.options)
+    register(df, scan.snapshot, files, scan.read_schema, scan.base_path, scan.options)
     (new_leaf,) = _relation_leaves(df._jdf.queryExecution().analyzed())
     return jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
         new_leaf.relation(), leaf.output(), leaf.catalogTable(), leaf.isStreaming(), leaf.stream())

@@ -83,8 +83,8 @@ def build_dataframe(
     `row_tracking_metadata` (user reads): on tables with row tracking enabled, the hidden
     `_metadata` column also holds `row_id`, `base_row_id`, `row_commit_version` and
     `default_row_commit_version`, as delta-spark's.
-    `read_options`: options of Spark's Parquet scans (a table's Hadoop options over Spark Connect,
-    where they must travel in the plan).
+    `read_options`: options of Spark's Parquet scans beyond the table's own Hadoop options
+    (its `hadoopConf`), which its snapshot's storage carries to every scan built here.
     The table's columns carry the field metadata delta-spark shows readers (comments, defaults),
     not Delta's internal keys (`remove_internal_metadata`): pydelta's own writers take the
     metadata they need from the log.
@@ -92,9 +92,10 @@ def build_dataframe(
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
-    from pydelta.spark.base.hadoop_storage import require_connector
+    from pydelta.spark.base.hadoop_storage import require_connector, table_hadoop_options
 
     require_connector(spark, snapshot.table_root)
+    read_options = {**table_hadoop_options(snapshot.storage), **(read_options or {})}
     user_read = not (with_file or row_ids or extra_fields)
     hidden_metadata = row_tracking_metadata and user_read and files.num_rows > 0 and _tracks_rows(snapshot)
     row_ids = row_ids or hidden_metadata
@@ -316,7 +317,7 @@ def _scan_files(
     from pyspark.sql import functions as F
 
     df = read_parquet_files(spark, read_schema, paths, base_path=base_path, options=read_options)
-    plan_pruning.register(df, snapshot, files, read_schema, base_path)
+    plan_pruning.register(df, snapshot, files, read_schema, base_path, read_options)
     extra = []
     if with_path:
         extra.append(F.col("_metadata.file_path").alias(FILE_COL))
@@ -551,8 +552,7 @@ def _user_read(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
 def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping[str, str] | None = None) -> Any:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns.
 
-    `read_options` (Spark Connect only: a classic session adds them to the analyzed plan, see
-    `table_operations`) go to every Parquet scan of it, skipping's rebuilt scans included.
+    `read_options` go to every Parquet scan of it, skipping's rebuilt scans included.
     """
     snapshot.protocol.check_readable()
     files = snapshot.files()

@@ -9,6 +9,7 @@ committed here: an aborted write leaves only orphan files, as in delta-spark.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -36,6 +37,7 @@ from pydelta.protocol.schema import (
     to_physical_schema,
 )
 from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.conf import held_session_conf
 from pydelta.spark.base.pyspark_compat import alias
 
 
@@ -70,6 +72,7 @@ def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough
 
 VARIANT_INFER_SHREDDING = "spark.sql.variant.inferShreddingSchema"
 FIELD_ID_WRITE = "spark.sql.parquet.fieldId.write.enabled"
+OUTPUT_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 
 
 def _table_conf_int(metadata: Metadata, key: str, default: int) -> int:
@@ -101,8 +104,12 @@ def write_data_files(
     session_time_zone: str = "UTC",
     passthrough: Sequence[str] = (),
     hidden: Sequence[str] = (),
+    hadoop_options: Mapping[str, str] | None = None,
 ) -> list[AddFile]:
     """Write `df` (logical table columns, in table order) as data files; return their add actions.
+
+    `hadoop_options`: the table's own Hadoop options (its `hadoopConf`), given to Spark's write
+    as the relation's options and to the staging moves: the session's conf stays as it is.
 
     `passthrough`: columns that are not table columns, see `physical_dataframe`.
     `hidden`: columns of `df` after the table's written as they are and without statistics
@@ -115,18 +122,16 @@ def write_data_files(
     phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
     pdf = physical_dataframe(df, schema, mode, passthrough, hidden)
 
-    files = _DataFiles.for_table(df.sparkSession, table_root)
+    files = _DataFiles.for_table(df.sparkSession, table_root, hadoop_options)
     staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4().hex}"
-    conf = df.sparkSession.conf
-    ts_key = "spark.sql.parquet.outputTimestampType"
-    previous_ts_type = conf.get(ts_key, None)
-    previous_field_ids = conf.get(FIELD_ID_WRITE, None)
-    conf.set(ts_key, "TIMESTAMP_MICROS")  # INT96 has no footer statistics; Delta stats need micros
+    holds = contextlib.ExitStack()
+    # INT96 timestamps have no footer statistics; Delta stats need micros.
+    holds.enter_context(held_session_conf(df.sparkSession, OUTPUT_TIMESTAMP_TYPE, "TIMESTAMP_MICROS"))
     # Field ids in the files only for id-mode column mapping: a column can still carry one from an
     # id-mode read (Spark 4.0 keeps it through an alias), which a table without ids must not get.
-    conf.set(FIELD_ID_WRITE, "true" if mode == "id" else "false")
+    holds.enter_context(held_session_conf(df.sparkSession, FIELD_ID_WRITE, "true" if mode == "id" else "false"))
     try:
-        writer = pdf.write.option("compression", compression or "snappy")
+        writer = pdf.write.options(**(hadoop_options or {})).option("compression", compression or "snappy")
         # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table without
         # the variantShredding feature must get them unshredded (PROTOCOL.md, "Writer
         # Requirements for Variant Data Type"), so switch the inference off for this write, as
@@ -172,12 +177,7 @@ def write_data_files(
             )
         return adds
     finally:
-        if previous_ts_type is not None:
-            conf.set(ts_key, previous_ts_type)
-        if previous_field_ids is not None:
-            conf.set(FIELD_ID_WRITE, previous_field_ids)
-        else:
-            conf.unset(FIELD_ID_WRITE)
+        holds.close()
         files.remove_staging(staging, f"{table_root.rstrip('/')}/{STAGING_DIR}")
 
 
@@ -186,7 +186,7 @@ class _DataFiles:
     Hadoop FileSystem for tables at `hdfs://`-like URIs (spark.hadoop_storage.HadoopDataFiles)."""
 
     @staticmethod
-    def for_table(spark: SparkSession, table_root: str) -> Any:
+    def for_table(spark: SparkSession, table_root: str, hadoop_options: Mapping[str, str] | None = None) -> Any:
         from urllib.parse import urlparse
 
         from pydelta.log.storage import OBJECT_STORE_SCHEMES, is_remote_uri
@@ -198,7 +198,7 @@ class _DataFiles:
             return _ObjectStoreFiles(table_root)
         from pydelta.spark.base.hadoop_storage import HadoopDataFiles
 
-        return _HadoopFiles(HadoopDataFiles(spark))
+        return _HadoopFiles(HadoopDataFiles(spark, hadoop_options))
 
 
 class _LocalFiles:

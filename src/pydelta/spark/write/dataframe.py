@@ -35,6 +35,7 @@ from pydelta.protocol.schema_evolution import as_nullable, assign_column_mapping
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import session_time_zone
 from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
 from pydelta.spark.read.partitions import partition_rows_dataframe
 from pydelta.spark.read.scan import build_dataframe
@@ -393,7 +394,7 @@ def write_dataframe(
         adds = write_data_files(
             to_write, root, metadata, data_change=opts.data_change,
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
-            session_time_zone=session_time_zone(spark),
+            session_time_zone=session_time_zone(spark), hadoop_options=table_hadoop_options(txn.storage),
         )
 
     marks = identity_values.high_water_marks(spark, metadata, generate, adds, root)
