@@ -55,8 +55,8 @@ def main() -> None:
 
     # 1. Routing overhead: statements that touch no Delta table, through the hook vs Spark's own sql().
     for text in ("SELECT 1 AS one", "SELECT id FROM range(10) WHERE id > 3"):
-        hooked = _median_ms(lambda: spark.sql(text), 200)
-        plain = _median_ms(lambda: raw_sql(spark, text), 200)
+        hooked = _median_ms(lambda text=text: spark.sql(text), 200)
+        plain = _median_ms(lambda text=text: raw_sql(spark, text), 200)
         report("sql_route_non_delta_ms", hooked / 1000, plain / 1000, "spark_sql", statement=text,
                overhead_ms=round(hooked - plain, 3))
 

@@ -59,4 +59,4 @@ def print_table(rows: list[dict]) -> None:
         ))
     widths = [max(len(line[i]) for line in lines) for i in range(4)]
     for line in lines:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths)) + "  " + line[4])
+        print("  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths, strict=True)) + "  " + line[4])

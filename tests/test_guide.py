@@ -128,5 +128,5 @@ def _run_in_own_process(page: Path, found: list[Example], cwd: Path) -> None:
         [(e.code, f"{page.name}:{e.line}") for e in python]), capture_output=True, text=True, timeout=900,
         cwd=cwd, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
-    for example, printed in zip(python, json.loads(result.stdout.strip().splitlines()[-1])):
+    for example, printed in zip(python, json.loads(result.stdout.strip().splitlines()[-1]), strict=True):
         _check(page, example, printed)

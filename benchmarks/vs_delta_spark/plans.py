@@ -147,7 +147,7 @@ def _section(workload: str, replies: dict[str, dict[str, Any]]) -> list[str]:
                         for e in engines])
     for name in engines:
         lines += ["", f"{name}, per execution (id, ms, jobs: description; nodes):", ""]
-        for e, counts, (files, rows) in zip(replies[name]["executions"], per_exec[name], read[name]):
+        for e, counts, (files, rows) in zip(replies[name]["executions"], per_exec[name], read[name], strict=True):
             nested = "" if e["root"] == e["id"] else f" in {e['root']}"
             description = " ".join(e["description"].split())[:100]
             reads = f" (Parquet: {files} files, {rows:,} rows)" if files else ""

@@ -84,7 +84,7 @@ def cmd_files(args: argparse.Namespace) -> list:
     files = _snapshot(args).files()
     rows = files.select(["path", "size", "partition_values", "num_records"]).to_pylist()
     out = []
-    for row, deleted in zip(rows, _deleted_rows(files.column("deletion_vector").to_pylist())):
+    for row, deleted in zip(rows, _deleted_rows(files.column("deletion_vector").to_pylist()), strict=True):
         records = row["num_records"]
         out.append({**row, "partition_values": dict(row["partition_values"] or []),
                     "deleted_records": deleted,  # the file's deletion vector cardinality

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.errors import PySparkAttributeError
 from pyspark.sql import functions as F
 
 from pydelta import DeltaTable
@@ -30,13 +31,13 @@ def _deltalake_rows(path, *cols):
     from deltalake import DeltaTable as RsTable
 
     table = RsTable(str(path)).to_pyarrow_table(columns=list(cols))
-    return sorted(zip(*(table.column(c).to_pylist() for c in cols)))
+    return sorted(zip(*(table.column(c).to_pylist() for c in cols), strict=True))
 
 
 def test_the_session_is_connect(spark):
     assert type(spark).__module__.startswith("pyspark.sql.connect")
-    with pytest.raises(Exception):
-        spark._jsparkSession  # no JVM on this side
+    with pytest.raises(PySparkAttributeError, match="JVM_ATTRIBUTE_NOT_SUPPORTED"):
+        _ = spark._jsparkSession  # no JVM on this side
 
 
 def test_write_read_partitioned_and_time_travel(spark, tmp_path):

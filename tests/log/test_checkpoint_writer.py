@@ -375,7 +375,7 @@ def test_roundtrip_partitioned_with_typed_partition_values(tmp_path: Path) -> No
         ("region", pa.string()),
     ]
     adds = read_checkpoint_table(tmp_path, 3).column("add").drop_null().combine_chunks()
-    by_path = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "partitionValues_parsed").to_pylist()))
+    by_path = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "partitionValues_parsed").to_pylist(), strict=True))
     assert by_path["p0/file-3.parquet"] == {
         "d": dt.date(2024, 1, 31),
         "ts": dt.datetime(2024, 1, 31, 10, tzinfo=dt.UTC),
@@ -388,7 +388,7 @@ def test_roundtrip_partitioned_with_typed_partition_values(tmp_path: Path) -> No
     stats_t = add_t.field("stats_parsed").type
     assert stats_t.names == ["numRecords", "minValues", "maxValues", "nullCount"]  # no tightBounds without DVs
     assert stats_t.field("minValues").type.names == ["id", "name", "nested"]  # data columns only
-    by_stats = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "stats_parsed").to_pylist()))
+    by_stats = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "stats_parsed").to_pylist(), strict=True))
     assert by_stats["p0/file-3.parquet"]["maxValues"] == {"id": 9, "name": "z", "nested": {"x": 2.5}}
     assert by_stats["p0/file-3.parquet"]["nullCount"]["name"] == 1
     assert by_stats["p1/file-1.parquet"] is None

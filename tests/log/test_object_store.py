@@ -95,7 +95,7 @@ def _rows(root: str, options: dict, version: int | None = None) -> list[tuple]:
     out = []
     for path in snap.files().column("path").to_pylist():
         data = pq.read_table(io.BytesIO(snap.storage.read(snap.absolute_path(path))))
-        out += list(zip(data.column("id").to_pylist(), data.column("v").to_pylist()))
+        out += list(zip(data.column("id").to_pylist(), data.column("v").to_pylist(), strict=True))
     return sorted(out)
 
 

@@ -74,7 +74,7 @@ def test_replay_matches_model(tmp_path_factory, commits, checkpoint_at):
     files = snap.files()
     got = {}
     for path, size, dv in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
-                              files.column("deletion_vector").to_pylist()):
+                              files.column("deletion_vector").to_pylist(), strict=True):
         uid = dv["pathOrInlineDv"].rstrip("0") if dv else None
         got[(path, uid)] = size
     assert got == live

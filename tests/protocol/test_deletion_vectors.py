@@ -133,7 +133,7 @@ def _live_rows(table: Path) -> pa.Table:
 
 
 def _sorted_rows(t: pa.Table, columns: list[str]) -> list[tuple]:
-    return sorted(zip(*(t.column(c).to_pylist() for c in columns)))
+    return sorted(zip(*(t.column(c).to_pylist() for c in columns), strict=True))
 
 
 # ---- Z85 ---------------------------------------------------------------------------------
@@ -654,7 +654,7 @@ def test_several_deletion_vectors_share_one_file(tmp_path) -> None:
     assert len(files) == 1
     data = files[0].read_bytes()
     assert data[0] == 1 and descriptors[0].offset == 1
-    for d, rows in zip(descriptors, sets):
+    for d, rows in zip(descriptors, sets, strict=True):
         size = int.from_bytes(data[d.offset:d.offset + 4], "big")
         assert size == d.size_in_bytes and d.cardinality == len(rows)
         bitmap = data[d.offset + 4:d.offset + 4 + size]

@@ -98,7 +98,7 @@ def _leaves(table: pa.Table) -> dict[tuple[str, ...], pa.Array]:
 
     def walk(arr: pa.Array, path: tuple[str, ...]) -> None:
         if pa.types.is_struct(arr.type):
-            for f, child in zip(arr.type, arr.flatten()):
+            for f, child in zip(arr.type, arr.flatten(), strict=True):
                 walk(child, (*path, f.name))
         else:
             out[path] = arr
@@ -219,7 +219,7 @@ def _big_table(n: int = 400, seed: int = 7) -> pa.Table:
     strings[3] = "\U0010fffd" * 50  # the max, longer than 32: a prefix + U+10FFFF
     strings[4] = "\U0010fffd" * 31 + "😀"  # 33 UTF-16 units: truncated too
     struct_rows = []
-    for i in range(n):
+    for _ in range(n):
         if rng.random() < 0.1:
             struct_rows.append(None)
             continue
@@ -476,7 +476,7 @@ def _mapped_table(schema: StructType, mode: str, rename: bool = False) -> pa.Tab
         "tags": pa.array([["a"], ["b"], ["c", "d"]], pa.list_(pa.string())),
         "price": pa.array([Decimal("3.141592653589793238"), Decimal("-1"), None], pa.decimal128(38, 18)),
     }
-    table = pa.Table.from_arrays([data[f.name].cast(a.type) for f, a in zip(schema.fields, arrow_schema)], schema=arrow_schema)
+    table = pa.Table.from_arrays([data[f.name].cast(a.type) for f, a in zip(schema.fields, arrow_schema, strict=True)], schema=arrow_schema)
     if rename:  # same field ids, other names: only 'id' mode can match these
         renamed = pa.schema([f.with_name(f"other{i}") for i, f in enumerate(arrow_schema)])
         table = pa.Table.from_arrays(table.columns, schema=renamed)

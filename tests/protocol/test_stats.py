@@ -213,7 +213,7 @@ def test_golden_stats_parse(table, md, stats):
     assert parsed.type == pa.struct(list(sc))
     rows = parsed.to_pylist()
     assert rows[-2:] == [None, None]  # no stats: a null row
-    for text, row in zip(stats, rows):
+    for text, row in zip(stats, rows[:-2], strict=True):
         raw = json.loads(text, parse_float=Decimal)
         expected = _expected(raw, pa.struct(list(sc)))
         for key in ("minValues", "maxValues"):
@@ -382,7 +382,7 @@ def test_writer_values_read_back(dtype, data):
     schema = _schema(StructField("c", dtype))
     texts = [dumps_stats({"numRecords": 1, "minValues": {"c": format_stats_value(v, dtype)}}) for v in values]
     got = [r["minValues"]["c"] for r in parse_stats(pa.array(texts), stats_schema(schema)).to_pylist()]
-    for v, g in zip(values, got):
+    for v, g in zip(values, got, strict=True):
         if dtype in (TIMESTAMP, TIMESTAMP_NTZ):
             v = v.replace(microsecond=v.microsecond // 1000 * 1000)  # millisecond stats
         if dtype == FLOAT:

@@ -60,7 +60,7 @@ def _rows(uri: str, options: dict, version: int | None = None) -> list[tuple[int
     out: list[tuple[int, int]] = []
     for path in snapshot.files().column("path").to_pylist():
         data = pq.read_table(io.BytesIO(snapshot.storage.read(snapshot.absolute_path(path))))
-        out += zip(data.column("id").to_pylist(), data.column("writer").to_pylist())
+        out += zip(data.column("id").to_pylist(), data.column("writer").to_pylist(), strict=True)
     return sorted(out)
 
 

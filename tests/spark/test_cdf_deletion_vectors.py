@@ -188,7 +188,7 @@ def test_the_log_holds_each_dml_shape(dv_table):
 def test_final_table_matches_model_via_deltalake(dv_table):
     table = deltalake.DeltaTable(dv_table.path)
     data = deltalake.QueryBuilder().register("t", table).execute("SELECT id, v, part FROM t").read_all()
-    got = sorted(zip(*[data.column(c).to_pylist() for c in ("id", "v", "part")]))
+    got = sorted(zip(*[data.column(c).to_pylist() for c in ("id", "v", "part")], strict=True))
     assert got == sorted(dv_table.model.rows.values())
     assert got, "rows remain"
 

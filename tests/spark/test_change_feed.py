@@ -39,7 +39,7 @@ def rows_of(df, columns=None) -> list[tuple]:
 def witness(path, columns, starting_version=0, ending_version=None) -> list[tuple]:
     table = deltalake.DeltaTable(path).load_cdf(starting_version=starting_version, ending_version=ending_version)
     data = table.read_all()
-    return sorted(zip(*[data.column(c).to_pylist() for c in columns]))
+    return sorted(zip(*[data.column(c).to_pylist() for c in columns], strict=True))
 
 
 def cdf_table(spark, path, partitioned=False):

@@ -74,7 +74,7 @@ def dl_rows(path: str) -> list[tuple]:
     import deltalake
 
     t = deltalake.DeltaTable(path).to_pyarrow_table()
-    return sorted(zip(*[t.column(c).to_pylist() for c in t.column_names]), key=repr)
+    return sorted(zip(*[t.column(c).to_pylist() for c in t.column_names], strict=True), key=repr)
 
 
 # ---- widening ------------------------------------------------------------------------------------

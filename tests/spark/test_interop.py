@@ -133,7 +133,7 @@ def test_stats_are_exact(spark, tmp_path):
         "concat('name-', cast(id as string)) AS s", "timestamp_micros(id * 1000001) AS ts")
     df.write.format("delta").save(path)
     files = pydelta.load_snapshot(path).files()
-    for rel, stats in zip(files.column("path").to_pylist(), files.column("stats").to_pylist()):
+    for rel, stats in zip(files.column("path").to_pylist(), files.column("stats").to_pylist(), strict=True):
         data = pq.read_table(os.path.join(path, rel))
         st = json.loads(stats)
         assert st["numRecords"] == data.num_rows

@@ -26,7 +26,7 @@ def live_uris(path: str) -> dict[str, int]:
     snap = load_snapshot(path)
     files = snap.files()
     return {spark_file_uri(snap.absolute_path(p)): size
-            for p, size in zip(files.column("path").to_pylist(), files.column("size").to_pylist())}
+            for p, size in zip(files.column("path").to_pylist(), files.column("size").to_pylist(), strict=True)}
 
 
 def check(spark, path: str) -> list:

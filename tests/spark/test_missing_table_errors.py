@@ -43,7 +43,7 @@ def _error(call) -> AnalysisException:
 
 def test_for_path_says_not_a_delta_table(spark, tmp_path, not_tables):
     for path in [str(tmp_path / "missing"), *not_tables.values()]:
-        e = _error(lambda: DeltaTable.forPath(spark, path))
+        e = _error(lambda path=path: DeltaTable.forPath(spark, path))
         assert (e.getCondition(), e.getSqlState()) == ("DELTA_MISSING_DELTA_TABLE", "42P01")
         assert str(e) == f"[DELTA_MISSING_DELTA_TABLE] `{path}` is not a Delta table."
         assert DeltaTable.isDeltaTable(spark, path) is False
@@ -62,9 +62,9 @@ def test_reading_a_missing_path_says_it_does_not_exist(spark, tmp_path):
 
 def test_reading_a_directory_without_a_table_says_the_table_does_not_exist(spark, not_tables):
     for path in not_tables.values():
-        for read in (lambda: spark.read.format("delta").load(path),
-                     lambda: spark.read.format("delta").option("versionAsOf", 0).load(path),
-                     lambda: spark.sql(f"SELECT * FROM delta.`{path}`")):
+        for read in (lambda path=path: spark.read.format("delta").load(path),
+                     lambda path=path: spark.read.format("delta").option("versionAsOf", 0).load(path),
+                     lambda path=path: spark.sql(f"SELECT * FROM delta.`{path}`")):
             e = _error(read)
             assert (e.getCondition(), e.getSqlState()) == ("DELTA_TABLE_NOT_FOUND", "42P01")
             assert str(e) == f"[DELTA_TABLE_NOT_FOUND] Delta table `{path}` doesn't exist."

@@ -4,6 +4,8 @@ columns for rewritten rows)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 import pydelta
@@ -15,7 +17,7 @@ pytestmark = pytest.mark.spark
 def _files(path: str) -> list[tuple]:
     files = pydelta.load_snapshot(path).files()
     return sorted(zip(files.column("path").to_pylist(), files.column("base_row_id").to_pylist(),
-                      files.column("num_records").to_pylist()), key=lambda r: (r[1] is None, r[1] or 0, r[0]))
+                      files.column("num_records").to_pylist(), strict=True), key=lambda r: (r[1] is None, r[1] or 0, r[0]))
 
 
 def _stable_ids(spark, path: str) -> dict[int, tuple[int, int]]:
@@ -40,7 +42,7 @@ def test_enable_on_existing_table_backfills_then_dml(spark, tmp_path):
     assert ops[-3:] == ["UPGRADE PROTOCOL", "ROW TRACKING BACKFILL", "SET TBLPROPERTIES"]
     files = _files(path)
     spans = [(base, base + n) for _, base, n in files]
-    assert spans[0][0] == 0 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert spans[0][0] == 0 and all(a[1] <= b[0] for a, b in pairwise(spans))
     spark.range(300, 350).selectExpr("id", "CAST(id AS STRING) AS v").write.format("delta").mode("append").save(path)
     newest = _files(path)[-1]
     assert newest[1] >= spans[-1][1]  # above every earlier ID
@@ -97,7 +99,7 @@ def test_metadata_row_id_and_row_commit_version_on_reads(spark, tmp_path):
     # base_row_id / default_row_commit_version are the file's; file_path still names the real file.
     files = {pydelta.load_snapshot(path).absolute_path(p): (b, d) for p, b, d in zip(
         *[pydelta.load_snapshot(path).files().column(c).to_pylist() for c in
-          ("path", "base_row_id", "default_row_commit_version")])}
+          ("path", "base_row_id", "default_row_commit_version")], strict=True)}
     meta = df.select("_metadata.file_path", "_metadata.base_row_id", "_metadata.default_row_commit_version",
                      "_metadata.row_index", "_metadata.row_id", "id").collect()
     from pydelta.spark.read.scan import spark_file_uri

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import deltalake
 import pytest
+from pyspark.errors import AnalysisException
 
 import pydelta
 from pydelta import DeltaTable, errors
@@ -105,7 +106,7 @@ def test_ctas_and_rtas_in_one_commit(spark, tmp_path):
 
 
 def test_failed_ctas_leaves_nothing(spark):
-    with pytest.raises(Exception):
+    with pytest.raises(AnalysisException):
         spark.sql("CREATE TABLE ddl_fail USING delta AS SELECT id, no_such_column FROM range(3)")
     assert catalog.lookup(spark, "ddl_fail") is None
     assert not os.path.exists(catalog.default_location(spark, "ddl_fail"))

@@ -66,7 +66,7 @@ def test_insert_errors_leave_table_unchanged(spark, people):
         spark.sql(f"INSERT INTO {t} VALUES (1, 'too few')")
     with pytest.raises(errors.DeltaAnalysisError, match="nope"):
         spark.sql(f"INSERT INTO {t} (id, nope, country) VALUES (1, 'x', 'NL')")
-    with pytest.raises(Exception):
+    with pytest.raises(errors.DeltaCastError, match="CAST_INVALID_INPUT"):
         spark.sql(f"INSERT INTO {t} VALUES ('not a number', 'x', 'NL')")
     assert _version(people) == before
 

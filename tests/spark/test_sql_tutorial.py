@@ -108,5 +108,5 @@ VERSION AS OF 1""")) == version_1
     witness = deltalake.DeltaTable(str(location))
     assert witness.version() == 10
     ours = _rows(spark.sql("SELECT * FROM mydb.employees"))
-    theirs = sorted(zip(*[witness.to_pyarrow_table().column(c).to_pylist() for c in ("id", "name", "birthdate")]))
+    theirs = sorted(zip(*[witness.to_pyarrow_table().column(c).to_pylist() for c in ("id", "name", "birthdate")], strict=True))
     assert ours == theirs and len(ours) == 9

@@ -133,7 +133,7 @@ def test_killed_around_commit_restarts_exactly_once(tmp_path: Path) -> None:
     dt = deltalake.DeltaTable(str(table))
     got = dt.to_pyarrow_table()
     assert sorted(got.column("id").to_pylist()) == list(range(9))
-    assert sorted(zip(got.column("batch").to_pylist(), got.column("id").to_pylist())) == sorted(
+    assert sorted(zip(got.column("batch").to_pylist(), got.column("id").to_pylist(), strict=True)) == sorted(
         [("f1", i) for i in range(3)] + [("f2", i) for i in range(3, 6)] + [("f3", i) for i in range(6, 9)])
     assert dt.version() == 2
 

@@ -32,7 +32,7 @@ def dl_rows(path, *cols):
 
     t = deltalake.DeltaTable(path).to_pyarrow_table()
     cols = cols or tuple(t.column_names)
-    return sorted(zip(*[t.column(c).to_pylist() for c in cols]), key=_key)
+    return sorted(zip(*[t.column(c).to_pylist() for c in cols], strict=True), key=_key)
 
 
 def commits(path):

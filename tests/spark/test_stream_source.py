@@ -491,7 +491,7 @@ def test_golden_change_feed_stream_matches_deltalake(spark, golden, tmp_path):
     names = [f.name for f in df.schema.fields]
     ours = sorted(tuple(r[names.index(c)] for c in columns) for _, batch in rows for r in batch)
     data = deltalake.DeltaTable(path).load_cdf(starting_version=0).read_all()
-    witness = sorted(zip(*[data.column(c).to_pylist() for c in columns]))
+    witness = sorted(zip(*[data.column(c).to_pylist() for c in columns], strict=True))
     assert ours and ours == witness
 
 

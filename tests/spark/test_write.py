@@ -33,7 +33,7 @@ def dl_rows(path, *cols):
 
     t = deltalake.DeltaTable(path).to_pyarrow_table()
     cols = cols or tuple(t.column_names)
-    return sorted(zip(*[t.column(c).to_pylist() for c in cols]), key=_key)
+    return sorted(zip(*[t.column(c).to_pylist() for c in cols], strict=True), key=_key)
 
 
 def log_versions(path):
@@ -82,7 +82,7 @@ def test_partitioned_write_layout_and_values(spark, tmp_path, people):
     people.write.format("delta").partitionBy("country").save(path)
     snap = pydelta.load_snapshot(path)
     assert snap.partition_columns == ["country"]
-    for p, pv in zip(snap.files().column("path").to_pylist(), snap.files().column("partition_values").to_pylist()):
+    for p, pv in zip(snap.files().column("path").to_pylist(), snap.files().column("partition_values").to_pylist(), strict=True):
         value = dict(pv)["country"]
         assert p.startswith(f"country={value}/")
         assert os.path.exists(os.path.join(path, p))
@@ -303,7 +303,8 @@ def test_failed_write_leaves_log_untouched(spark, tmp_path, people):
     path = str(tmp_path / "fail")
     people.write.format("delta").save(path)
     boom = people.selectExpr("id", "name", "CASE WHEN id = 3 THEN raise_error('boom') ELSE country END AS country")
-    with pytest.raises(Exception):
+    # the job's failure: its class is how Spark wraps it (Py4JJavaError or a captured one), its text names boom
+    with pytest.raises(Exception, match="boom"):
         boom.write.format("delta").mode("append").save(path)
     assert log_versions(path) == [0]
     assert rows(spark, path) == dl_rows(path)

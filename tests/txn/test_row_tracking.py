@@ -8,6 +8,7 @@ stops assignment, checkpoints keep the fields, and deltalake reads the tables.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pydelta
@@ -23,7 +24,7 @@ def _ids(root: str) -> list[tuple[int, int, int]]:
     """(baseRowId, numRecords, defaultRowCommitVersion) of every live file, by baseRowId."""
     files = pydelta.load_snapshot(root).files()
     return sorted(zip(files.column("base_row_id").to_pylist(), files.column("num_records").to_pylist(),
-                      files.column("default_row_commit_version").to_pylist()))
+                      files.column("default_row_commit_version").to_pylist(), strict=True))
 
 
 def _mark(root: str) -> int:
@@ -32,7 +33,7 @@ def _mark(root: str) -> int:
 
 def _check_unique(root: str) -> None:
     spans = _ids(root)
-    for (b1, n1, _), (b2, _, _) in zip(spans, spans[1:]):
+    for (b1, n1, _), (b2, _, _) in pairwise(spans):
         assert b1 + n1 <= b2, f"row ID ranges overlap: {spans}"
     assert _mark(root) >= spans[-1][0] + spans[-1][1] - 1
 

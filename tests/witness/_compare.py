@@ -83,7 +83,7 @@ def _history(spark: Any, path: Any) -> list[dict]:
 
 def _same_history(theirs: list[dict], ours: list[dict]) -> None:
     assert [h["version"] for h in theirs] == [h["version"] for h in ours]
-    for t, o in zip(theirs, ours):
+    for t, o in zip(theirs, ours, strict=True):
         for k in HISTORY_COLUMNS:
             assert o.get(k) == t.get(k), f"history column {k} at version {t['version']}"
 
@@ -97,7 +97,7 @@ def same_history(spark: Any, ds: Any, path: Any) -> list[dict]:
 
 
 def _same_versions(path: str, versions: list[int], theirs: list[dict], ours: list[dict], who: str) -> None:
-    for v, t, o in zip(versions, theirs, ours):
+    for v, t, o in zip(versions, theirs, ours, strict=True):
         assert o["schema"] == t["schema"], f"schema at version {v}{who}"
         assert o["rows"] == t["rows"], f"rows at version {v}{who}"
 
@@ -166,7 +166,7 @@ def same_row_tracking(spark: Any, ds: Any, path: str, since: int) -> None:
     versions = range(since, version(path) + 1)
     theirs, ours = both(lambda: [ds.sql(ROW_TRACKING_READ.format(p=path, v=v)) for v in versions],
                         lambda: [canon(spark.sql(ROW_TRACKING_READ.format(p=path, v=v))) for v in versions])
-    for v, t, o in zip(versions, theirs, ours):
+    for v, t, o in zip(versions, theirs, ours, strict=True):
         assert o == t, f"rows and row IDs at version {v}"
         ids = [r[-2] for r in t["rows"]]
         assert len(ids) == len(set(ids)) and None not in ids, f"row IDs unique at version {v}"

@@ -52,7 +52,7 @@ def test_delta_spark_reads_catalog_managed_tables_with_an_unpublished_commit(tmp
         args += [root, owner, where.get("path") or where["dsn"], table_id]
     theirs = run_delta_spark(HERE / "_catalog_managed_reader.py", *args)
     assert len(theirs) == len(cases)
-    for kind, mine, seen in zip(cases, ours, theirs):
+    for kind, mine, seen in zip(cases, ours, theirs, strict=True):
         assert seen["asked_catalog"], kind
         assert seen["versions"] == [0, 1, 2, 3], kind  # the unpublished ratified version 3 included
         assert {"catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"} <= set(seen["features"]), kind

@@ -201,7 +201,7 @@ def _stream_to_sink(spark, source: str, sink: str, checkpoint: str) -> None:
 def _sink_commits(path: str) -> list[dict]:
     """Each streaming commit of a Delta sink: its operation, parameters and txn action."""
     out = []
-    for v, actions in sorted(commits(path).items()):
+    for _, actions in sorted(commits(path).items()):
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
         txns = [a["txn"] for a in actions if "txn" in a]
         params = dict(info.get("operationParameters") or {})

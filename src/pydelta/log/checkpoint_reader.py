@@ -214,7 +214,7 @@ def _stats_from_parsed(raw: pa.StructArray, adds: pa.StructArray) -> pa.StructAr
     idx = pc.indices_nonzero(missing)
     parsed = pc.struct_field(raw, "stats_parsed").take(idx).to_pylist()
     filled = stats.to_pylist()
-    for i, row in zip(idx.to_pylist(), parsed):
+    for i, row in zip(idx.to_pylist(), parsed, strict=True):
         if row:
             filled[i] = json.dumps(_json_value(row), separators=(",", ":"))
     return with_stats(adds, filled)

@@ -266,7 +266,7 @@ def _partition_values_parsed(snapshot: Snapshot, partition_values: pa.Array) -> 
         fields = tuple(snapshot.schema.field(c, case_sensitive=False) for c in columns)
         names = [physical_name(f) if mapped else f.name for f in fields]
         typed = partition_values_to_arrow(
-            partition_values, StructType(fields), {f.name: n for f, n in zip(fields, names)}
+            partition_values, StructType(fields), {f.name: n for f, n in zip(fields, names, strict=True)}
         )
     except (CorruptedLogError, InvalidTableError, DeltaIllegalArgumentError, KeyError):
         return None
@@ -475,7 +475,7 @@ def _slices(array: pa.StructArray | pa.ChunkedArray, parts: int) -> list[pa.Arra
 
 def _split(job: _Job, parts: int) -> list[tuple[pa.Array, pa.Array]]:
     """(adds, removes) of each part, clustered by path."""
-    return list(zip(_slices(job.adds, parts), _slices(job.removes, parts)))
+    return list(zip(_slices(job.adds, parts), _slices(job.removes, parts), strict=True))
 
 
 def _write_multipart(job: _Job, parts: int) -> _Written:

@@ -58,7 +58,7 @@ def _resolve(schema: Any, path: tuple[str, ...], partition_columns: list[str], m
     fields = schema
     logical, physical = [], []
     dt = None
-    for i, part in enumerate(path):
+    for part in path:
         if not isinstance(fields, StructType):
             return None
         match = [f for f in fields.fields if f.name.lower() == part.lower()]

@@ -219,7 +219,7 @@ def _whole(data: CommitBytes) -> tuple[pa.Table, list[OtherLine], LineOf | None]
     which = np.flatnonzero(rows).tolist()
     expected = [next(n for n in names if valid[n][r]) for r in which]
     lines: list[OtherLine] = [
-        (lineno, line, name) for (lineno, line), name in zip(_lines(data, which, n_lines), expected)
+        (lineno, line, name) for (lineno, line), name in zip(_lines(data, which, n_lines), expected, strict=True)
     ]
     keep = [n for n in table.column_names if n in ("add", "remove")]
     return table.select(keep), lines, _line_index(data)
@@ -345,7 +345,7 @@ def _exact_map(
         raise _Fallback
     which = np.flatnonzero(ambiguous)
     exact = []
-    for line, path in zip(line_of(rows[which].tolist()), paths.take(pa.array(which)).to_pylist()):
+    for line, path in zip(line_of(rows[which].tolist()), paths.take(pa.array(which)).to_pylist(), strict=True):
         try:
             body = json.loads(line).get(kind)
         except (ValueError, AttributeError):

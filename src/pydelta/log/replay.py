@@ -79,7 +79,7 @@ def _canonical_paths(paths: pa.Array, table_root: str) -> pa.Array:
         slow = [canonical_path(p, table_root) for p in paths.filter(pc.invert(simple)).to_pylist()]
         idx = pc.indices_nonzero(pc.invert(simple))
         canonical = canonical.to_pylist()
-        for i, value in zip(idx.to_pylist(), slow):
+        for i, value in zip(idx.to_pylist(), slow, strict=True):
             canonical[i] = value
         canonical = pa.array(canonical, pa.string())
     return canonical
@@ -309,7 +309,7 @@ def _gather(chunks: list[pa.Array], indices: np.ndarray, target: pa.DataType) ->
         return [concat(chunks, target).take(pa.array(indices))]
     whole = pa.chunked_array(chunks, type=target)
     out: list[pa.Array] = []
-    for start, length in zip(starts.tolist(), lengths.tolist()):
+    for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
         out.extend(c for c in whole.slice(start, length).chunks if len(c))
     return out
 

@@ -56,7 +56,7 @@ def parse_num_records(stats: pa.Array) -> pa.Array:
     idx = pc.indices_nonzero(missing)
     slow = _parse_num_records_json(stats.take(idx))
     out = counts.to_pylist()
-    for i, value in zip(idx.to_pylist(), slow.to_pylist()):
+    for i, value in zip(idx.to_pylist(), slow.to_pylist(), strict=True):
         out[i] = value
     return pa.array(out, pa.int64())
 

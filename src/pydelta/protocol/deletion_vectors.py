@@ -206,7 +206,7 @@ def _serialize_rows(rows: np.ndarray) -> bytes:
     ends = [*boundaries, int(rows.size)]
 
     parts = [struct.pack("<IQ", PORTABLE_MAGIC_NUMBER, len(starts))]
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=False):  # no rows: no start, and ends is [0]
         low = rows[start:end].astype(np.uint32)
         bucket = BitMap(array.array("I", low.tobytes()))
         bucket.run_optimize()  # smaller output; run containers are part of the portable format

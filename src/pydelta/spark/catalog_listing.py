@@ -63,6 +63,7 @@ def _patch(catalog_class: type) -> None:
         return _corrected(self._sparkSession, get_table(self, tableName))
 
     listTables.__doc__, getTable.__doc__ = list_tables.__doc__, get_table.__doc__
-    setattr(catalog_class, "listTables", listTables)  # patched on purpose: pydelta's view of Delta tables
-    setattr(catalog_class, "getTable", getTable)
-    setattr(catalog_class, "_pydelta_hooked", True)
+    # Patched on purpose: pydelta's view of Delta tables (setattr: mypy knows no such attributes on `type`).
+    setattr(catalog_class, "listTables", listTables)  # noqa: B010 - see above
+    setattr(catalog_class, "getTable", getTable)  # noqa: B010 - see above
+    setattr(catalog_class, "_pydelta_hooked", True)  # noqa: B010 - the marker checked above

@@ -261,7 +261,7 @@ def first_matching_file(txn: CurrentTransaction, adds: list[dict[str, Any]]) -> 
     skipper = FileSkipper.for_metadata(_files_table(adds), md)
     for predicate in txn.read_predicates:
         mask = skipper.keep_mask(predicate).to_pylist()
-        for add, keep in zip(adds, mask):
+        for add, keep in zip(adds, mask, strict=True):
             if keep:
                 return add
     return None

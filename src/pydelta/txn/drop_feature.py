@@ -296,7 +296,7 @@ def files_with_older_types(snapshot: Snapshot) -> list[str]:
     logical = snapshot.metadata.schema
     physical = to_physical_schema(logical, mode, field_ids=False) if mode != "none" else logical
     watched = {}
-    for lf, pf in zip(logical.fields, physical.fields):
+    for lf, pf in zip(logical.fields, physical.fields, strict=True):
         if type_widening.has_type_changes(lf) and lf.name not in snapshot.partition_columns:
             watched[physical_name(lf) if mode != "none" else lf.name] = data_type_to_arrow(pf.type)
     if not watched:

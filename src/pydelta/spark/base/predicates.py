@@ -73,7 +73,7 @@ def predicate_text(spark: SparkSession, expr: Any) -> str:
     tokens = {str(refs.apply(i).toString()): str(refs.apply(i).name()) for i in range(refs.size())}
     for token in sorted(tokens, key=len, reverse=True):
         name = tokens[token]
-        text = re.sub(re.escape(token) + r"(?!\d)", lambda _: name, text)
+        text = re.sub(re.escape(token) + r"(?!\d)", lambda _: name, text)  # noqa: B023 - re.sub calls it at once
     return text
 
 

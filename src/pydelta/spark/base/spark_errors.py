@@ -247,7 +247,8 @@ def to_pyspark(e: BaseException, not_found: str | None = None) -> BaseException:
     new.args = e.args
     new.__dict__.update(e.__dict__)
     params = {"message": text}
-    base_init = getattr(_pyspark_class("PySparkException"), "__init__")  # pyspark's own, not the mixin's
+    # pyspark's own __init__, not the mixin's (getattr: mypy rejects __init__ read off a class object)
+    base_init = getattr(_pyspark_class("PySparkException"), "__init__")  # noqa: B009 - see above
     base_init(new, message=text, errorClass=cond, messageParameters=params)
     new.args = e.args
     return new

@@ -406,7 +406,7 @@ def _merge_clause(p: _Parser) -> MergeClause:
         p.expect_punct(")")
         if len(values) != len(columns):
             raise p.error(f"INSERT lists {len(columns)} columns but {len(values)} values")
-        return MergeClause(when, "insert", condition, dict(zip(columns, values)))
+        return MergeClause(when, "insert", condition, dict(zip(columns, values, strict=True)))
     raise p.error("expected DELETE, UPDATE SET or INSERT")
 
 

@@ -222,7 +222,8 @@ def install_join_hook(dataframe_class: type) -> None:
     (on its right) becomes a join whose filters skip the Delta side's files."""
     if dataframe_class.__dict__.get("_pydelta_join_hooked", False):
         return
-    original = getattr(dataframe_class, "join")
+    # A deliberate patch (getattr/setattr: mypy knows no such attributes on `type`).
+    original = getattr(dataframe_class, "join")  # noqa: B009 - see above
 
     def join(self: Any, other: Any, on: Any = None, how: str | None = None) -> Any:
         from pydelta.spark.connect.join import JoinLineage, normalized_how
@@ -234,5 +235,5 @@ def install_join_hook(dataframe_class: type) -> None:
         return wrap_join(out, JoinLineage(None, right, self, other, on, normalized_how(how), out._plan._plan_id))
 
     join.__doc__ = original.__doc__
-    setattr(dataframe_class, "join", join)
-    setattr(dataframe_class, "_pydelta_join_hooked", True)
+    setattr(dataframe_class, "join", join)  # noqa: B010 - see above
+    setattr(dataframe_class, "_pydelta_join_hooked", True)  # noqa: B010 - the marker checked above

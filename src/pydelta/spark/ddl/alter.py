@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, NoReturn
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
@@ -330,7 +331,7 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
         if mode == "none":
             _check_name_characters(field)
         position = _resolved_position(parent_type, column.position, parent, case_sensitive)
-        schema = _replace_at(schema, parent, lambda s: _insert(s, field, position))
+        schema = _replace_at(schema, parent, partial(_insert, field=field, position=position))
         entry: dict[str, object] = {"column": _field_map(parent, field)}
         if position is not None:
             entry["position"] = str(position)
@@ -386,7 +387,7 @@ def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChang
                                          "or maps.")
             not_null_checks.append(full)
         position = _resolved_position(parent_type, change.position, parent, case_sensitive)
-        schema = _replace_at(schema, parent, lambda s: _move(s, name, new, position))
+        schema = _replace_at(schema, parent, partial(_move, name=name, field=new, position=position))
         logged.append((parent, new, position))
     if not_null_checks:
         _check_no_nulls(spark, snapshot, not_null_checks, _display(path, display))

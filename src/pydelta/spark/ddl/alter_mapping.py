@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.actions import Metadata
@@ -153,15 +154,17 @@ def drop_columns(spark: SparkSession, path: str, columns: Sequence[Sequence[str]
         if len(parent_type.fields) == 1:
             raise DeltaAnalysisError(f"[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] Cannot drop column from a schema "
                                      f"with a single column. Schema: {parent_type.to_json()}")
-        dropped_name = full[-1]
-        schema = _replace_at(schema, parent, lambda s: StructType(
-            tuple(f for f in s.fields if f.name != dropped_name)))
+        schema = _replace_at(schema, parent, partial(_without_field, name=full[-1]))
         dropped.append(full)
     if not dropped:
         return None
     new = replace(metadata, schema_string=schema.to_json(), configuration=configuration)
     operation = Operation("DROP COLUMNS", {"columns": _json([_attribute_name(c) for c in dropped])})
     return commit_metadata(spark, snapshot, new, operation)
+
+
+def _without_field(struct: StructType, name: str) -> StructType:
+    return StructType(tuple(f for f in struct.fields if f.name != name))
 
 
 __all__ = ["drop_columns", "rename_column"]

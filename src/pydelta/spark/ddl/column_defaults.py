@@ -20,7 +20,7 @@ from pydelta.spark.base._typing import SparkSession
 def checked_default(spark: SparkSession, sql: str, type_sql: str, column: str, command: str) -> str:
     """`sql` when it is a constant castable to `type_sql`; DeltaAnalysisError otherwise."""
     try:
-        spark.sql(f"SELECT CAST(({sql}) AS {type_sql})").schema
+        _ = spark.sql(f"SELECT CAST(({sql}) AS {type_sql})").schema  # the schema: Spark analyses the expression
     except Exception:  # noqa: BLE001 - Spark's analysis error names the problem; ours names the column
         raise DeltaAnalysisError(
             f"[INVALID_DEFAULT_VALUE.UNRESOLVED_EXPRESSION] Failed to execute {command} command because the "
@@ -62,7 +62,7 @@ def values_frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], colu
             raise DeltaAnalysisError(f"[INSERT_COLUMN_ARITY_MISMATCH] the VALUES row has {len(row)} columns, the "
                                      f"target {len(columns)} ({', '.join(columns)})")
         cells = []
-        for name, cell in zip(columns, row):
+        for name, cell in zip(columns, row, strict=True):
             if cell is None:
                 field = field_of(name)
                 sql = (field.metadata or {}).get(CURRENT_DEFAULT_KEY, "NULL")

@@ -69,7 +69,7 @@ def rows_by_file(df: DataFrame, uris: list[str] | None = None) -> dict[str, np.n
         table = df.groupBy(FILE_COL).agg(F.collect_list(F.col(ROW_COL)).alias("rows")).toArrow()
         out: dict[str, np.ndarray] = {}
         for uri, rows in zip(table.column(FILE_COL).to_pylist(),
-                             table.column("rows").to_numpy(zero_copy_only=False)):
+                             table.column("rows").to_numpy(zero_copy_only=False), strict=True):
             out[uri] = np.unique(np.asarray(rows, dtype=np.int64))
         return out
     numbers = F.broadcast(df.sparkSession.createDataFrame(
@@ -82,7 +82,7 @@ def rows_by_file(df: DataFrame, uris: list[str] | None = None) -> dict[str, np.n
     file_numbers, rows = file_numbers[order], rows[order]
     starts = np.flatnonzero(np.diff(file_numbers, prepend=-1))
     ends = list(starts[1:]) + [len(rows)]
-    return {uris[int(file_numbers[a])]: np.unique(rows[a:b]) for a, b in zip(starts, ends)}
+    return {uris[int(file_numbers[a])]: np.unique(rows[a:b]) for a, b in zip(starts, ends, strict=True)}
 
 
 @dataclass
@@ -127,7 +127,7 @@ def mark_deleted(snapshot: Snapshot, files: pa.Table, new_rows: dict[str, np.nda
     out.removed_bytes = sum(int(r["size"]) for r in gone)
     mask = pa.array([p in touched for p in files.column("path").to_pylist()], pa.bool_())
     out.actions = remove_actions(files.filter(mask)) if touched else []
-    for row, descriptor in zip(keep_rows, descriptors):
+    for row, descriptor in zip(keep_rows, descriptors, strict=True):
         out.actions.append({"add": _add_with_dv(row, descriptor)})
     return out
 

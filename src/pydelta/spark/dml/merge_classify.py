@@ -213,7 +213,7 @@ def _per_file_stats(plan: MergePlan, candidates: pa.Table, unique: bool) -> tupl
     src = plan.source.observe(obs, F.count(F.lit(1)).alias("n")).withColumn(SOURCE_PRESENT, F.lit(True))
     # Rows carry a small file number (not the long file URI) through the join and shuffles.
     uris = file_uris(snapshot, candidates)
-    index = spark.createDataFrame(list(zip(uris, range(len(uris)))), f"{FILE_COL} string, {FILE_IDX} long")
+    index = spark.createDataFrame(list(zip(uris, range(len(uris)), strict=True)), f"{FILE_COL} string, {FILE_IDX} long")
     target = (scan(spark, snapshot, candidates, with_file=True)
               .join(F.broadcast(index), FILE_COL).drop(FILE_COL).alias(plan.target.alias))
     joined = src.join(target, plan.condition, "right_outer" if plan.by_source else "inner")

@@ -275,13 +275,13 @@ def _check_side_on_server(side: DataFrame, r: ResolvedClause) -> None:
     if not exprs:
         return
     try:
-        side.select(*[column.alias(f"v{i}") for i, (_, column) in enumerate(exprs)]).schema
+        _ = side.select(*[column.alias(f"v{i}") for i, (_, column) in enumerate(exprs)]).schema
         return
     except Exception:  # noqa: BLE001 - the server's analysis error; ours names the clause and side
         pass
     for where, column in exprs:
         try:
-            side.select(column.alias("v")).schema
+            _ = side.select(column.alias("v")).schema
         except Exception:  # noqa: BLE001
             cols = ", ".join(quote_identifier(c) for c in side.columns)
             raise DeltaAnalysisError(f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {column} in "

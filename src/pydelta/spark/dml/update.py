@@ -137,7 +137,7 @@ def typed_values(df: DataFrame, schema: StructType, values: dict[str, Any], what
             except Exception as e:
                 raise analysis_error(f"cannot resolve the {what} value for column {name}", e) from None
     out = {}
-    for name, dtype in zip(names, types):
+    for name, dtype in zip(names, types, strict=True):
         wanted = target[name].dataType
         out[name] = values[name] if dtype == wanted else _conform_nested(dtype, wanted, values[name], name)
     return out
@@ -194,7 +194,7 @@ def prepare_update(
         return df.select(*columns)
 
     try:
-        updated(base).schema  # analysis errors surface before any job runs
+        _ = updated(base).schema  # analysis errors surface before any job runs
     except DeltaAnalysisError:
         raise
     except Exception as e:

@@ -124,7 +124,7 @@ def partition_values_of(
             f"{len(parts)} partition column(s): {_fmt_cols([k for k, _ in parts])} from parsing the file name: {rel_path}"
         )
     out: dict[str, str | None] = {}
-    for (name, raw), f in zip(parts, expected):
+    for (name, raw), f in zip(parts, expected, strict=True):
         if name.lower() != f.name.lower():
             raise DeltaAnalysisError(
                 f"Expecting partition column `{f.name}`, but found partition column `{name}` from parsing the "
@@ -283,7 +283,7 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
         stats = [None] * len(paths)
 
     adds: list[Action] = []
-    for path, rel, pv, st in zip(paths, rels, values, stats):
+    for path, rel, pv, st in zip(paths, rels, values, stats, strict=True):
         info = os.stat(path)
         add: AddFile = {
             "path": to_uri_path(rel.replace(os.sep, "/")),

@@ -67,7 +67,7 @@ def manifest_contents(snapshot: Snapshot) -> dict[str, list[str]]:
     partition_columns = snapshot.partition_columns
     out: dict[str, list[str]] = {}
     files = snapshot.files()
-    for path, pv in zip(files.column("path").to_pylist(), files.column("partition_values").to_pylist()):
+    for path, pv in zip(files.column("path").to_pylist(), files.column("partition_values").to_pylist(), strict=True):
         rel = hive_partition_path(dict(pv or []), partition_columns) if partition_columns else ""
         out.setdefault(rel, []).append("file:" + canonical_path(path, root))
     if not partition_columns and not out:

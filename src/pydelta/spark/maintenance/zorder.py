@@ -160,7 +160,7 @@ def zorder_dataframe(df: DataFrame, paths: list[list[str]], num_files: int, *, n
         dtype = df.select(F.expr(col_sql)).schema.fields[0].dataType.typeName()
         proxies.append(_proxy_sql(col_sql, dtype))
     names = [f"__pydelta_zp{i}" for i in range(len(paths))]
-    sample_df = df.select(*[F.expr(p).alias(n) for p, n in zip(proxies, names)])
+    sample_df = df.select(*[F.expr(p).alias(n) for p, n in zip(proxies, names, strict=True)])
     target = max(20 * num_ranges, 1000)
     if total_rows is not None and total_rows > target:
         sample_df = sample_df.sample(False, min(1.0, 1.5 * target / total_rows), seed=7)
@@ -168,8 +168,8 @@ def zorder_dataframe(df: DataFrame, paths: list[list[str]], num_files: int, *, n
     bounds = [_boundaries([r[i] for r in rows], num_ranges) for i in range(len(paths))]
     bits = max(1, max(len(b) for b in bounds).bit_length())
 
-    out = df.select("*", *[F.expr(p).alias(n) for p, n in zip(proxies, names)])
-    ids_in = [(n, b) for n, b in zip(names, bounds) if b]
+    out = df.select("*", *[F.expr(p).alias(n) for p, n in zip(proxies, names, strict=True)])
+    ids_in = [(n, b) for n, b in zip(names, bounds, strict=True) if b]
     id_names = {n: f"{n}_id" for n, _ in ids_in}
     if ids_in:
         inf = float("inf")
@@ -180,7 +180,7 @@ def zorder_dataframe(df: DataFrame, paths: list[list[str]], num_files: int, *, n
             handleInvalid="keep",  # NaN: one more range after all others (folded into the last below)
         ).transform(out)
     padded = []
-    for n, b in zip(names, bounds):
+    for n, b in zip(names, bounds, strict=True):
         if not b:
             rid = F.lit(0).cast("long")
         else:

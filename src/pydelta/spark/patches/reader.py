@@ -110,4 +110,4 @@ def _install_reader(reader_class: Any, session_class: Any) -> None:
     reader_class.load = boundary(_reader_load(reader_class.load), not_found="DELTA_PATH_DOES_NOT_EXIST")
     reader_class.table = boundary(_reader_table(reader_class.table))
     session_class.table = boundary(_session_table(session_class.table))
-    setattr(reader_class, "_pydelta_hooked", True)  # the marker checked above
+    reader_class._pydelta_hooked = True  # the marker checked above

@@ -40,9 +40,9 @@ def _install_connect(session_class: Any) -> None:
 
     from pydelta.spark.base.spark_errors import boundary
 
-    setattr(session_class, "_pydelta_original_sql", original_sql)
-    setattr(session_class, "sql", boundary(sql))  # patched on purpose, like the classic session's
-    setattr(session_class, "_pydelta_sql_hooked", True)
+    session_class._pydelta_original_sql = original_sql
+    session_class.sql = boundary(sql)  # patched on purpose, like the classic session's
+    session_class._pydelta_sql_hooked = True
 
 
 def _install_classic(session_class: Any) -> None:
@@ -75,6 +75,6 @@ def _install_classic(session_class: Any) -> None:
     from pydelta.spark.base.spark_errors import boundary
 
     # patched on purpose; DeltaErrors leave spark.sql as delta-spark's pyspark exceptions
-    setattr(session_class, "_pydelta_original_sql", original_sql)
-    setattr(session_class, "sql", boundary(sql))
-    setattr(session_class, "_pydelta_sql_hooked", True)
+    session_class._pydelta_original_sql = original_sql
+    session_class.sql = boundary(sql)
+    session_class._pydelta_sql_hooked = True

@@ -175,7 +175,7 @@ def _install_connect() -> None:
     if connect is None or connect.writer_v2.__dict__.get("_pydelta_hooked", False):
         return
     _hook_terminals(connect.writer_v2, _connect_write)
-    setattr(connect.writer_v2, "_pydelta_hooked", True)
+    setattr(connect.writer_v2, "_pydelta_hooked", True)  # noqa: B010 - the marker checked above; mypy: not on type
 
 
 def install() -> None:
@@ -197,7 +197,7 @@ def install() -> None:
         setattr(DataFrameWriterV2, name, _recorder(name, getattr(DataFrameWriterV2, name)))
 
     _hook_terminals(DataFrameWriterV2, _classic_write)
-    setattr(DataFrameWriterV2, "_pydelta_hooked", True)  # the marker checked above
+    setattr(DataFrameWriterV2, "_pydelta_hooked", True)  # noqa: B010 - the marker checked above; mypy: not on the class
 
 
 def _condition_sql(df: DataFrame, condition: Any) -> str:

@@ -133,7 +133,7 @@ def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]
         only_rows = [_selected_rows(f) for f in files]
         selected = pa.table(
             {
-                FILE_COL: pa.concat_arrays([pa.array([u] * len(rows), pa.string()) for u, rows in zip(uris, only_rows)]),
+                FILE_COL: pa.concat_arrays([pa.array([u] * len(rows), pa.string()) for u, rows in zip(uris, only_rows, strict=True)]),
                 ROW_COL: pa.concat_arrays([pa.array(rows, pa.int64()) for rows in only_rows]),
             }
         )

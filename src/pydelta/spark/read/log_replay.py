@@ -152,7 +152,7 @@ def _stats_from_checkpoint(storage: Storage, adds: pa.Array, segment: LogSegment
     found = stats_from_parsed_stats(storage, _parquet_files(segment, sidecars), wanted)
     if not found:
         return adds
-    return with_stats(adds, [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist())])
+    return with_stats(adds, [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist(), strict=True)])
 
 
 def _checkpoint_schema() -> str:

@@ -259,7 +259,7 @@ def install() -> None:
         return
     for name in ("filter", "join"):
         setattr(DataFrame, name, _pruning(getattr(DataFrame, name)))
-    setattr(DataFrame, "_pydelta_plan_pruning", True)  # the marker checked above
+    setattr(DataFrame, "_pydelta_plan_pruning", True)  # noqa: B010 - the marker checked above; mypy: not on the class
 
 
 def _pruning(method: Any) -> Any:

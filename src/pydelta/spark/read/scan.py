@@ -146,8 +146,8 @@ def build_dataframe(
     if split:
         clean = dvs.is_null()
         is_clean = clean.to_pylist()
-        clean_paths = [p for p, c in zip(paths, is_clean) if c]
-        dv_paths = [p for p, c in zip(paths, is_clean) if not c]
+        clean_paths = [p for p, c in zip(paths, is_clean, strict=True) if c]
+        dv_paths = [p for p, c in zip(paths, is_clean, strict=True) if not c]
         df = scan(files.filter(clean), clean_paths, file_metadata=file_metadata).union(
             scan(files.filter(pc.invert(clean)), dv_paths, file_metadata=file_metadata, dv=True))
     else:
@@ -289,14 +289,14 @@ def _hive_layout(snapshot: Snapshot, files: pa.Table, paths: list[str]) -> bool:
         if not (isinstance(types[c], DecimalType) or getattr(types[c], "name", None) in _HIVE_TYPES):
             return False
     prefix = snapshot.table_root.rstrip("/") + "/"
-    for path, values in zip(paths, files.column("partition_values").to_pylist()):
+    for path, values in zip(paths, files.column("partition_values").to_pylist(), strict=True):
         if not path.startswith(prefix):
             return False
         dirs = path[len(prefix):].split("/")[:-1]
         if len(dirs) != len(cols):
             return False
         logged = dict(values or [])
-        for seg, col in zip(dirs, cols):
+        for seg, col in zip(dirs, cols, strict=True):
             key, sep, raw = seg.partition("=")
             if not sep or unescape_path_name(key) != col:
                 return False
@@ -413,14 +413,14 @@ def _drop_deleted_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
     shift = row_key_shift(files)
     mtime_of: dict[str, int] = {}
     if shift is not None and (shared := _shared_sizes(files)):
-        twins = [(path, size) for path, size in zip(paths, files.column("size").to_pylist()) if size in shared]
+        twins = [(path, size) for path, size in zip(paths, files.column("size").to_pylist(), strict=True) if size in shared]
         mtimes = _local_mtimes_us([p for p, _ in twins])
-        if mtimes is None or len(set(zip((s for _, s in twins), mtimes))) < len(twins):
+        if mtimes is None or len(set(zip((s for _, s in twins), mtimes, strict=True))) < len(twins):
             shift = None
         else:
-            mtime_of = {p: m for (p, _), m in zip(twins, mtimes)}
+            mtime_of = {p: m for (p, _), m in zip(twins, mtimes, strict=True)}
     uris, rows, keys, key_mtimes = [], [], [], []
-    for path, size, dv in zip(paths, files.column("size").to_pylist(), files.column("deletion_vector").to_pylist()):
+    for path, size, dv in zip(paths, files.column("size").to_pylist(), files.column("deletion_vector").to_pylist(), strict=True):
         if not dv:
             continue
         deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root).astype("int64")
@@ -527,7 +527,7 @@ def to_arrow(df: ClassicDataFrame) -> pa.Table:
     schema = spark_to_arrow_schema(df.schema, duplicated_field_names_error=True, large_types=large)
     batches = collect_arrow_batches(df, large)
     table = pa.Table.from_batches(batches)
-    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema)]
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)]
     return pa.Table.from_arrays(columns, schema=schema)
 
 

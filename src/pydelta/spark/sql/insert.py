@@ -66,7 +66,7 @@ def insert_into(spark: SparkSession, target: DeltaTarget, snapshot: Snapshot, da
     exprs = []
     if not by_name:  # positional: the query's own names may repeat (CAST(id AS STRING) is named `id` too)
         data = data.toDF(*[f"__pydelta_insert_{i}" for i in range(len(data.columns))])
-    for source, name in zip(data.schema.fields, columns):
+    for source, name in zip(data.schema.fields, columns, strict=True):
         if name in extra:  # a new column: schema evolution adds it with the source's type
             exprs.append(F.col(quote_parts([source.name])).alias(name))
             continue

@@ -182,8 +182,8 @@ def _table_changes(spark: SparkSession, node: Any, cache: dict | None) -> DeltaR
 
         raise DeltaTableNotFoundError(f"{name} is not a Delta table ({fn})")
     options: dict[str, Any] = {}
-    for (version_key, ts_key), value in zip((("startingVersion", "startingTimestamp"),
-                                             ("endingVersion", "endingTimestamp")), values[1:]):
+    bounds = (("startingVersion", "startingTimestamp"), ("endingVersion", "endingTimestamp"))
+    for (version_key, ts_key), value in zip(bounds, values[1:], strict=False):  # the end is optional
         if isinstance(value, int) and not isinstance(value, bool):
             options[version_key] = value
         else:
@@ -356,7 +356,7 @@ def substitute_plan(spark: SparkSession, plan: JavaObject, relations: list[Delta
         if not kids:
             return node
         new_kids = [rebuilt(k) for k in kids]
-        if all(a is b for a, b in zip(new_kids, kids)):
+        if all(a is b for a, b in zip(new_kids, kids, strict=True)):
             return node
         return node.withNewChildren(jplan.scala_list(node, new_kids))
 
@@ -392,7 +392,7 @@ class _SubqueryPlans:
         arity = int(node.productArity())
         values = [node.productElement(i) for i in range(arity)]
         new_values = [self._value(v) for v in values]
-        if all(a is b for a, b in zip(new_values, values)):
+        if all(a is b for a, b in zip(new_values, values, strict=True)):
             return node
         args = gateway(self._spark).new_array(jvm(self._spark).java.lang.Object, arity)
         for i, value in enumerate(new_values):
@@ -411,7 +411,7 @@ class _SubqueryPlans:
         if self._seq.isInstance(value):
             items = jplan.seq(value)
             new_items = [self._value(item) for item in items]
-            if all(a is b for a, b in zip(new_items, items)):
+            if all(a is b for a, b in zip(new_items, items, strict=True)):
                 return value
             return jplan.scala_list(value, new_items)
         return value
@@ -427,7 +427,7 @@ class _SubqueryPlans:
                 out = out.withNewPlan(new_plan)
         kids = jplan.children(out)
         new_kids = [self._expr(k) for k in kids]
-        if any(a is not b for a, b in zip(new_kids, kids)):
+        if any(a is not b for a, b in zip(new_kids, kids, strict=True)):
             out = out.withNewChildren(jplan.scala_list(out, new_kids))
         return out
 

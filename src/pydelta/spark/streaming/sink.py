@@ -440,10 +440,12 @@ def _install_connect(prepare_session: Callable[[Any], None]) -> None:
     connect = connect_classes()
     if connect is None or connect.stream_writer.__dict__.get("_pydelta_hooked", False):
         return
-    original = getattr(connect.stream_writer, "_start_internal")
-    setattr(connect.stream_writer, "_pydelta_start_internal", original)
-    setattr(connect.stream_writer, "_start_internal", boundary(_connect_start(original, prepare_session)))
-    setattr(connect.stream_writer, "_pydelta_hooked", True)
+    # A deliberate patch of Connect's private method (getattr/setattr: mypy knows no such attributes on `type`).
+    original = getattr(connect.stream_writer, "_start_internal")  # noqa: B009 - see above
+    setattr(connect.stream_writer, "_pydelta_start_internal", original)  # noqa: B010 - see above
+    patched = boundary(_connect_start(original, prepare_session))
+    setattr(connect.stream_writer, "_start_internal", patched)  # noqa: B010 - see above
+    setattr(connect.stream_writer, "_pydelta_hooked", True)  # noqa: B010 - the marker checked above
 
 
 def install(prepare_session: Callable[[Any], None]) -> None:
@@ -463,4 +465,4 @@ def install(prepare_session: Callable[[Any], None]) -> None:
     # Deliberate patches of PySpark's methods (hence the method-assign ignores).
     DataStreamWriter.start = boundary(_start(_ORIGINAL["start"]))  # type: ignore[method-assign]
     DataStreamWriter.toTable = boundary(_to_table(_ORIGINAL["toTable"], prepare_session))  # type: ignore[method-assign]
-    setattr(DataStreamWriter, "_pydelta_hooked", True)  # the marker checked above
+    setattr(DataStreamWriter, "_pydelta_hooked", True)  # noqa: B010 - the marker checked above; mypy: not on the class

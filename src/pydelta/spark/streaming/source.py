@@ -447,8 +447,8 @@ class DeltaStreamReader(DataSourceStreamReader):
     @staticmethod
     def _last(items: Iterator[_Item]) -> _Item | None:
         last = None
-        for last in items:
-            pass
+        for item in items:
+            last = item
         return last
 
     def _next_offset(self, last: _Item, begin: SourceOffset) -> SourceOffset:

@@ -63,10 +63,10 @@ def _hook(cls: type) -> None:
                 self.option(trigger_marks.TOKEN_OPTION, trigger_marks.new_token())
         return original_load(self, path, format, schema, **options)
 
-    # Deliberate patches of PySpark's methods.
-    setattr(cls, "format", _format)
-    setattr(cls, "load", _load)
-    setattr(cls, "_pydelta_storage_hooked", True)  # the marker checked above
+    # Deliberate patches of PySpark's methods (setattr: mypy knows no such attributes on `type`).
+    setattr(cls, "format", _format)  # noqa: B010 - see above
+    setattr(cls, "load", _load)  # noqa: B010 - see above
+    setattr(cls, "_pydelta_storage_hooked", True)  # noqa: B010 - the marker checked above
 
 
 def apply(options: Mapping[str, Any], path: str) -> dict[str, str] | None:

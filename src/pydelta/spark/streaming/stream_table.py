@@ -22,7 +22,7 @@ def install() -> None:
         return
     _ORIGINAL["table"] = DataStreamReader.table
     DataStreamReader.table = boundary(_table)  # type: ignore[method-assign]  # a deliberate patch
-    setattr(DataStreamReader, "_pydelta_table_hooked", True)  # the marker checked above
+    setattr(DataStreamReader, "_pydelta_table_hooked", True)  # noqa: B010 - the marker checked above; mypy: not on the class
 
 
 def _table(self: Any, tableName: str) -> Any:  # noqa: N803 - PySpark's parameter name

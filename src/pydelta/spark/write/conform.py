@@ -22,7 +22,7 @@ def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> Any:
     spark_types = spark_schema(schema)
     by_lower = {c.lower(): c for c in df.columns}
     columns = []
-    for field, spark_field in zip(schema.fields, spark_types.fields):
+    for field, spark_field in zip(schema.fields, spark_types.fields, strict=True):
         source = by_lower.get(field.name.lower())
         if source is None:
             generated = field.metadata.get("delta.generationExpression")

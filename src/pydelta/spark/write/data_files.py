@@ -153,7 +153,7 @@ def write_data_files(
             string_prefix_length=_table_conf_int(metadata, "delta.dataSkippingStringPrefixLength", 32),
         )
         adds: list[AddFile] = []
-        for path, (num_rows, stats_json) in zip(staged, stats):
+        for path, (num_rows, stats_json) in zip(staged, stats, strict=True):
             if num_rows == 0:
                 files.remove(path)
                 continue

@@ -189,7 +189,7 @@ def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicat
     disjuncts: list[Predicate] = []
     for values in touched:
         conj: Predicate | None = None
-        for name, raw in zip(cols, values):
+        for name, raw in zip(cols, values, strict=True):
             field = schema.field(name)
             typed = deserialize_partition_value(raw, field.type)
             leaf: Predicate = IsNull(Col((name,))) if typed is None else Cmp("=", Col((name,)), Lit(typed))

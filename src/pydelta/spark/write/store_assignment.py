@@ -34,7 +34,7 @@ def _exact(src: Any, dst: Any) -> bool:
         return True
     if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
         return len(src.fields) == len(dst.fields) and all(
-            _exact(a.dataType, b.dataType) for a, b in zip(src.fields, dst.fields))
+            _exact(a.dataType, b.dataType) for a, b in zip(src.fields, dst.fields, strict=True))
     if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
         return _exact(src.elementType, dst.elementType)
     if isinstance(src, T.MapType) and isinstance(dst, T.MapType):
@@ -89,7 +89,7 @@ def store_cast(col: Any, src: Any, dst: Any, name: str) -> Any:
         return col if src == dst else col.cast(dst)
     if isinstance(src, T.StructType) and isinstance(dst, T.StructType) and len(src.fields) == len(dst.fields):
         parts = [store_cast(col.getField(s.name), s.dataType, d.dataType, f"{name}.{d.name}").alias(d.name)
-                 for s, d in zip(src.fields, dst.fields)]
+                 for s, d in zip(src.fields, dst.fields, strict=True)]
         return F.when(col.isNull(), F.lit(None).cast(dst)).otherwise(F.struct(*parts))
     if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
         return F.transform(col, lambda e: store_cast(e, src.elementType, dst.elementType, f"{name}.element")).cast(dst)
@@ -148,7 +148,7 @@ def cast_for_insert(df: DataFrame, table: Any, widen: bool) -> Any:
     from pydelta.protocol.schema import quote_identifier
 
     return df.select(*[inserted(F.col(quote_identifier(f.name)), f.dataType, t, widen)
-                       for f, t in zip(df.schema.fields, table.fields)])
+                       for f, t in zip(df.schema.fields, table.fields, strict=True)])
 
 
 def nullable_type(dtype: Any) -> Any:
