@@ -153,7 +153,7 @@ def _section(workload: str, replies: dict[str, dict[str, Any]]) -> list[str]:
             reads = f" (Parquet: {files} files, {rows:,} rows)" if files else ""
             lines.append(f"- {e['id']}{nested}, {e['duration_ms']} ms, {len(e['jobs'])} jobs: `{description}`; "
                          f"{_counts(counts) or 'no plan nodes'}{reads}")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def main() -> None:

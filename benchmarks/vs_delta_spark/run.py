@@ -35,7 +35,7 @@ class Engine:
         env.update(PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, PYTHONUNBUFFERED="1",
                    BENCH_ROWS=str(rows), PYTHONPATH=os.path.join(ROOT, "src") if name == "pydelta" else ROOT)
         self.name = name
-        self.log = open(os.path.join(scratch, f"{name}.log"), "w")
+        self.log = open(os.path.join(scratch, f"{name}.log"), "w")  # noqa: SIM115 - the worker's stderr while it runs
         args = [python, WORKER, name, os.path.join(scratch, name)] + ([jars] if jars else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True, env=env, bufsize=1, cwd=ROOT)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 def test_enable_unsets_delta_sparks_catalog_over_connect(spark, tmp_path):
     spark.conf.set(SESSION_CATALOG_KEY, DELTA_SPARK_CATALOG)
     try:
-        with pytest.raises(Exception, match="CANNOT_LOAD_CATALOG|ClassNotFound|DeltaCatalog"):
+        with pytest.raises(Exception, match=r"CANNOT_LOAD_CATALOG|ClassNotFound|DeltaCatalog"):
             spark.sql("SHOW TABLES").collect()  # what a delta-spark program meets without the jars
         with pytest.warns(DeltaSparkConfWarning, match="unset spark.sql.catalog.spark_catalog"):
             pydelta.enable(spark)

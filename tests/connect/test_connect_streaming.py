@@ -72,7 +72,7 @@ def test_trigger_once_over_a_rate_limited_source(spark, tmp_path):
     writer = (stream.selectExpr("id * 2 AS id").writeStream.format("delta")
               .option("checkpointLocation", str(tmp_path / "ck")).trigger(once=True))
     if pyspark_before(4, 2):
-        with pytest.raises(DeltaNotImplementedError, match="needs PySpark 4.2 or newer over Spark Connect"):
+        with pytest.raises(DeltaNotImplementedError, match=r"needs PySpark 4\.2 or newer over Spark Connect"):
             writer.start(str(out))
         assert not out.exists()
         return

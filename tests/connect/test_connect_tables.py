@@ -53,7 +53,7 @@ def test_write_read_partitioned_and_time_travel(spark, tmp_path):
     adds = [a["add"] for a in _commit(path, 1) if "add" in a]
     assert adds and all(json.loads(a["stats"])["numRecords"] > 0 for a in adds)
     assert spark.read.format("delta").option("versionAsOf", 0).load(path).count() == 60
-    with pytest.raises(Exception, match="DELTA_PATH_EXISTS|already exists"):
+    with pytest.raises(Exception, match=r"DELTA_PATH_EXISTS|already exists"):
         df.write.format("delta").save(path)
     df.limit(5).write.format("delta").mode("overwrite").save(path)                           # v2
     assert spark.read.format("delta").load(path).count() == 5
@@ -158,7 +158,7 @@ def test_catalog_tables(spark, tmp_path):
         table = DeltaTable.forName(spark, "connect_names")
         table.delete("id < 2")
         assert table.toDF().count() == 5
-        assert [r.operation for r in table.history().collect()][0] == "DELETE"
+        assert table.history().collect()[0].operation == "DELETE"
         assert spark.table("connect_names").filter("id = 6").collect()[0].v == "y"
         # Queries read Delta tables by name too (CTE names shadow tables).
         by_name = spark.sql("WITH connect_names AS (SELECT 1 AS id) SELECT count(*) AS n FROM connect_names")
@@ -173,7 +173,7 @@ def test_catalog_tables(spark, tmp_path):
         assert _rows(spark.table("connect_names"), "id", "v") == [(3, "x"), (4, "x"), (5, "y"), (6, "y"), (9, "z")]
         assert spark.catalog.tableExists("connect_other")
         spark.range(1).selectExpr("id", "'w' AS v").writeTo("connect_names").append()
-        assert table.toDF().count() == 6 and [r.operation for r in table.history().collect()][0] == "WRITE"
+        assert table.toDF().count() == 6 and table.history().collect()[0].operation == "WRITE"
     finally:
         spark.sql("DROP TABLE IF EXISTS connect_names")
         spark.sql("DROP TABLE IF EXISTS connect_other")

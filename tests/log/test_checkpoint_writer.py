@@ -84,7 +84,7 @@ class TableBuilder:
 
     def commit(self, actions: list[dict]) -> int:
         self.version += 1
-        lines = [{"commitInfo": {"timestamp": NOW_MS, "operation": "TEST"}}] + actions
+        lines = [{"commitInfo": {"timestamp": NOW_MS, "operation": "TEST"}}, *actions]
         path = self.log / f"{self.version:020d}.json"
         path.write_text("\n".join(json.dumps(a) for a in lines) + "\n")
         return self.version
@@ -752,7 +752,7 @@ def test_golden_table_checkpoint_loads_identically(golden: Path, tmp_path: Path,
     if kind.get("parts") and expected.protocol.has_feature("v2Checkpoint"):
         kind = {"parts": 2, "v2": True}
     log = root / "_delta_log"
-    for p in list(log.glob(f"{expected.version:020d}.checkpoint*")) + [log / "_last_checkpoint"]:
+    for p in [*log.glob(f"{expected.version:020d}.checkpoint*"), log / "_last_checkpoint"]:
         p.unlink(missing_ok=True)  # make room for ours at the same version
     write_checkpoint(expected, now_ms=0, **kind)  # now=0: keep every tombstone to compare
     actual = load_snapshot(str(root))

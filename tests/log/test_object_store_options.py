@@ -56,7 +56,7 @@ def test_client_option_in_a_store_prefix_does_not_panic(s3):  # noqa: F811
 
 def test_missing_bucket_names_the_uri(s3):  # noqa: F811
     uri = "s3://no-such-bucket-here/t"
-    with pytest.raises(StorageAccessError, match="no-such-bucket-here.*bucket does not exist"):
+    with pytest.raises(StorageAccessError, match=r"no-such-bucket-here.*bucket does not exist"):
         pydelta.load_snapshot(uri, storage_options=s3)
 
 

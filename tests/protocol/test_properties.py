@@ -27,9 +27,9 @@ def test_validation_as_delta_spark():
                                  "delta.constraints.Positive": "x > 0", "user.key": "v"})
     assert out == {"delta.enableChangeDataFeed": "true", "delta.feature.deletionvectors": "supported",
                    "delta.constraints.Positive": "x > 0", "user.key": "v"}
-    with pytest.raises(DeltaIllegalArgumentError, match="requirement failed: delta.appendOnly needs to be a boolean."):
+    with pytest.raises(DeltaIllegalArgumentError, match=r"requirement failed: delta\.appendOnly needs to be a boolean\."):
         P.validate_properties({"delta.appendOnly": "yes"})
-    with pytest.raises(DeltaIllegalArgumentError, match="delta.logRetentionDuration needs to be provided as a calendar"):
+    with pytest.raises(DeltaIllegalArgumentError, match=r"delta\.logRetentionDuration needs to be provided as a calendar"):
         P.validate_properties({"delta.logRetentionDuration": "1 month"})
     with pytest.raises(DeltaIllegalArgumentError, match="needs to be greater than or equal to"):
         P.validate_properties({"delta.logRetentionDuration": "1 day"})

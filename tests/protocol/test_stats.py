@@ -209,7 +209,7 @@ def test_golden_tables_found():
 @pytest.mark.parametrize("table,md,stats", GOLDEN_TABLES, ids=[t for t, _, _ in GOLDEN_TABLES])
 def test_golden_stats_parse(table, md, stats):
     sc = _stats_schema_for(md)
-    parsed = parse_stats(pa.array(stats + [None, ""], pa.string()), sc)
+    parsed = parse_stats(pa.array([*stats, None, ""], pa.string()), sc)
     assert parsed.type == pa.struct(list(sc))
     rows = parsed.to_pylist()
     assert rows[-2:] == [None, None]  # no stats: a null row

@@ -31,7 +31,7 @@ def test_new_files_merge_into_partial_cubes_and_large_cubes_stay() -> None:
 def test_a_lone_cube_is_left_alone_unless_new_files_come() -> None:
     cube = [_file("a", 10, "C"), _file("b", 10, "C")]
     assert zcubes.clustering_candidates(cube, ["k"], full=False, min_cube_size=100) == []
-    two = cube + [_file("c", 10, "D")]
+    two = [*cube, _file("c", 10, "D")]
     assert _paths(zcubes.clustering_candidates(two, ["k"], full=False, min_cube_size=100)) == ["a", "b", "c"]
 
 

@@ -5,7 +5,8 @@ Sets `result`: delta-spark's rows and latest version of each table."""
 
 import json
 
-spec = json.load(open(args[0]))  # noqa: F821 - `args`, `spark`, `result` come from the witness server
+with open(args[0]) as f:  # noqa: F821 - `args`, `spark`, `result` come from the witness server
+    spec = json.load(f)
 conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: F821
 for key, value in spec["settings"].items():
     conf.set(key, value)

@@ -302,7 +302,7 @@ def test_optimize_builder_argument_types(spark, tmp_path):
     _, table = _table(spark, tmp_path)
     with pytest.raises(E.DeltaIllegalArgumentError, match="partition filter"):
         table.optimize().where(5)
-    with pytest.raises(TypeError, match="Z-order column must be str. Found 5 with type <class 'int'>"):
+    with pytest.raises(TypeError, match=r"Z-order column must be str\. Found 5 with type <class 'int'>"):
         table.optimize().executeZOrderBy(5)
 
 

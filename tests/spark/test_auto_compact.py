@@ -185,7 +185,7 @@ def test_column_mapped_partition_predicate(spark, tmp_path):
 
 def test_invalid_values_are_refused_and_commit_nothing(spark, tmp_path, conf):
     path = str(tmp_path / "bad")
-    with pytest.raises(errors.DeltaIllegalArgumentError, match="delta.autoOptimize.autoCompact"):
+    with pytest.raises(errors.DeltaIllegalArgumentError, match=r"delta\.autoOptimize\.autoCompact"):
         spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING DELTA "
                   "TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'sometimes')")
     assert not (Path(path) / "_delta_log").exists()

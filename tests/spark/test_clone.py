@@ -97,7 +97,8 @@ def test_replace_and_existing_target(spark, source, tmp_path):
     assert ids_of(spark, target) == list(range(8)) == witness_ids(target)
     assert after.metadata.id == before.metadata.id and after.version == before.version + 1
     log = os.path.join(target, "_delta_log", f"{after.version:020d}.json")
-    actions = [json.loads(line) for line in open(log)]
+    with open(log) as f:
+        actions = [json.loads(line) for line in f]
     assert sum(1 for a in actions if "remove" in a) == before.num_files
 
 

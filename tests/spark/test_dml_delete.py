@@ -413,7 +413,7 @@ def test_delete_loses_to_concurrent_append_in_same_partition_serializable(spark,
     assert "p=1" in str(err.value)
     assert not any(os.path.exists(w) for w in written)  # the loser's files are cleaned up
     assert version(table_path) == 1
-    assert_rows(spark, table_path, rows + [new], check_deltalake=False)
+    assert_rows(spark, table_path, [*rows, new], check_deltalake=False)
 
 
 def test_delete_and_concurrent_append_elsewhere_both_commit(spark, table_path):

@@ -45,7 +45,7 @@ def test_dv_and_copy_on_write_tables_agree_with_a_model(spark, tmp_path_factory,
     for path, dvs in ((dv_path, True), (cow_path, False)):
         _create(spark, path, dvs)
         _append(spark, path, sorted(model))
-    history.append(_versions(dv_path, cow_path) + (sorted(model.items()),))
+    history.append((*_versions(dv_path, cow_path), sorted(model.items())))
     next_id = 1000
     for kind, a, b in steps:
         if kind == "delete":
@@ -69,7 +69,7 @@ def test_dv_and_copy_on_write_tables_agree_with_a_model(spark, tmp_path_factory,
                 _append(spark, path, ids)
             model.update({i: i * 3 for i in ids})
         # a DML that changes no row commits nothing (as delta-spark): the version each step left
-        history.append(_versions(dv_path, cow_path) + (sorted(model.items()),))
+        history.append((*_versions(dv_path, cow_path), sorted(model.items())))
     for dv_version, cow_version, want in history:
         assert _rows(spark, dv_path, dv_version) == want
         assert _rows(spark, cow_path, cow_version) == want

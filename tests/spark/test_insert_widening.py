@@ -116,7 +116,7 @@ def _by_position_rows(spark: Any) -> Any:
 
 
 INITIAL = [(1, 10, "a"), (2, 20, "b")]
-APPENDED = sorted(INITIAL + [(3, BIG, "a")], key=repr)
+APPENDED = sorted([*INITIAL, (3, BIG, "a")], key=repr)
 FORMS = {  # form -> (session autoMerge, write, expected rows)
     "insert_overwrite": (True, lambda s, n: s.sql(f"INSERT OVERWRITE {n} SELECT 3, {BIG}L, 'a'"), [(3, BIG, "a")]),
     "replace_where": (True, lambda s, n: s.sql(f"INSERT INTO {n} REPLACE WHERE p = 'a' SELECT 3, {BIG}L, 'a'"),

@@ -85,7 +85,8 @@ def test_history_version_and_checkpoints_after_25_commits(spark, tmp_path):
     log = os.path.join(path, "_delta_log")
     assert os.path.exists(os.path.join(log, f"{10:020d}.checkpoint.parquet"))
     assert os.path.exists(os.path.join(log, f"{20:020d}.checkpoint.parquet"))
-    last = json.load(open(os.path.join(log, "_last_checkpoint")))
+    with open(os.path.join(log, "_last_checkpoint")) as f:
+        last = json.load(f)
     assert last["version"] == 20 and "checksum" in last
     dl = _dl_table(path)
     assert dl.version() == 24

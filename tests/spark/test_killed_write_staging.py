@@ -59,8 +59,9 @@ def _kill_mid_write(tmp_path: Path, table: Path) -> None:
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    proc = subprocess.Popen([sys.executable, str(script), str(table)], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=open(tmp_path / "child.err", "w"), text=True)
+    with open(tmp_path / "child.err", "w") as err:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen([sys.executable, str(script), str(table)], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
     jvm = int(proc.stdout.readline().split()[1])
     deadline = time.time() + 240
     while not any(p.suffix == ".parquet" for p in _staged_files(table)):

@@ -76,7 +76,7 @@ def test_cluster_by_optimize_and_skipping(spark, tmp_path):
     assert _files_read(spark, path, "k = 7") < files.num_rows  # clustered: k = 7 no longer in every file
     assert spark.read.format("delta").load(path).where("k = 7").count() == 60
     cubes = _cubes(path)
-    assert len(cubes) == 1 and list(cubes.values())[0][0] == ["k"]  # one job, one ZCube
+    assert len(cubes) == 1 and next(iter(cubes.values()))[0] == ["k"]  # one job, one ZCube
     version = pydelta.load_snapshot(path).version
     spark.sql(f"OPTIMIZE {t}")  # a lone ZCube with nothing new beside it stays as it is
     assert pydelta.load_snapshot(path).version == version

@@ -130,7 +130,7 @@ def test_a_failing_hook_leaves_its_commit_and_says_so(spark, tmp_path: Path):
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES "
               "(delta.compatibility.symlinkFormatManifest.enabled = true, delta.enableDeletionVectors = true)")
     spark.range(0, 10).coalesce(1).write.format("delta").mode("append").save(path)
-    with pytest.raises(ManifestGenerationError, match="DELTA_POST_COMMIT_HOOK_FAILED.*version 2.*Generate Symlink"):
+    with pytest.raises(ManifestGenerationError, match=r"DELTA_POST_COMMIT_HOOK_FAILED.*version 2.*Generate Symlink"):
         DeltaTable.forPath(spark, path).delete("id = 3")
     rows = spark.read.format("delta").load(path).collect()
     assert sorted(r.id for r in rows) == [i for i in range(10) if i != 3]

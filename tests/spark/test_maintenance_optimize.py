@@ -306,7 +306,7 @@ def test_concurrent_append_does_not_conflict_with_optimize(spark, many_files):
     optimize(table, ["part = 1"], (), before_commit=append)
     infos = commit_infos(many_files)
     assert infos[version + 1]["operation"] == "WRITE" and infos[version + 2]["operation"] == "OPTIMIZE"
-    assert spark_rows(table.toDF(), COLS) == _expected(list(range(90)) + [1000, 1001, 1002])
+    assert spark_rows(table.toDF(), COLS) == _expected([*range(90), 1000, 1001, 1002])
 
 
 def test_optimize_retries_after_a_concurrent_metadata_change(spark, many_files):

@@ -118,7 +118,7 @@ def test_sql_creates_a_catalog_managed_table_and_maintenance_waits_for_the_catal
         spark.sql(f"INSERT INTO {name} VALUES (4)")
         grant_maintenance(str(location), "optimize")
         assert spark.sql(f"OPTIMIZE {name}").collect()[0].metrics.numFilesRemoved >= 2
-        assert [r.operation for r in spark.sql(f"DESCRIBE HISTORY {name}").collect()][0] == "OPTIMIZE"
+        assert spark.sql(f"DESCRIBE HISTORY {name}").collect()[0].operation == "OPTIMIZE"
         assert sorted(r.id for r in spark.table(name).collect()) == [2, 3, 4]
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")

@@ -94,7 +94,7 @@ def logical_stats_keys(path: str) -> set[str]:
 def test_quote_identifier_round_trips_through_spark_and_split(spark):
     assert quote_identifier(ODD) == "`id.num``s`"
     assert quote_path(["s.t", "x`y"]) == "`s.t`.`x``y`"
-    for name in COLUMNS + ["plain", "``", "a`.`b"]:
+    for name in [*COLUMNS, "plain", "``", "a`.`b"]:
         assert split_identifier(quote_identifier(name)) == [name]
     df = spark.createDataFrame([tuple(make_rows(range(1, 2))[0])], spark_schema())
     assert df.select(*[quote_identifier(c) for c in COLUMNS]).columns == COLUMNS
@@ -194,7 +194,7 @@ def test_table_written_by_deltalake_is_read_filtered_and_changed(spark, tmp_path
                               mode="append")
 
     df = read(spark, path)
-    assert rows_of(df) == sorted(rows + [(101, "s1", 10, "x"), (102, "s2", 20, "y")])
+    assert rows_of(df) == sorted([*rows, (101, "s1", 10, "x"), (102, "s2", 20, "y")])
     pruned = df.filter(F.col(Q_PART) == "y")
     assert len(pruned.inputFiles()) < len(df.inputFiles())
     assert sorted(r[ODD] for r in pruned.collect()) == [2, 4, 6, 8, 102]

@@ -38,7 +38,7 @@ def test_geospatial_columns_need_spark_4_2(spark, tmp_path):
     if pyspark_before(4, 2):
         with pytest.raises(errors.DeltaNotImplementedError, match=r"geospatial columns \(g\) need Spark 4\.2 or newer"):
             spark.read.format("delta").load(path)
-        with pytest.raises(errors.DeltaNotImplementedError, match="need Spark 4.2"):
+        with pytest.raises(errors.DeltaNotImplementedError, match=r"need Spark 4\.2"):
             spark.sql(f"SELECT * FROM delta.`{path}`").collect()
         assert sorted(os.listdir(os.path.join(path, "_delta_log"))) == [f"{0:020d}.json"]
     else:

@@ -403,9 +403,9 @@ def test_set_not_null_on_nested_fields_checks_only_present_parents(spark, people
     spark.sql(f"INSERT INTO {t} VALUES (3, 'Cid', named_struct('city', 'Gouda', 'zip', '1'))")
     rows = spark.sql("SELECT 4L AS id, 'Dee' AS name, named_struct('city', CAST(NULL AS STRING), 'zip', '1') AS address")
     before = _version(people)
-    with pytest.raises(errors.InvariantViolationError, match="address.city"):  # the NOT NULL check, per row
+    with pytest.raises(errors.InvariantViolationError, match=r"address\.city"):  # the NOT NULL check, per row
         rows.write.format("delta").mode("append").save(people)
-    with pytest.raises(errors.InvariantViolationError, match="address.city"):
+    with pytest.raises(errors.InvariantViolationError, match=r"address\.city"):
         spark.sql(f"INSERT INTO {t} VALUES (4, 'Dee', named_struct('city', CAST(NULL AS STRING), 'zip', '1'))")
     assert _version(people) == before
     spark.sql(f"INSERT INTO {t} (id, name) VALUES (5, 'Eve')")  # no address at all is fine
@@ -505,7 +505,7 @@ def test_spark_layer_functions_return_the_committed_version(spark, people):
     version = alter.set_table_properties(spark, people, {"a": "b"})
     assert version == _version(people)
     before = _version(people)
-    with pytest.raises(errors.DeltaAnalysisError, match="DELTA_UNSET_NON_EXISTENT_PROPERTY.*'nope'"):
+    with pytest.raises(errors.DeltaAnalysisError, match=r"DELTA_UNSET_NON_EXISTENT_PROPERTY.*'nope'"):
         alter.unset_table_properties(spark, people, ["a", "nope"], if_exists=False)
     assert _version(people) == before
     assert alter.unset_table_properties(spark, people, ["a"], if_exists=False) == before + 1

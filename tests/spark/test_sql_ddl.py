@@ -85,7 +85,8 @@ def test_ctas_and_rtas_in_one_commit(spark, tmp_path):
         path = catalog.table_location(spark, "ddl_ctas")
         log = Path(path) / "_delta_log"
         assert sorted(p.name for p in log.glob("*.json")) == ["00000000000000000000.json"]
-        info = next(json.loads(l)["commitInfo"] for l in (log / "00000000000000000000.json").read_text().splitlines() if "commitInfo" in l)
+        info = next(json.loads(line)["commitInfo"]
+                    for line in (log / "00000000000000000000.json").read_text().splitlines() if "commitInfo" in line)
         assert info["operation"] == "CREATE TABLE AS SELECT"
         assert info["operationParameters"]["partitionBy"] == '["k"]' and info["operationParameters"]["description"] == "from src"
         snap = pydelta.load_snapshot(path)

@@ -146,7 +146,8 @@ def test_describe_extended_external_table_and_path(spark, db, tmp_path):
     path = str(tmp_path / "ext")
     spark.sql(f"CREATE TABLE {db}.ext (a BIGINT, b STRING) USING DELTA LOCATION '{path}'")
     columns = [("a", "bigint", None), ("b", "string", None)]
-    assert _rows(spark.sql(f"DESCRIBE EXTENDED {db}.ext")) == columns + [
+    assert _rows(spark.sql(f"DESCRIBE EXTENDED {db}.ext")) == [
+        *columns,
         ("", "", ""),
         ("# Detailed Table Information", "", ""),
         ("Name", f"spark_catalog.{db}.ext", ""),
@@ -158,7 +159,8 @@ def test_describe_extended_external_table_and_path(spark, db, tmp_path):
     ]
     # A path table has no catalog entry: DeltaTableV2 names it by its qualified path and,
     # lacking the `external` property, Spark calls it MANAGED.
-    assert _rows(spark.sql(f"DESCRIBE EXTENDED delta.`{path}`")) == columns + [
+    assert _rows(spark.sql(f"DESCRIBE EXTENDED delta.`{path}`")) == [
+        *columns,
         ("", "", ""),
         ("# Detailed Table Information", "", ""),
         ("Name", f"delta.`file:{path}`", ""),
@@ -247,9 +249,9 @@ def test_describe_column(spark, db, tmp_path):
         ("col_name", "odd name"), ("data_type", "string"), ("comment", "NULL")]
     assert _rows(spark.sql(f"DESC {db}.full {db}.full.m")) == [
         ("col_name", "m"), ("data_type", "map<string,array<bigint>>"), ("comment", "NULL")]
-    with pytest.raises(errors.DeltaAnalysisError, match="DESC TABLE COLUMN does not support nested column: s.a"):
+    with pytest.raises(errors.DeltaAnalysisError, match=r"DESC TABLE COLUMN does not support nested column: s\.a"):
         spark.sql(f"DESCRIBE {db}.full s.a")
-    with pytest.raises(errors.DeltaAnalysisError, match="UNRESOLVED_COLUMN.WITH_SUGGESTION"):
+    with pytest.raises(errors.DeltaAnalysisError, match=r"UNRESOLVED_COLUMN\.WITH_SUGGESTION"):
         spark.sql(f"DESCRIBE {db}.full nope")
     path = str(tmp_path / "p")
     spark.range(1).write.format("delta").save(path)

@@ -125,7 +125,7 @@ def test_merge_star_actions_subquery_source_and_schema_evolution(spark, people, 
 def test_merge_multiple_matches_error(spark, people):
     spark.createDataFrame([(1, "a"), (1, "b")], "id BIGINT, name STRING").createOrReplaceTempView("dups")
     before = _version(people)
-    with pytest.raises(errors.DeltaError, match="(?i)multiple source rows"):
+    with pytest.raises(errors.DeltaError, match=r"(?i)multiple source rows"):
         spark.sql(f"MERGE INTO delta.`{people}` t USING dups s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name")
     assert _version(people) == before
 

@@ -168,7 +168,7 @@ def test_merge_insert_only_dedup_with_conditions(spark, people):
     ON people10m.id = people10mupdates.id AND people10m.salary > 0
     WHEN NOT MATCHED AND people10mupdates.salary > 30
       THEN INSERT *""")
-    assert _witness(people) == ROWS + [(4, "Dee", "F", 40)]
+    assert _witness(people) == [*ROWS, (4, "Dee", "F", 40)]
 
 
 def test_merge_subquery_source_with_and_without_as(spark, people):
@@ -262,7 +262,7 @@ def test_select_time_travel_by_timestamp_and_version(spark, people):
 def test_insert_into_overwrite_replace_where_and_dynamic_overwrite(spark, people, tmp_path):
     spark.createDataFrame([(5, "Eve", "F", 50)], PEOPLE).createOrReplaceTempView("morePeople")
     spark.sql("INSERT INTO docforms.people10m SELECT * FROM morePeople")
-    assert _witness(people) == ROWS + [(5, "Eve", "F", 50)]
+    assert _witness(people) == [*ROWS, (5, "Eve", "F", 50)]
     spark.sql("INSERT OVERWRITE TABLE docforms.people10m SELECT * FROM morePeople")
     assert _witness(people) == [(5, "Eve", "F", 50)]
     spark.sql(f"INSERT INTO TABLE docforms.people10m VALUES {_values(ROWS)}")

@@ -39,7 +39,7 @@ def test_truncate_table(spark, partitioned, tmp_path):
     assert pydelta.load_snapshot(partitioned).version == version
     appends = str(tmp_path / "append_only")
     spark.range(3).write.format("delta").option("delta.appendOnly", "true").save(appends)
-    with pytest.raises(errors.DeltaError, match="DELTA_CANNOT_MODIFY_APPEND_ONLY|append"):
+    with pytest.raises(errors.DeltaError, match=r"DELTA_CANNOT_MODIFY_APPEND_ONLY|append"):
         spark.sql(f"TRUNCATE TABLE delta.`{appends}`")
     assert spark.read.format("delta").load(appends).count() == 3
 

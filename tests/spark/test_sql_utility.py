@@ -67,7 +67,7 @@ def test_optimize_vacuum_and_restore_to_vacuumed_version(spark, table):
     assert result.metrics.numFilesRemoved == 3 and result.metrics.numFilesAdded == 1
     spark.sql(f"OPTIMIZE {t} ZORDER BY (id)")  # rewrites the 4 live files: 7 files are now unreferenced
     assert pydelta.load_snapshot(table).num_files == 2
-    with pytest.raises(errors.DeltaError, match="(?i)retention"):
+    with pytest.raises(errors.DeltaError, match=r"(?i)retention"):
         spark.sql(f"VACUUM {t} RETAIN 0 HOURS")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     try:
@@ -105,7 +105,8 @@ def test_convert_no_statistics(spark, tmp_path):
     spark.sql(f"CONVERT TO DELTA parquet.`{src}` NO STATISTICS")
     snap = pydelta.load_snapshot(src)
     assert snap.num_files == 2 and snap.files().column("stats").null_count == 2
-    commit = [json.loads(line) for line in open(os.path.join(src, "_delta_log", "00000000000000000000.json"))]
+    with open(os.path.join(src, "_delta_log", "00000000000000000000.json")) as f:
+        commit = [json.loads(line) for line in f]
     assert all("stats" not in a["add"] for a in commit if "add" in a)
     assert next(a for a in commit if "commitInfo" in a)["commitInfo"]["operationParameters"]["collectStats"] is False
     assert RsTable(src).to_pyarrow_table().num_rows == 8  # delta-rs reads it

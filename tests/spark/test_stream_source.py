@@ -76,7 +76,7 @@ def _append(spark, path: str, start: int, end: int, files: int = 1, mode: str = 
 
 def _failure(spark, path: str, checkpoint: str, options: dict[str, str] | None = None) -> str:
     with pytest.raises(Exception) as info:
-        batches, query = _stream(spark, path, checkpoint, options)
+        _, query = _stream(spark, path, checkpoint, options)
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
     return str(info.value)
@@ -92,7 +92,7 @@ def test_snapshot_then_new_commits_exactly_once(spark, tmp_path):
     _append(spark, path, 20, 22)
     second, _ = _stream(spark, path, ck)  # restart from the checkpoint
     assert _rows(second) == [(i, i % 3, f"v{i}") for i in range(15, 22)]
-    assert [b for b, _ in second][0] == first[-1][0] + 1
+    assert second[0][0] == first[-1][0] + 1
     third, _ = _stream(spark, path, ck)
     assert _rows(third) == []
 
@@ -459,7 +459,7 @@ def test_paced_reader_for_pyspark_before_4_2_paces_itself(spark, tmp_path):
     unpaced = PacedStreamReader({"path": path}, schema)
     assert unpaced.latestOffset() == end
     refused = PacedStreamReader({"path": path, "schemaTrackingLocation": str(tmp_path / "s")}, schema)
-    with pytest.raises(DeltaNotImplementedError, match="schemaTrackingLocation needs PySpark 4.2"):
+    with pytest.raises(DeltaNotImplementedError, match=r"schemaTrackingLocation needs PySpark 4\.2"):
         refused.initialOffset()
 
 

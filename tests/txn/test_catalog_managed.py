@@ -80,7 +80,7 @@ def test_creation_and_commits_follow_the_spec(catalog_table: str) -> None:
     for version, path in ((1, staged[0]), (2, staged[1])):
         assert (_log(root) / f"{version:020d}.json").read_bytes() == path.read_bytes()  # published as ratified
         info = _actions(root, version)[0]["commitInfo"]  # commitInfo first, with ICT and txnId
-        assert list(info)[0] == "inCommitTimestamp" and info["inCommitTimestamp"] > previous
+        assert next(iter(info)) == "inCommitTimestamp" and info["inCommitTimestamp"] > previous
         assert isinstance(info.get("txnId"), str) and info["txnId"]
         previous = info["inCommitTimestamp"]
     assert rows_of(root) == [(1, "a", "v1"), (2, "a", "v2")]

@@ -99,7 +99,7 @@ def test_filesystem_only_writers_refuse_managed_tables(tmp_path: Path) -> None:
 
     root = str(tmp_path / "t")
     create_table(root, partition_columns=(), configuration=owner_conf("sqlite", tmp_path))
-    with pytest.raises(Exception, match="(?i)managedCommit|feature"):
+    with pytest.raises(Exception, match=r"(?i)managedCommit|feature"):
         deltalake.write_deltalake(root, pa.table({"id": [1], "part": ["a"], "value": ["z"]}), mode="append")
     assert committed_versions(root) == [0]
 

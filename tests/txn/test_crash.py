@@ -97,7 +97,7 @@ def test_kill_during_checkpoint_write(tmp_path: Path, freeze_at: int) -> None:
     frozen_at = Path(Path(signal_file).read_text()).name
 
     # Version 2 was committed before its checkpoint started: visible and intact.
-    expected = sorted(before_rows + [(7_000_000, "cp", "checkpointed")], key=repr)
+    expected = sorted([*before_rows, (7_000_000, "cp", "checkpointed")], key=repr)
     snap = pydelta.load_snapshot(root)
     assert snap.version == 2
     assert rows_of(root) == expected

@@ -246,7 +246,7 @@ def test_app_transaction_makes_writes_idempotent(table: str) -> None:
     assert write_batch(1) is None
     snap = pydelta.load_snapshot(table)
     assert snap.transactions == {"etl-job": 1}
-    txn_action = [a for a in log_lines(table, 2) if "txn" in a][0]["txn"]
+    txn_action = next(a for a in log_lines(table, 2) if "txn" in a)["txn"]
     assert txn_action["appId"] == "etl-job" and txn_action["version"] == 1 and "lastUpdated" in txn_action
     assert [r[2] for r in rows_of(table)] == ["batch-0", "batch-1"]
 
@@ -456,7 +456,7 @@ def test_in_commit_timestamps_are_first_and_monotonic(tmp_path: Path) -> None:
     assert snap.protocol.min_writer_version == 7
     assert "delta.inCommitTimestampEnablementVersion" not in snap.configuration  # enabled at creation
     info0 = commit_info(root, 0)
-    assert list(info0)[0] == "inCommitTimestamp"
+    assert next(iter(info0)) == "inCommitTimestamp"
     assert info0["inCommitTimestamp"] == info0["timestamp"]
 
     # A writer whose clock is far behind still produces increasing timestamps.

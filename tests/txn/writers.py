@@ -212,7 +212,7 @@ def cmd_overwrite_partition(root: str, part: str, sync_dir: str, worker: int) ->
         return {"worker": worker, "status": "timeout"}
     try:
         version = txn.commit(
-            removes + [add],
+            [*removes, add],
             Operation.write("Overwrite", [], predicate=f"(part = '{part}')"),
             operation_metrics={"numFiles": 1, "numOutputRows": 2, "numRemovedFiles": len(removes)},
         )

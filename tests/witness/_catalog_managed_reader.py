@@ -12,6 +12,7 @@
 # for, written from the catalog's content, as a catalog client serving delta-spark would have to.
 import os
 import sqlite3
+from typing import ClassVar
 
 from pyspark.java_gateway import ensure_callback_server_started
 
@@ -82,7 +83,7 @@ class CatalogClient:
         return True
 
     class Java:
-        implements = ["io.delta.storage.commit.CommitCoordinatorClient"]
+        implements: ClassVar[list[str]] = ["io.delta.storage.commit.CommitCoordinatorClient"]
 
 
 client = CatalogClient()
@@ -99,7 +100,8 @@ class Builder:
         return client
 
     class Java:
-        implements = ["org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorBuilder"]
+        implements: ClassVar[list[str]] = [
+            "org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorBuilder"]
 
 
 jvm.org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorProvider.registerBuilder(

@@ -12,6 +12,7 @@ Requests: {"op": ..., ...}; replies: {"ok": true, ...} or {"ok": false, "error":
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -159,10 +160,8 @@ def _stream(spark, req):
 
 def _error(e):
     cls = None
-    try:
+    with contextlib.suppress(Exception):
         cls = e.getCondition()  # pyspark 4: PySparkException / CapturedException
-    except Exception:
-        pass
     return {"ok": False, "error": f"{type(e).__name__}: {e}"[:4000], "error_class": cls,
             "traceback": traceback.format_exc()[-4000:]}
 

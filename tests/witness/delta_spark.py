@@ -81,10 +81,11 @@ class DeltaSparkWitness:
     def start(cls, jars_dir: str | None = None, python: str | None = None, timeout: float = 300):
         if jars_dir is None or python is None:
             jars_dir, python = setup()
-        log = tempfile.NamedTemporaryFile("w", prefix="delta-spark-witness-", suffix=".log", delete=False)
         t0 = time.time()
-        proc = subprocess.Popen([python, str(HERE / "_server.py"), jars_dir], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=log, text=True, env=_env(python), bufsize=1)
+        # the server's stderr: the child keeps its own copy of the handle; the file stays (delete=False)
+        with tempfile.NamedTemporaryFile("w", prefix="delta-spark-witness-", suffix=".log", delete=False) as log:
+            proc = subprocess.Popen([python, str(HERE / "_server.py"), jars_dir], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, text=True, env=_env(python), bufsize=1)
         ready = _readline(proc, timeout)
         if not ready or not json.loads(ready).get("ready"):
             proc.kill()

@@ -142,7 +142,7 @@ def test_check_constraints(spark, delta_spark, tmp_path):
         spark, delta_spark, path,
         "UPDATE {t} SET id = id + 10 WHERE id = 1",
         "ALTER TABLE {t} ADD CONSTRAINT short CHECK (length(v) < 5)")
-    with pytest.raises(Exception, match="(?i)constraint|violat"):  # pydelta enforces delta-spark's
+    with pytest.raises(Exception, match=r"(?i)constraint|violat"):  # pydelta enforces delta-spark's
         spark.sql(f"INSERT INTO {t} VALUES (7, 'too long')")
     assert _version(path) == 5
 

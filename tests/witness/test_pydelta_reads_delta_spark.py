@@ -250,7 +250,7 @@ def test_generated_columns(spark, delta_spark, tmp_path):
         "DELETE FROM {t} WHERE y = 2024")
     assert delta_spark.rows(path)["rows"] == [[1, "date:1999-12-31", 1999, "1x"], [3, "date:2021-07-07", 2021, "3x"]]
     before = version(path)
-    with pytest.raises(Exception, match="(?i)generat|constraint|violat"):  # pydelta checks delta-spark's expression
+    with pytest.raises(Exception, match=r"(?i)generat|constraint|violat"):  # pydelta checks delta-spark's expression
         spark.sql(f"INSERT INTO delta.`{path}` VALUES (4, DATE'2021-01-01', 1999, '4x')")
     assert version(path) == before
 

@@ -319,9 +319,9 @@ def plan_changes(snapshot: Any, change_range: ChangeRange, read_schema: tuple[Me
         m = va.actions.metadata
         if m is not None and not is_cdf_enabled(m):
             raise _missing_change_data(va.version, start, end)
-        if m is not None and read_schema is not None and va.version > start:
-            if start_incompatible or not _read_compatible(m, read_schema[0]):
-                raise _incompatible_schema_change(va.version, read_schema, change_range)
+        if (m is not None and read_schema is not None and va.version > start
+                and (start_incompatible or not _read_compatible(m, read_schema[0]))):
+            raise _incompatible_schema_change(va.version, read_schema, change_range)
         out.extend(change_files(va, snapshot.table_root))
     if start_incompatible:
         raise _incompatible_schema_change(start, read_schema, change_range)  # type: ignore[arg-type]

@@ -484,7 +484,7 @@ def _write_multipart(job: _Job, parts: int) -> _Written:
     size = size_in_bytes = 0
     for i, (adds, removes) in enumerate(_split(job, parts)):
         sections = list(job.non_file) if i == _null_part(parts) else []
-        table = _assemble(schema, sections + [("add", adds), ("remove", removes)])
+        table = _assemble(schema, [*sections, ("add", adds), ("remove", removes)])
         data = _parquet_bytes(table)
         _put_new(job.storage, job.path(f"checkpoint.{i + 1:010d}.{parts:010d}.parquet"), data)
         size += table.num_rows

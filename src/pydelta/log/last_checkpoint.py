@@ -33,10 +33,10 @@ def _literal(value: Any) -> str:
 def _pairs(value: Any, path: list[str], out: list[tuple[bytes, str]]) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
-            _pairs(v, path + ['"' + _url_encode(k) + '"'], out)
+            _pairs(v, [*path, '"' + _url_encode(k) + '"'], out)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _pairs(v, path + [str(i)], out)
+            _pairs(v, [*path, str(i)], out)
     else:
         key = "+".join(path)
         out.append((key.encode("utf-8"), key + "=" + _literal(value)))

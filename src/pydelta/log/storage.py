@@ -8,6 +8,7 @@ path's URI scheme. Paths given to a Storage are absolute file-system paths,
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import uuid
@@ -182,10 +183,8 @@ class LocalStorage:
         os.replace(tmp, target)
 
     def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(to_local_path(path))
-        except FileNotFoundError:
-            pass
 
     def exists(self, path: str) -> bool:
         return os.path.exists(to_local_path(path))

@@ -21,6 +21,7 @@ is switched off (`spark.databricks.delta.retentionDurationCheck.enabled=false`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -115,7 +116,7 @@ def retention_hours_to_ms(retention_hours: float | None) -> int | None:
         raise DeltaIllegalArgumentError(f"retentionHours must be a number, got {retention_hours!r}") from None
     if math.isnan(hours) or math.isinf(hours):
         raise DeltaIllegalArgumentError(f"retentionHours must be a finite number, got {retention_hours!r}")
-    return int(math.floor(hours + 0.5)) * _HOUR_MS
+    return math.floor(hours + 0.5) * _HOUR_MS
 
 
 def check_retention(specified_ms: int | None, configured_ms: int, check_enabled: bool = True) -> None:
@@ -294,10 +295,8 @@ def _partition_dir_names(snapshot: Snapshot) -> list[str]:
     names = list(snapshot.partition_columns)
     if column_mapping_mode(snapshot.configuration) != "none":
         for name in snapshot.partition_columns:
-            try:
+            with contextlib.suppress(KeyError):
                 names.append(physical_name(snapshot.schema.field(name, case_sensitive=False)))
-            except KeyError:
-                pass
     return names
 
 
@@ -319,10 +318,8 @@ def execute_plan(plan: VacuumPlan) -> int:
             continue
         # Hadoop's local file system keeps a hidden `.<name>.crc` next to a file: drop it too.
         crc = os.path.join(os.path.dirname(f.path), f".{os.path.basename(f.path)}.crc")
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(crc)
-        except OSError:
-            pass
     for d in plan.dirs:
         try:
             os.rmdir(d)

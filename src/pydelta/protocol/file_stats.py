@@ -28,6 +28,7 @@ out of their statistics, so there the max is unknown and omitted; the min stays 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -158,10 +159,8 @@ def _tree_from_arrow(md: pq.FileMetaData) -> tuple[_Node, dict[int, _Node]] | No
         parent.children[f.name] = node if f.name not in parent.children else _OPAQUE
         raw_id = (f.metadata or {}).get(_FIELD_ID_KEY)
         if raw_id is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 by_id[int(raw_id)] = node
-            except ValueError:
-                pass
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
                 add(node, t.field(i))

@@ -47,9 +47,7 @@ def can_upcast(src: DataType, dst: DataType) -> bool:
             return True
         if s in ("byte", "short") and d == "float":
             return True
-        if s == "void":
-            return True
-        return False
+        return s == "void"
     if isinstance(src, DecimalType) and isinstance(dst, DecimalType):
         return dst.scale >= src.scale and (dst.precision - dst.scale) >= (src.precision - src.scale)
     if isinstance(src, PrimitiveType) and src.name in _INT_RANK and isinstance(dst, DecimalType):

@@ -7,6 +7,7 @@ pydelta corrects both from the catalog entry and the Delta log.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from pydelta.spark.base._typing import SparkSession
@@ -28,11 +29,8 @@ def _corrected(spark: SparkSession, table: Any) -> Any:
         return table
     description = table.description
     if description is None and entry.location:
-        try:
-
+        with contextlib.suppress(Exception):  # as above: listing must never fail over a correction
             description = table_snapshot(spark, entry.location).metadata.description
-        except Exception:  # noqa: BLE001
-            pass
     return table._replace(tableType="MANAGED" if entry.managed else "EXTERNAL", description=description)
 
 

@@ -11,6 +11,7 @@ versions are not carried over (delta-spark drops them too).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -158,9 +159,7 @@ def clone_table(
         txn.commit(actions, Operation.clone(name, source.version), operation_metrics=metrics)
     except BaseException:
         for path in copied:  # a failed deep clone leaves no copies behind
-            try:
+            with contextlib.suppress(OSError):
                 os.remove(path)
-            except OSError:
-                pass
         raise
     return txn.post_commit_snapshot()

@@ -176,12 +176,12 @@ def validate_file_actions(
                 raise DeltaIllegalArgumentError(f"remove action for {path} is missing dataChange")
             _check_duplicate("remove", key, path, removes, adds)
             removed[canonical_path(path, table_root)] = body.get("partitionValues")
-    if read_metadata is not None and P.flag(read_metadata.configuration, "delta.appendOnly"):
-        if any("remove" in a and a["remove"].get("dataChange", True) for a in file_actions):
-            raise DeltaAnalysisError(
-                "This table is configured to only allow appends. If you would like to permit updates "
-                "or deletes, use 'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
-            )
+    if (read_metadata is not None and P.flag(read_metadata.configuration, "delta.appendOnly")
+            and any("remove" in a and a["remove"].get("dataChange", True) for a in file_actions)):
+        raise DeltaAnalysisError(
+            "This table is configured to only allow appends. If you would like to permit updates "
+            "or deletes, use 'ALTER TABLE <table_name> SET TBLPROPERTIES (delta.appendOnly=false)'."
+        )
     return removed
 
 

@@ -8,6 +8,7 @@ Managed-commit tables publish through their commit owner instead (`CommitWriter.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -206,10 +207,8 @@ class CommitWriter:
         for version, info in self.snapshot.unbackfilled_commits:
             target = self.commit_path(version)
             if not self.storage.exists(target):
-                try:
+                with contextlib.suppress(FileAlreadyExistsError):
                     self.storage.put_if_absent(target, info.read(self.storage))
-                except FileAlreadyExistsError:
-                    pass
 
     def commits_from(self, version: int) -> dict[int, FileInfo]:
         """Commit files from `version` on: the listing plus, for a managed read, the owner's commits."""

@@ -8,6 +8,7 @@ raises, with its message; otherwise the caller rebases onto the winner.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -222,10 +223,8 @@ def _partition_hint(txn: CurrentTransaction, values: Mapping[str, Any] | None) -
     for name in md.partition_columns:
         key = name
         if mode != "none":
-            try:
+            with contextlib.suppress(KeyError):
                 key = physical_name(md.schema.field(name, case_sensitive=False))
-            except KeyError:
-                pass
         value = values.get(key)
         parts.append(f"{name}={'null' if value is None else value}")
     return "[" + ", ".join(parts) + "]"

@@ -592,9 +592,9 @@ def _history_uses(snapshot: Snapshot, feature: Removable) -> bool:
         if feature.metadata_uses(old.metadata):
             return True
         files = old.files()
-        if "deletion_vector" in files.column_names:
-            if any(feature.file_uses({"deletionVector": dv}) for dv in files.column("deletion_vector").to_pylist()):
-                return True
+        if "deletion_vector" in files.column_names and any(
+                feature.file_uses({"deletionVector": dv}) for dv in files.column("deletion_vector").to_pylist()):
+            return True
     for version, info in sorted(listing.commits.items()):
         if version > snapshot.version:
             break

@@ -404,10 +404,8 @@ class OptimisticTransaction:
         data_changed = any(
             body.get("dataChange", True) for a in file_actions for kind, body in a.items() if kind != "cdc"
         )
-        if self.isolation_level == SERIALIZABLE:
-            allowed = not data_changed
-        else:
-            allowed = not data_changed and not op_changes_data
+        # SnapshotIsolation needs no data change; below Serializable, also an operation that changes no data
+        allowed = not data_changed and (self.isolation_level == SERIALIZABLE or not op_changes_data)
         return SNAPSHOT_ISOLATION if allowed else self.isolation_level
 
     # ---- writing ------------------------------------------------------------------------

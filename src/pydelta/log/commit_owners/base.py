@@ -181,7 +181,7 @@ class CommitOwnerClient(ABC):
         """After a broken connection: ask once more whether `commit` made it (False if still unknown)."""
         try:
             found = self._unbackfilled(table_id, commit.version, commit.version).commits
-            ratified = [c for c in self.ratified_commits(table_id) if c.version == commit.version] if not found else found
+            ratified = found or [c for c in self.ratified_commits(table_id) if c.version == commit.version]
         except CommitOwnerError:
             return False
         return any(c.file_name == commit.file_name for c in ratified)

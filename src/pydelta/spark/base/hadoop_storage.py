@@ -449,7 +449,7 @@ def check_table_options(path: str, options: Mapping[str, str]) -> None:
     scheme = _scheme(path)
     if scheme in HADOOP_ONLY_SCHEMES or scheme in S3A_SCHEMES:
         return
-    families = (f"fs.{scheme}.", f"fs.AbstractFileSystem.{scheme}.") + _CONNECTOR_KEY_FAMILIES.get(scheme, ())
+    families = (f"fs.{scheme}.", f"fs.AbstractFileSystem.{scheme}.", *_CONNECTOR_KEY_FAMILIES.get(scheme, ()))
     refused = sorted(key for key in options if key.startswith(families))
     if not refused:
         return
@@ -584,7 +584,7 @@ class HadoopDataFiles:
 def _uri_path(path: str) -> str:
     """The path part of a Hadoop path string (`s3a://b/x #1/y` -> `/x #1/y`). Hadoop prints paths
     decoded, so a `#` or `?` in them is part of a name, never a fragment or query: no URL parser."""
-    scheme, sep, rest = path.partition("://")
+    _, sep, rest = path.partition("://")
     if sep:
         return "/" + rest.partition("/")[2]
     return path[len("file:"):] if path.startswith("file:") else path

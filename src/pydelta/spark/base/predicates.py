@@ -127,7 +127,7 @@ def _translate(expr: Any) -> Predicate:
         kids = _children(expr)
         col = _column(kids[0])
         lits = [_literal(k) for k in kids[1:]]
-        if col is None or any(l is None for l in lits):
+        if col is None or any(lit is None for lit in lits):
             return Unknown(kind)
         return In(col, tuple(lits))  # type: ignore[arg-type]
     return Unknown(kind)
@@ -141,15 +141,15 @@ def _column(expr: Any) -> Col | None:
         parent = _column(_children(expr)[0])
         if parent is None:
             return None
-        return Col(parent.path + (expr.extractFieldName(),))
+        return Col((*parent.path, expr.extractFieldName()))
     if kind == "Cast":
         child = _children(expr)[0]
         src = child.dataType().simpleString()
         dst = expr.dataType().simpleString()
-        if (src in _NUMERIC and dst in _NUMERIC) or (src == "date" and dst in ("timestamp", "timestamp_ntz")):
-            # widening cast of a column: comparing the cast value prunes like the column
-            if src in _NUMERIC and dst in _NUMERIC:
-                return _column(child)
+        # widening cast of a numeric column: comparing the cast value prunes like the column
+        # (a date cast to a timestamp is not pruned through)
+        if src in _NUMERIC and dst in _NUMERIC:
+            return _column(child)
         return None
     return None
 

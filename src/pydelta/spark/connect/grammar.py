@@ -250,7 +250,7 @@ class _Parser(TokenStream):
         depth, end = 0, type_start.end
         while (tok := self.peek()) is not None:
             if depth == 0 and (tok.text in (",", ")") or (tok.kind == "word" and tok.upper in (
-                    "NOT", "NULL", "GENERATED", "DEFAULT", "COMMENT", "FIRST", "AFTER")) and tok is not type_start):
+                    "NOT", "NULL", "GENERATED", "DEFAULT", "COMMENT", "FIRST", "AFTER") and tok is not type_start)):
                 break
             depth += tok.text.count("(") + tok.text.count("<") - tok.text.count(")") - tok.text.count(">")
             end = tok.end

@@ -102,7 +102,7 @@ def _pruned_join(join: JoinLineage, condition: Any, outer_columns: tuple[str, ..
 def filter_join(join: JoinLineage, condition: Any, out: Any) -> tuple[Any, JoinLineage]:
     """`out` (the joined DataFrame's `filter(condition)`) over fewer files where the condition
     allows, and the join lineage that describes it."""
-    join = _with_columns(replace(join, filters=join.filters + (Step("filter", (condition,), out._plan._plan_id),)))
+    join = _with_columns(replace(join, filters=(*join.filters, Step("filter", (condition,), out._plan._plan_id))))
     pruned = _pruned_join(join, condition, (), frozenset())
     if pruned is join:
         return out, join

@@ -183,7 +183,7 @@ def _kind(words: list[str]) -> str | None:
     return None
 
 
-def _alias(tokens: list[Token], i: int) -> str | None | bool:
+def _alias(tokens: list[Token], i: int) -> str | bool | None:
     """The alias after a relation ending before token i: its name, None when there is none,
     False when a column alias list follows (the relation's columns are renamed)."""
     if i < len(tokens) and tokens[i].kind == "word" and tokens[i].upper == "AS":

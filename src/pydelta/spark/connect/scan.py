@@ -95,7 +95,7 @@ def _dataframe_class() -> type:
         def filter(self, condition: Any) -> Any:  # noqa: A003
             out: Any = super().filter(condition)
             lineage = self._pydelta_lineage
-            lineage = replace(lineage, steps=lineage.steps + (Step("filter", (condition,), out._plan._plan_id),))
+            lineage = replace(lineage, steps=(*lineage.steps, Step("filter", (condition,), out._plan._plan_id)))
             pruned = lineage.pruned(lineage.translate(condition))
             if pruned is not lineage:
                 out = rebuild(self.sparkSession, pruned)
@@ -107,7 +107,7 @@ def _dataframe_class() -> type:
             return _wrap(out, replace(
                 lineage, visible=_visible_after(lineage, method, args),
                 alias=str(args[0]) if method == "alias" else lineage.alias,
-                steps=lineage.steps + (Step(method, args, out._plan._plan_id),)))
+                steps=(*lineage.steps, Step(method, args, out._plan._plan_id))))
 
         def select(self, *cols: Any) -> Any:
             return self._step("select", cols)

@@ -10,6 +10,7 @@ starts it on 127.0.0.1 with no jar and no setting of pydelta's. The server's Pyt
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -73,7 +74,8 @@ class LocalConnectServer:
         env = {**os.environ, "SPARK_HOME": spark_home, "PYSPARK_PYTHON": python}
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         env.pop("SPARK_REMOTE", None)
-        log = tempfile.NamedTemporaryFile("w", prefix="pydelta-connect-server-", suffix=".log", delete=False)
+        # the server's stdout and stderr, held by the LocalConnectServer as long as it lives
+        log = tempfile.NamedTemporaryFile("w", prefix="pydelta-connect-server-", suffix=".log", delete=False)  # noqa: SIM115
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         server = cls(process, port, Path(log.name), log)
         server._wait(timeout)
@@ -100,10 +102,8 @@ class LocalConnectServer:
                 os.killpg(self.process.pid, signal.SIGTERM)
                 self.process.wait(timeout=30)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def __enter__(self) -> LocalConnectServer:
         return self

@@ -512,7 +512,7 @@ def _move(struct: StructType, name: str, field: StructField, position: Position 
         index = start
     else:
         index = [f.name for f in others].index(position.after) + 1
-    return StructType(tuple(others[:index] + [field] + others[index:]))
+    return StructType((*others[:index], field, *others[index:]))
 
 
 # ---- logging and committing ------------------------------------------------------------------------

@@ -428,9 +428,10 @@ def create_table(definition: TableDefinition) -> str:
                                            partition_by=metadata.partition_columns, properties=definition._properties,
                                            cluster_by=cluster_by)
     registered_name = None
-    if definition._name is not None:  # the name resolves from now on: Spark's catalog records it
-        if register_table(definition._spark, definition._name, path, SparkStructType(definition._columns), definition._comment):
-            registered_name = definition._name
+    # the name resolves from now on: Spark's catalog records it
+    if definition._name is not None and register_table(
+            definition._spark, definition._name, path, SparkStructType(definition._columns), definition._comment):
+        registered_name = definition._name
     try:
         txn.commit(actions, operation)
     except BaseException:

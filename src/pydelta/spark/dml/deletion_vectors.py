@@ -81,8 +81,9 @@ def rows_by_file(df: DataFrame, uris: list[str] | None = None) -> dict[str, np.n
     order = np.lexsort((rows, file_numbers))
     file_numbers, rows = file_numbers[order], rows[order]
     starts = np.flatnonzero(np.diff(file_numbers, prepend=-1))
-    ends = list(starts[1:]) + [len(rows)]
-    return {uris[int(file_numbers[a])]: np.unique(rows[a:b]) for a, b in zip(starts, ends, strict=True)}
+    ends = [*starts[1:], len(rows)]
+    # strict=False: no rows gives no start, and ends is [0]
+    return {uris[int(file_numbers[a])]: np.unique(rows[a:b]) for a, b in zip(starts, ends, strict=False)}
 
 
 @dataclass

@@ -171,7 +171,7 @@ def cdf_enabled(metadata: Metadata) -> bool:
 def cdc_schema(schema: StructType) -> StructType:
     from pydelta.protocol.schema import STRING, StructField
 
-    return StructType(tuple(schema.fields) + (StructField(CHANGE_TYPE, STRING, True),))
+    return StructType((*schema.fields, StructField(CHANGE_TYPE, STRING, True)))
 
 
 def with_change_type(df: DataFrame, schema: StructType, change_type: str | Column) -> DataFrame:

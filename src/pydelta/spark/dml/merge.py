@@ -40,6 +40,7 @@ and their action codes are in `merge_clauses`. This module is the builder and ru
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -332,10 +333,8 @@ def prepare_merge(
         raise
     finally:
         if persisted:
-            try:
+            with contextlib.suppress(Exception):
                 source.unpersist(blocking=False)
-            except Exception:
-                pass
 
     record_identity_high_water_marks(plan, writes.added)
     metrics, result = merge_metrics(found, writes, timing, started)

@@ -95,7 +95,7 @@ def resolve_assignments(
             raise DeltaAnalysisError(
                 f"[DELTA_MISSING_SET_COLUMN] SET column {quote_identifier(key)} not found given columns: [{cols}]."
             )
-        canonical = ".".join([field.name] + parts[1:]).lower()
+        canonical = ".".join([field.name, *parts[1:]]).lower()
         clash = [s for s in seen if s == canonical or s.startswith(canonical + ".") or canonical.startswith(s + ".")]
         if clash:
             raise DeltaAnalysisError(

@@ -276,11 +276,8 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
             "statistics. Convert with statistics (drop NO STATISTICS, or set spark.databricks.delta.stats.collect "
             "to true), or do not enable row tracking (delta.enableRowTracking / "
             "spark.databricks.delta.properties.defaults.enableRowTracking).")
-    stats: list[tuple[int, str] | None]
-    if collect:
-        stats = list(collect_stats_for_files(paths, data_schema))
-    else:
-        stats = [None] * len(paths)
+    stats: list[tuple[int, str] | None] = (
+        list(collect_stats_for_files(paths, data_schema)) if collect else [None] * len(paths))
 
     adds: list[Action] = []
     for path, rel, pv, st in zip(paths, rels, values, stats, strict=True):

@@ -195,10 +195,7 @@ def verify_partition_predicates(spark: SparkSession, filters: Sequence[str], par
         for ref in _java_seq(expr.references().toSeq()):
             parts = [str(p) for p in _java_seq(ref.nameParts())]  # raw names, never `quoted`
             name = parts[0] if len(parts) == 1 else str(ref.name())
-            if case_sensitive:
-                ok = name in partition_columns
-            else:
-                ok = name.lower() in {c.lower() for c in partition_columns}
+            ok = name in partition_columns if case_sensitive else name.lower() in {c.lower() for c in partition_columns}
             if not ok:
                 raise DeltaAnalysisError(
                     f"Predicate references non-partition column '{name}'. Only the partition columns may be "

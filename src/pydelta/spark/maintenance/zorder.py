@@ -174,7 +174,7 @@ def zorder_dataframe(df: DataFrame, paths: list[list[str]], num_files: int, *, n
     if ids_in:
         inf = float("inf")
         out = Bucketizer(
-            splitsArray=[[-inf] + b + [inf] for _, b in ids_in],
+            splitsArray=[[-inf, *b, inf] for _, b in ids_in],
             inputCols=[n for n, _ in ids_in],
             outputCols=[id_names[n] for n, _ in ids_in],
             handleInvalid="keep",  # NaN: one more range after all others (folded into the last below)

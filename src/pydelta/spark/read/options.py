@@ -26,7 +26,7 @@ from pydelta.spark.read.time_travel import split_at_syntax, timestamp_ms
 
 # The read options pydelta implements; keys are case-insensitive.
 CDF_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
-READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path", "readChangeFeed", "readChangeData") + CDF_RANGE_OPTIONS
+READ_SUPPORTED = ("versionAsOf", "timestampAsOf", "path", "readChangeFeed", "readChangeData", *CDF_RANGE_OPTIONS)
 
 # Option -> the value meaning "pydelta's behaviour anyway" (accepted), None: always refused.
 READ_UNSUPPORTED: dict[str, str | None] = {

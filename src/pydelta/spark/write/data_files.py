@@ -224,10 +224,8 @@ class _LocalFiles:
 
     def remove_staging(self, staging: str, staging_root: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(staging_root)
-        except OSError:
-            pass
 
 
 class _HadoopFiles:
@@ -251,10 +249,10 @@ class _HadoopFiles:
 
     def remove_staging(self, staging: str, staging_root: str) -> None:
         self.files.remove(staging, recursive=True)
-        try:  # like rmdir: only when empty (another write may be staging there right now)
+        # Like rmdir: only when empty (another write may be staging there right now); when not
+        # empty the removal fails, and the directory is left for the last writer.
+        with contextlib.suppress(Exception):
             self.files.remove(staging_root, recursive=False)
-        except Exception:  # noqa: BLE001 - not empty: left for the last writer
-            pass
 
 
 class _ObjectStoreFiles:
