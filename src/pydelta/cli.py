@@ -76,7 +76,8 @@ def cmd_describe(args: argparse.Namespace) -> dict:
 def cmd_history(args: argparse.Namespace) -> list:
     from pydelta.log.history import history
 
-    return [{"version": e.version, "timestamp": _ts(e.timestamp), **{k: v for k, v in e.commit_info.items() if k != "timestamp"}}
+    return [{"version": e.version, "timestamp": _ts(e.timestamp),
+             **{k: v for k, v in e.commit_info.items() if k != "timestamp"}}
             for e in history(_snapshot(args), args.limit)]
 
 

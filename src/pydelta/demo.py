@@ -92,11 +92,13 @@ def workload(spark, base: str, rows: int) -> None:
     banner(f"A real workload: {rows:,} generated rows")
     path = os.path.join(base, "events")
     df = spark.range(0, rows, numPartitions=8).selectExpr(
-        "id", "CAST(id % 16 AS INT) AS region", "rand(7) * 100 AS amount", "concat('user-', CAST(id % 50000 AS STRING)) AS user",
+        "id", "CAST(id % 16 AS INT) AS region", "rand(7) * 100 AS amount",
+        "concat('user-', CAST(id % 50000 AS STRING)) AS user",
     )
     t = time.perf_counter()
     df.write.format("delta").partitionBy("region").save(path)
-    print(f"    partitioned write: {time.perf_counter() - t:.1f}s, {len(DeltaTable.forPath(spark, path).snapshot().files())} files")
+    print(f"    partitioned write: {time.perf_counter() - t:.1f}s, "
+          f"{len(DeltaTable.forPath(spark, path).snapshot().files())} files")
 
     events = DeltaTable.forPath(spark, path)
     updates = spark.range(0, rows // 10).selectExpr("id * 7 AS id", "CAST((id * 7) % 16 AS INT) AS region",

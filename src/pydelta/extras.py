@@ -21,4 +21,5 @@ def import_extra(module: str, extra: str, feature: str) -> ModuleType:
         if e.name is not None and module.split(".")[0] != e.name.split(".")[0]:
             raise  # the package is there but broken: its own error says more
         raise DeltaMissingDependencyError(
-            f"{feature} needs the Python package {module.split('.')[0]!r}: pip install 'pydelta-spark[{extra}]'") from None
+            f"{feature} needs the Python package {module.split('.')[0]!r}: "
+            f"pip install 'pydelta-spark[{extra}]'") from None

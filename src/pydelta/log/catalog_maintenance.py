@@ -39,7 +39,8 @@ def grant_maintenance(path: str, operation: str, allowed: bool = True,
     snapshot = load_snapshot(path, storage_options=storage_options)
     spec = owner_spec(snapshot.metadata, snapshot.protocol)
     if spec is None or not spec.catalog_managed:
-        raise DeltaIllegalArgumentError(f"{path} is not a catalog-managed table: every maintenance operation is allowed")
+        raise DeltaIllegalArgumentError(
+            f"{path} is not a catalog-managed table: every maintenance operation is allowed")
     client = client_of(spec)
     grant = getattr(client, "grant", None)
     if grant is None:

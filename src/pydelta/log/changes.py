@@ -263,7 +263,8 @@ def resolve_range(snapshot: Any, options: dict[str, Any], allow_out_of_range: bo
         start_ts = to_millis(opts["startingtimestamp"])
         start = version_from_start_timestamp(timestamps(), start_ts, snapshot.table_root, allow_out_of_range)
     else:
-        raise DeltaAnalysisError("[DELTA_NO_START_FOR_CDC_READ] No startingVersion or startingTimestamp provided for CDC read.")
+        raise DeltaAnalysisError(
+            "[DELTA_NO_START_FOR_CDC_READ] No startingVersion or startingTimestamp provided for CDC read.")
     if start > latest:
         if allow_out_of_range:
             return ChangeRange(start, start - 1)

@@ -223,7 +223,8 @@ def _stats_from_parsed(raw: pa.StructArray, adds: pa.StructArray) -> pa.StructAr
 def with_stats(adds: pa.StructArray, stats: list[str | None]) -> pa.StructArray:
     """`adds` with its `stats` field replaced by `stats` (one JSON string or None per add)."""
     children = [pa.array(stats, pa.string()) if f.name == "stats" else adds.field(i) for i, f in enumerate(adds.type)]
-    return pa.StructArray.from_arrays(children, fields=list(adds.type), mask=adds.is_null() if adds.null_count else None)
+    return pa.StructArray.from_arrays(children, fields=list(adds.type),
+                                      mask=adds.is_null() if adds.null_count else None)
 
 
 def stats_parsed_from_checkpoint(storage: Storage, checkpoint: Checkpoint) -> pa.Array | None:

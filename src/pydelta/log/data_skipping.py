@@ -83,7 +83,8 @@ class FileSkipper:
         """A skipper over `files` of a table with this `Metadata` (schema, partitioning, mapping mode)."""
         from pydelta.protocol.schema import column_mapping_mode
 
-        return cls(files, metadata.schema, list(metadata.partition_columns), column_mapping_mode(metadata.configuration))
+        return cls(files, metadata.schema, list(metadata.partition_columns),
+                   column_mapping_mode(metadata.configuration))
 
     def __init__(self, files: pa.Table, schema: Any, partition_columns: list[str], mapping_mode: str) -> None:
         self.files = files

@@ -106,7 +106,8 @@ def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str) -> 
         where = f"deletion vector {path}@{offset}"
 
     if rows.size != descriptor.cardinality:
-        raise CorruptedLogError(f"{where} holds {rows.size} rows, but the log says cardinality={descriptor.cardinality}")
+        raise CorruptedLogError(
+            f"{where} holds {rows.size} rows, but the log says cardinality={descriptor.cardinality}")
     if descriptor.max_row_index is not None and rows.size and int(rows[-1]) > descriptor.max_row_index:
         raise CorruptedLogError(f"{where} deletes row {int(rows[-1])} beyond maxRowIndex={descriptor.max_row_index}")
     return rows
@@ -120,7 +121,9 @@ def write_deletion_vector_file(table_root: str, row_indexes: Any, prefix: str = 
     return write_deletion_vectors(table_root, [row_indexes], prefix)[0]
 
 
-def write_deletion_vectors(table_root: str, row_index_sets: list[Any], prefix: str = "") -> list[DeletionVectorDescriptor]:
+def write_deletion_vectors(
+    table_root: str, row_index_sets: list[Any], prefix: str = ""
+) -> list[DeletionVectorDescriptor]:
     """Write one DV file holding a bitmap per entry of ``row_index_sets``; their 'u' descriptors, in order.
 
     The file is ``<table_root>[/<prefix>]/deletion_vector_<uuid4>.bin``: the version byte,

@@ -26,7 +26,8 @@ def add_action_from_file_row(row: dict[str, Any]) -> AddFile:
     if row.get("tags"):
         out["tags"] = dict(row["tags"])
     if row.get("deletion_vector"):
-        out["deletionVector"] = cast(DeletionVectorDict, {k: v for k, v in row["deletion_vector"].items() if v is not None})
+        out["deletionVector"] = cast(
+            DeletionVectorDict, {k: v for k, v in row["deletion_vector"].items() if v is not None})
     if row.get("base_row_id") is not None:
         out["baseRowId"] = row["base_row_id"]
     if row.get("default_row_commit_version") is not None:

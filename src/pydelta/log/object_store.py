@@ -203,7 +203,8 @@ class ObjectStoreStorage:
         offset = prefix + start[:-1] + below if below > " " and below != "/" else None
         out = []
         with _storage_errors("listing", path):
-            for batch in obstore.list(self._store, prefix, offset=offset) if offset else obstore.list(self._store, prefix):
+            batches = obstore.list(self._store, prefix, offset=offset) if offset else obstore.list(self._store, prefix)
+            for batch in batches:
                 for meta in batch:
                     name = meta["path"][len(prefix):]
                     if "/" in name or name < start:

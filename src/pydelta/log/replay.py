@@ -398,9 +398,11 @@ def apply_commits(
                 domains[d.domain] = d
         latest_info = commit.commit_info
     if protocol is None:
-        raise MissingProtocolError(f"no protocol action found in the log of {table_root} up to version {target_version}")
+        raise MissingProtocolError(
+            f"no protocol action found in the log of {table_root} up to version {target_version}")
     if metadata is None:
-        raise MissingMetadataError(f"no metaData action found in the log of {table_root} up to version {target_version}")
+        raise MissingMetadataError(
+            f"no metaData action found in the log of {table_root} up to version {target_version}")
     adds = base.adds if base else pa.array([], type=ADD_TYPE)
     removes = base.removes if base else pa.array([], type=REMOVE_TYPE)
     plain_adds = base.plain_add_paths if base else True

@@ -264,7 +264,8 @@ class Snapshot:
         by a commit owner or catalog, not published yet)."""
         from pydelta.log.commit_owners.base import UNPUBLISHED_DIRS
 
-        return [(v, f) for v, f in self.segment.commits if os.path.basename(os.path.dirname(f.path)) in UNPUBLISHED_DIRS]
+        return [(v, f) for v, f in self.segment.commits
+                if os.path.basename(os.path.dirname(f.path)) in UNPUBLISHED_DIRS]
 
     def __repr__(self) -> str:
         return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"

@@ -122,7 +122,8 @@ def retention_hours_to_ms(retention_hours: float | None) -> int | None:
 def check_retention(specified_ms: int | None, configured_ms: int, check_enabled: bool = True) -> None:
     """Refuse a negative retention, and one below the table's unless the check is disabled."""
     if specified_ms is not None and specified_ms < 0:
-        raise DeltaIllegalArgumentError("[DELTA_VACUUM_RETENTION_PERIOD_NEGATIVE] Retention period for Vacuum can't be less than 0 hours.")
+        raise DeltaIllegalArgumentError(
+            "[DELTA_VACUUM_RETENTION_PERIOD_NEGATIVE] Retention period for Vacuum can't be less than 0 hours.")
     if not check_enabled or specified_ms is None or specified_ms >= configured_ms:
         return
     hours = -(-configured_ms // _HOUR_MS)  # rounded up, as delta-spark prints it

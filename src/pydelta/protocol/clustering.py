@@ -100,7 +100,8 @@ def resolve(schema: StructType, partition_columns: Sequence[str], configuration:
         if isinstance(leaf.type, (StructType, ArrayType, MapType)) or is_geospatial(leaf.type) or getattr(
                 leaf.type, "name", "") in ("binary", "boolean", "variant"):
             raise DeltaAnalysisError(f"[DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED] CLUSTER BY is not supported "
-                                     f"because the following column(s): {name} : {getattr(leaf.type, 'name', leaf.type)}"
+                                     f"because the following column(s): {name} : "
+                                     f"{getattr(leaf.type, 'name', leaf.type)}"
                                      " don't support data skipping.")
         if not _has_stats(schema, configuration, path):
             raise DeltaAnalysisError(f"[DELTA_CLUSTERING_COLUMN_MISSING_STATS] Liquid clustering requires clustering "

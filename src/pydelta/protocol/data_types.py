@@ -639,7 +639,8 @@ def _field_to_arrow(f: StructField) -> pa.Field:
     nested = f.metadata.get(PARQUET_FIELD_NESTED_IDS_KEY)
     nested_ids = nested if isinstance(nested, Mapping) else None
     arrow_type = _to_arrow(f.type, nested_ids, f.name)
-    return pa.field(f.name, arrow_type, nullable=f.nullable, metadata=_field_id_metadata(f.metadata.get(PARQUET_FIELD_ID_KEY)))
+    return pa.field(f.name, arrow_type, nullable=f.nullable,
+                    metadata=_field_id_metadata(f.metadata.get(PARQUET_FIELD_ID_KEY)))
 
 
 def to_arrow_schema(schema: StructType) -> pa.Schema:

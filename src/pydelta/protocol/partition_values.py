@@ -445,7 +445,9 @@ def partition_values_to_arrow(
     if isinstance(partition_values, pa.ChunkedArray):
         chunks = partition_values.chunks
         partition_values = (
-            chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) if chunks else pa.array([], partition_values.type)
+            chunks[0] if len(chunks) == 1
+            else pa.concat_arrays(chunks) if chunks
+            else pa.array([], partition_values.type)
         )
     n = len(partition_values)
     if not partition_schema.fields:

@@ -125,7 +125,8 @@ def catalog_settings(catalog_dir: str) -> dict[str, str]:
     return {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": os.path.join(root, "spark-warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={os.path.join(root, 'metastore_db')};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={os.path.join(root, 'metastore_db')};create=true",
         "spark.hadoop.hive.metastore.warehouse.dir": os.path.join(root, "spark-warehouse"),
     }
 

@@ -121,7 +121,8 @@ def clone_table(
             add = add_action_from_file_row(row)
             add.pop("baseRowId", None)
             add.pop("defaultRowCommitVersion", None)
-            adds.append(_shallow(add, source.table_root) if shallow else _deep(add, source.table_root, target_root, copied))
+            adds.append(_shallow(add, source.table_root) if shallow
+                        else _deep(add, source.table_root, target_root, copied))
         now = int(time.time() * 1000)
         removes: list[RemoveFile] = []
         if existing is not None:

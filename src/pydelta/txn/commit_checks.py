@@ -75,7 +75,8 @@ def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
     """Enabling managed commits (seed 001) or a pydelta catalog (catalogManaged) enables in-commit
     timestamps: both require them of every writer."""
     conf = metadata.configuration
-    key, conf_key = (CATALOG_KEY, CATALOG_CONF_KEY) if CATALOG_KEY in conf else (COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY)
+    key, conf_key = ((CATALOG_KEY, CATALOG_CONF_KEY) if CATALOG_KEY in conf
+                     else (COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY))
     if key not in conf:
         for orphan_conf, owner_key in ((COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY), (CATALOG_CONF_KEY, CATALOG_KEY)):
             if orphan_conf in conf:

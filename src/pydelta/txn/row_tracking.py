@@ -77,7 +77,8 @@ def live_row_tracking(snapshot: Snapshot | None) -> dict[str, tuple[Any, Any]]:
     if "base_row_id" not in files.column_names:
         return {}
     return {p: (b, v) for p, b, v in zip(files.column("path").to_pylist(), files.column("base_row_id").to_pylist(),
-                                         files.column("default_row_commit_version").to_pylist(), strict=True) if b is not None}
+                                         files.column("default_row_commit_version").to_pylist(), strict=True)
+            if b is not None}
 
 
 def _num_records(add: Mapping[str, Any]) -> int:

@@ -350,7 +350,8 @@ class OptimisticTransaction:
             is_blind_append=blind,
             operation_metrics=operation_metrics,
             # an explicit value (the userMetadata write option) wins over the engine session's default
-            user_metadata=user_metadata if user_metadata is not None else getattr(self.engine_info, "user_metadata", None),
+            user_metadata=(user_metadata if user_metadata is not None
+                           else getattr(self.engine_info, "user_metadata", None)),
             tags=tags,
             engine_info=self.engine_info,
             txn_id=self.txn_id,

@@ -219,7 +219,8 @@ class CommitOwnerClient(ABC):
                     if storage.exists(backfilled_path(table_root, c.version)):
                         done = c.version
                         continue  # backfilled and cleaned up meanwhile
-                    raise CommitOwnerError(f"ratified commit file {info.path} of version {c.version} is missing") from None
+                    raise CommitOwnerError(
+                        f"ratified commit file {info.path} of version {c.version} is missing") from None
                 publish(storage, table_root, c.version, data)
                 done = c.version
         finally:

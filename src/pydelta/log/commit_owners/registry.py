@@ -138,7 +138,8 @@ def owner_spec(metadata: Metadata | None, protocol: Protocol | None) -> OwnerSpe
     has_feature = FEATURE in (protocol.writer_features or frozenset())
     if catalog is not None and (name is not None or has_feature):
         raise InvalidManagedCommitStateError(
-            f"invalid table: it is both catalog-managed ({CATALOG_KEY}) and a managed-commit table ({COMMIT_OWNER_KEY})")
+            f"invalid table: it is both catalog-managed ({CATALOG_KEY}) and a managed-commit table "
+            f"({COMMIT_OWNER_KEY})")
     if catalog is not None:
         return catalog
     if name is not None and not has_feature:

@@ -114,7 +114,8 @@ class SqlCommitOwner(CommitOwnerClient):
                     f"is {row[0]}{' and it released the table' if row[1] else ''}",
                     int(row[0]),
                 )
-            conn.execute(self._sql(f"INSERT INTO {{commits}} (table_id, {_COMMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            conn.execute(self._sql(f"INSERT INTO {{commits}} (table_id, {_COMMIT_COLUMNS}) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?)"),
                          (table_id, commit.version, commit.file_name, commit.size, commit.modification_time,
                           commit.commit_timestamp, commit.content))
 
@@ -141,8 +142,9 @@ class SqlCommitOwner(CommitOwnerClient):
 
     def ratified_commits(self, table_id: str) -> list[Commit]:
         with self._read_txn() as conn:
-            rows = conn.execute(self._sql(f"SELECT {_COMMIT_COLUMNS} FROM {{commits}} WHERE table_id = ? ORDER BY version"),
-                                (table_id,)).fetchall()
+            rows = conn.execute(
+                self._sql(f"SELECT {_COMMIT_COLUMNS} FROM {{commits}} WHERE table_id = ? ORDER BY version"),
+                (table_id,)).fetchall()
         return [_commit(r) for r in rows]
 
 

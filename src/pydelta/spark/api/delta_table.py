@@ -101,7 +101,8 @@ class DeltaTableApi(DeltaTableOperations):
         if bad:
             raise DeltaIllegalArgumentError(
                 "[DELTA_TABLE_FOR_PATH_UNSUPPORTED_HADOOP_CONF] Currently DeltaTable.forPath only supports hadoop "
-                "configuration keys starting with [fs.,dfs.] but got " + ",".join(f"{k} -> {v}" for k, v in bad.items()))
+                "configuration keys starting with [fs.,dfs.] but got "
+                + ",".join(f"{k} -> {v}" for k, v in bad.items()))
         table = cls(sparkSession, path, None, hadoopConf)
         try:
             table.snapshot()  # fails now, as delta-spark does, when there is no table

@@ -219,7 +219,8 @@ def register_table(spark: SparkSession, name: str, location: str, schema: Any, c
         return False
     ident = _quoted(spark, name)
     location = to_local_path(location)
-    managed = os.path.normpath(location) == os.path.normpath(default_location(spark, name)) and not os.path.exists(location)
+    managed = (os.path.normpath(location) == os.path.normpath(default_location(spark, name))
+               and not os.path.exists(location))
     sql = f"CREATE TABLE {ident} ({schema.toDDL()}) USING delta"
     if not managed:
         sql += f" LOCATION {string_literal(location)}"

@@ -233,7 +233,8 @@ _SSE = {"SSE-S3": "AES256", "SSE-KMS": "aws:kms", "DSSE-KMS": "aws:kms:dsse", "S
 _TIME_UNITS = {"ns": "ns", "us": "us", "ms": "ms", "s": "s", "m": "m", "h": "h", "d": "d"}
 # An AWS S3 endpoint names its region (s3.eu-west-1.amazonaws.com, s3-fips.us-east-2...,
 # s3.dualstack.ap-south-1...): the region the requests are signed for when none is given.
-_AWS_REGION_IN_HOST = re.compile(r"(?:^|\.)s3(?:-fips)?[.-](?:dualstack\.)?([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com(?:\.cn)?$")
+_AWS_REGION_IN_HOST = re.compile(
+    r"(?:^|\.)s3(?:-fips)?[.-](?:dualstack\.)?([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com(?:\.cn)?$")
 
 
 _JSON_WRITERS: dict[int, JavaObject] = {}
@@ -259,7 +260,8 @@ def session_s3a_settings(spark: SparkSession, options: Mapping[str, str] | None 
     if mapper is None:  # making one costs more than the lookup: one per JVM gateway
         mapper = _JSON_WRITERS[id(java)] = java.com.fasterxml.jackson.databind.ObjectMapper()
     settings = {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
-    providers = [p for p in (settings.pop(_PROVIDER_PATH, ""), settings.get(f"{_S3A}security.credential.provider.path", ""))
+    providers = [p for p in (settings.pop(_PROVIDER_PATH, ""),
+                             settings.get(f"{_S3A}security.credential.provider.path", ""))
                  if p.strip()]
     if providers and bucket:
         settings.update(_provider_secrets(conf, ",".join(providers), bucket))

@@ -190,7 +190,8 @@ def is_command(spark: SparkSession, node: Any) -> bool:
     return bool(_COMMAND_CLASS[key].isInstance(node))
 
 
-_TABLE_NODE = re.compile(r"'?(UnresolvedRelation|UnresolvedTableOrView|UnresolvedTable|UnresolvedTableValuedFunction) \[(.*?)\], ")
+_TABLE_NODE = re.compile(
+    r"'?(UnresolvedRelation|UnresolvedTableOrView|UnresolvedTable|UnresolvedTableValuedFunction) \[(.*?)\], ")
 _PLAIN_PART = re.compile(r"[\w$/:.@=-]+")
 _SUBQUERY = re.compile(r"(?:list|exists|scalar-subquery|lateral-subquery|outer)#\d+")
 

@@ -166,7 +166,8 @@ def _wrap_as(df: Any, attribute: str, value: Any) -> Any:
     """`df` as the Delta DataFrame class that carries `attribute` (each class made once: it
     subclasses Connect's DataFrame, imported on Connect sessions only)."""
     if attribute not in _CLASSES:
-        _CLASSES[attribute] = {"_pydelta_lineage": _dataframe_class, "_pydelta_join": _join_dataframe_class}[attribute]()
+        make = {"_pydelta_lineage": _dataframe_class, "_pydelta_join": _join_dataframe_class}[attribute]
+        _CLASSES[attribute] = make()
     out = _CLASSES[attribute](df._plan, df.sparkSession)
     setattr(out, attribute, value)
     return out

@@ -55,7 +55,9 @@ def _catalog_name(parts: tuple[str, ...]) -> tuple[str, ...] | None:
     return parts if 1 <= len(parts) <= 2 else None
 
 
-def _delta_table(spark: SparkSession, target: DeltaTarget, alias: str | None, parts: tuple[str, ...]) -> tuple[Snapshot, str]:
+def _delta_table(
+    spark: SparkSession, target: DeltaTarget, alias: str | None, parts: tuple[str, ...]
+) -> tuple[Snapshot, str]:
     """The snapshot of `target` and its alias (an unaliased table is known by its own name)."""
     return table_snapshot(spark, target.path), alias or parts[-1]
 
@@ -272,8 +274,8 @@ def _new_column(column: g.ColumnDefinition) -> Any:
 
     if column.default is not None:
         raise DeltaAnalysisError(DEFAULT_NOT_ALLOWED_ON_ADD)
-    return schema_edits.NewColumn(g.column_parts(column.name), _delta_type(column.type), column.nullable, column.comment,
-                           _position(column.position))
+    return schema_edits.NewColumn(g.column_parts(column.name), _delta_type(column.type), column.nullable,
+                                  column.comment, _position(column.position))
 
 
 def _position(position: str | None) -> Any:

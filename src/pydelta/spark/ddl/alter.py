@@ -104,7 +104,9 @@ def _conf_true(spark: SparkSession, key: str) -> bool:
     return conf_bool(spark, key, False)
 
 
-def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str, str], *, display: str | None = None) -> int:
+def set_table_properties(
+    spark: SparkSession, path: str, properties: Mapping[str, str], *, display: str | None = None
+) -> int:
     """ALTER TABLE ... SET TBLPROPERTIES; returns the committed version."""
     validated = validate_properties(properties, _conf_true(spark, ALLOW_ARBITRARY_PROPERTIES))
     snapshot = table_snapshot(spark, path)
@@ -124,7 +126,8 @@ def set_table_properties(spark: SparkSession, path: str, properties: Mapping[str
     for key, value in validated.items():
         lower = key.lower()
         if lower.startswith(CONSTRAINT_PREFIX):
-            raise DeltaAnalysisError("[DELTA_ADD_CONSTRAINTS] Please use ALTER TABLE ADD CONSTRAINT to add CHECK constraints.")
+            raise DeltaAnalysisError(
+                "[DELTA_ADD_CONSTRAINTS] Please use ALTER TABLE ADD CONSTRAINT to add CHECK constraints.")
         if key == "location":
             raise DeltaAnalysisError("[DELTA_CANNOT_CHANGE_LOCATION] Cannot change the 'location' of the Delta table "
                                      "using SET TBLPROPERTIES. Please use ALTER TABLE SET LOCATION instead.")
@@ -236,7 +239,8 @@ def add_constraint(spark: SparkSession, path: str, name: str, expr: str, *, disp
         raise DeltaAnalysisError(f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {violations} rows in "
                                  f"{_display(path, display)} violate the new CHECK constraint ({expr})")
     new = replace(metadata, configuration={**metadata.configuration, key: expr})
-    return commit_metadata(spark, snapshot, new, Operation("ADD CONSTRAINT", {"name": name, "expr": expr}), read_all=True)
+    return commit_metadata(spark, snapshot, new, Operation("ADD CONSTRAINT", {"name": name, "expr": expr}),
+                           read_all=True)
 
 
 def _check_constraint_expression(table: Any, name: str, expr: str) -> None:
@@ -286,7 +290,9 @@ def _analyzed_shape(checked: Any) -> tuple[bool, bool]:
     return top.startswith("Aggregate"), _NONDETERMINISTIC.search(top) is None
 
 
-def drop_constraint(spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None) -> int:
+def drop_constraint(
+    spark: SparkSession, path: str, name: str, if_exists: bool = False, *, display: str | None = None
+) -> int:
     """ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] name (a missing one with IF EXISTS still commits)."""
     snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
@@ -327,7 +333,8 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
                                      f"because its parent is not a StructType. Found {parent_type.name}")
         if _find(parent_type, field.name, case_sensitive) is not None:
             raise DeltaAnalysisError(f"[FIELD_ALREADY_EXISTS] Cannot add column, because "
-                                     f"{quote_path([*parent, field.name])} already exists in {_display(path, display)}.")
+                                     f"{quote_path([*parent, field.name])} already exists in "
+                                     f"{_display(path, display)}.")
         if mode == "none":
             _check_name_characters(field)
         position = _resolved_position(parent_type, column.position, parent, case_sensitive)
@@ -343,7 +350,9 @@ def add_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn], *,
     return commit_metadata(spark, snapshot, new, Operation("ADD COLUMNS", {"columns": _json(logged)}))
 
 
-def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChange], *, display: str | None = None) -> int:
+def change_columns(
+    spark: SparkSession, path: str, changes: Sequence[ColumnChange], *, display: str | None = None
+) -> int:
     """ALTER TABLE ... ALTER/CHANGE COLUMN (one or several specs)."""
     snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata
@@ -374,8 +383,8 @@ def change_columns(spark: SparkSession, path: str, changes: Sequence[ColumnChang
             from pydelta.spark.ddl.column_defaults import checked_default
 
             checked_default(spark, change.default, _type_sql(old.type), quote_path(full), "ALTER TABLE")
-        if change.data_type is not None and not parent and without_field_metadata(change.data_type) != without_field_metadata(
-                old.type):
+        if (change.data_type is not None and not parent
+                and without_field_metadata(change.data_type) != without_field_metadata(old.type)):
             from pydelta.spark.ddl.alter_mapping import check_not_referenced
 
             check_not_referenced(metadata, full)

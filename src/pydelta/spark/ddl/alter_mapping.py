@@ -83,7 +83,9 @@ def _stats_columns(configuration: dict[str, str], old: str, new: str | None) -> 
     return out
 
 
-def rename_column(spark: SparkSession, path: str, column: Sequence[str], new_name: str, *, display: str | None = None) -> int:
+def rename_column(
+    spark: SparkSession, path: str, column: Sequence[str], new_name: str, *, display: str | None = None
+) -> int:
     """ALTER TABLE ... RENAME COLUMN a.b TO c; returns the committed version."""
     snapshot = table_snapshot(spark, path)
     metadata = snapshot.metadata

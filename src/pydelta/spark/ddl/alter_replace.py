@@ -80,8 +80,8 @@ def replace_columns(spark: SparkSession, path: str, columns: Sequence[NewColumn]
         check_not_referenced(metadata, [dropped.name])  # constraints and generated columns keep their columns
     lost = [c for c in metadata.partition_columns if c.lower() not in kept]
     if lost:
-        raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] Dropping partition columns ({', '.join(lost)}) "
-                                 "is not allowed.")
+        raise DeltaAnalysisError(f"[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] Dropping partition columns "
+                                 f"({', '.join(lost)}) is not allowed.")
     configuration = dict(metadata.configuration)
     if mapped:
         schema, configuration = assign_column_mapping(schema, configuration)  # ids for the new columns

@@ -41,7 +41,9 @@ def is_default_keyword(expr: Any) -> bool:
     return jplan.kind(expr) == "UnresolvedAttribute" and str(expr.name()).lower() == "default"
 
 
-def values_with_defaults(spark: SparkSession, node: Any, columns: Sequence[str], field_of: Callable[[str], Any]) -> Any | None:
+def values_with_defaults(
+    spark: SparkSession, node: Any, columns: Sequence[str], field_of: Callable[[str], Any]
+) -> Any | None:
     """INSERT ... VALUES with the DEFAULT keyword (Spark's parsed plan): a DataFrame with each
     DEFAULT replaced by the column's default; None when `node` is not such a VALUES list."""
     if jplan.kind(node) != "UnresolvedInlineTable":

@@ -60,7 +60,9 @@ def delete(table: Any, condition: Any = None) -> None:
     return None
 
 
-def prepare_delete(spark: SparkSession, snapshot: Snapshot, condition: Any = None, *, alias: str | None = None) -> PreparedCommit:
+def prepare_delete(
+    spark: SparkSession, snapshot: Snapshot, condition: Any = None, *, alias: str | None = None
+) -> PreparedCommit:
     """Plan the delete and write the rewritten files; nothing is committed yet."""
     from pyspark.sql import functions as F
 

@@ -45,7 +45,9 @@ def persistent_dvs(spark: SparkSession, metadata: Metadata, protocol: Protocol, 
     return enabled and persistent and protocol.has_feature("deletionVectors")
 
 
-def matching_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None) -> dict[str, np.ndarray]:
+def matching_rows(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Any, alias: str | None
+) -> dict[str, np.ndarray]:
     """Per file URI (as Spark reports it), the sorted physical row indexes whose rows match `condition`."""
     from pyspark.sql import functions as F
 

@@ -79,7 +79,9 @@ def files_with_matches(
     return candidates, counts
 
 
-def scan(spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False) -> DataFrame:
+def scan(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, row_ids: bool = False
+) -> DataFrame:
     """The rows of `files` (logical columns), plus FILE_COL / ROW_COL when `with_file`, plus the
     stable row ID / commit version (ROW_ID_COL / ROW_VERSION_COL) with `row_ids`."""
     return build_dataframe(spark, snapshot, files, with_file=with_file, row_ids=row_ids)

@@ -98,7 +98,8 @@ def outcome_codes(resolved: list[ResolvedClause]) -> dict[str, list[int]]:
 def check_clauses(clauses: list[MergeClause]) -> None:
     """delta-spark's rules: at least one clause; only the last clause of a kind may omit its condition."""
     if not clauses:
-        raise DeltaAnalysisError("[DELTA_MERGE_MISSING_WHEN] There must be at least one WHEN clause in a MERGE statement.")
+        raise DeltaAnalysisError(
+            "[DELTA_MERGE_MISSING_WHEN] There must be at least one WHEN clause in a MERGE statement.")
     for kind, code, label in (
         ("matched", "DELTA_NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION", "MATCHED"),
         ("notMatched", "DELTA_NON_LAST_NOT_MATCHED_CLAUSE_OMIT_CONDITION", "NOT MATCHED"),

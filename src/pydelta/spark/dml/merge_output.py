@@ -200,8 +200,9 @@ def _values(joined: DataFrame, out_schema: StructType, resolved: list[ResolvedCl
     return out
 
 
-def _changes(joined: DataFrame, out_schema: StructType, resolved: list[ResolvedClause], current: Callable[[str], Column],
-             dedupe_deletes: bool, identity: Mapping[str, list[int]] | None = None) -> DataFrame:
+def _changes(joined: DataFrame, out_schema: StructType, resolved: list[ResolvedClause],
+             current: Callable[[str], Column], dedupe_deletes: bool,
+             identity: Mapping[str, list[int]] | None = None) -> DataFrame:
     """Change data rows of a rewriting merge: pre/post images of updates, deletes, inserts."""
     from pyspark.sql import functions as F
 

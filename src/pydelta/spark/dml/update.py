@@ -108,7 +108,8 @@ def resolve_assignments(
         else:
             if not isinstance(field.type, StructType):
                 raise DeltaAnalysisError(
-                    f"[DELTA_MISSING_SET_COLUMN] SET column {quote_identifier(key)} not found: {field.name} is not a struct"
+                    f"[DELTA_MISSING_SET_COLUMN] SET column {quote_identifier(key)} not found: "
+                    f"{field.name} is not a struct"
                 )
             nested.setdefault(field.name, []).append((parts[1:], value))
     for name, updates in nested.items():
@@ -186,7 +187,8 @@ def prepare_update(
         for f in schema.fields:
             if f.name in values:
                 new = values[f.name]
-                columns.append((F.when(hit, new).otherwise(F.col(quote_identifier(f.name))) if hit is not None else new).alias(f.name))
+                kept = F.when(hit, new).otherwise(F.col(quote_identifier(f.name))) if hit is not None else new
+                columns.append(kept.alias(f.name))
             elif f.metadata.get("delta.generationExpression"):
                 continue  # recomputed from the new values by conform()
             else:

@@ -21,7 +21,8 @@ def alter_cluster_by(table: Any, columns: list[str]) -> int | None:
     physical = clustering.resolve(snapshot.schema, snapshot.partition_columns, snapshot.configuration, columns)
     txn = open_transaction(table._spark, snapshot)
     if clustering.FEATURE not in pu.all_features(snapshot.protocol):
-        txn.update_protocol(pu.merge(snapshot.protocol, pu.features_protocol(1, {clustering.FEATURE, "domainMetadata"})))
+        txn.update_protocol(
+            pu.merge(snapshot.protocol, pu.features_protocol(1, {clustering.FEATURE, "domainMetadata"})))
     txn.add_domain_metadata(clustering.DOMAIN, clustering.domain_configuration(physical))
     before = clustering.logical_names(snapshot.schema, snapshot.configuration, old or [])
     operation = Operation("CLUSTER BY", {"oldClusteringColumns": ",".join(before),

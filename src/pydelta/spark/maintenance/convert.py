@@ -121,7 +121,8 @@ def partition_values_of(
     if len(parts) != len(expected):
         raise DeltaAnalysisError(
             f"Expecting {len(expected)} partition column(s): {_fmt_cols([f.name for f in expected])}, but found "
-            f"{len(parts)} partition column(s): {_fmt_cols([k for k, _ in parts])} from parsing the file name: {rel_path}"
+            f"{len(parts)} partition column(s): {_fmt_cols([k for k, _ in parts])} from parsing the file name: "
+            f"{rel_path}"
         )
     out: dict[str, str | None] = {}
     for (name, raw), f in zip(parts, expected, strict=True):
@@ -210,7 +211,8 @@ def convert_to_delta(spark: SparkSession, identifier: str, partitionSchema: Any 
     if fmt == "delta":
         return Converted(root)
     if fmt != "parquet":
-        raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a {fmt} source: {identifier}")
+        raise DeltaAnalysisError(f"CONVERT TO DELTA only supports parquet tables, but you are trying to convert a "
+                                 f"{fmt} source: {identifier}")
     if not os.path.isdir(root):
         raise DeltaAnalysisError(f"Path does not exist: {raw_path}")
     if try_table_snapshot(spark, root) is None:
@@ -239,7 +241,8 @@ def _convert_directory(spark: SparkSession, root: str, display: str, part_schema
     if column_mapping_mode(configuration) != "none":  # the files have neither field ids nor physical names
         raise DeltaAnalysisError(
             "[DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING] CONVERT TO DELTA cannot convert to a table with column "
-            f"mapping mode {column_mapping_mode(configuration)}; remove delta.columnMapping.mode from the table properties"
+            f"mapping mode {column_mapping_mode(configuration)}; remove delta.columnMapping.mode from the table "
+            "properties"
         )
     timezone = session_time_zone(spark)
     ignore_cast = conf_bool(spark, IGNORE_CAST_FAILURE_CONF, False)
@@ -349,7 +352,9 @@ def _check_user_partitions(display: str, catalog_parts: StructType, user_parts: 
         )
 
 
-def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any = None, *, collect_stats: bool = True) -> Any:
+def convert_catalog_table(
+    spark: SparkSession, name: str, partitionSchema: Any = None, *, collect_stats: bool = True
+) -> Any:
     """CONVERT TO DELTA of a Parquet table in Spark's catalog (delta-spark's ConvertToDeltaCommand on a V1Table).
 
     The table's location gets a Delta log whose partition columns come from the catalog and
@@ -373,7 +378,8 @@ def convert_catalog_table(spark: SparkSession, name: str, partitionSchema: Any =
         raise _not_a_view(display)
     provider = (meta.provider().get() if meta.provider().isDefined() else "").lower()
     if provider == "delta":
-        return Converted(to_local_path(meta.location().toString()).rstrip("/") or "/", name)  # a no-op, as in delta-spark
+        # a no-op, as in delta-spark
+        return Converted(to_local_path(meta.location().toString()).rstrip("/") or "/", name)
     serde = meta.storage().serde().get() if meta.storage().serde().isDefined() else None
     if provider != "parquet" and not (provider == "hive" and serde == PARQUET_HIVE_SERDE):
         raise DeltaAnalysisError(f"[DELTA_CONVERT_NON_PARQUET_TABLE] CONVERT TO DELTA only supports parquet tables, "
@@ -438,7 +444,8 @@ def _case_copy(obj: Any, **changes: Any) -> Any:
     names = [obj.productElementName(i) for i in range(obj.productArity())]
     unknown = set(changes) - set(names)
     if unknown:
-        raise DeltaNotImplementedError(f"this Spark's {obj.getClass().getSimpleName()} has no field(s) {sorted(unknown)}")
+        raise DeltaNotImplementedError(
+            f"this Spark's {obj.getClass().getSimpleName()} has no field(s) {sorted(unknown)}")
     args = [changes[n] if n in changes else obj.productElement(i) for i, n in enumerate(names)]
     return obj.copy(*args)
 

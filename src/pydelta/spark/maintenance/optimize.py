@@ -215,7 +215,8 @@ def select_partitions(spark: SparkSession, snapshot: Snapshot, filters: Sequence
         try:
             df = df.filter(sql)
         except Exception as e:
-            raise DeltaAnalysisError(f"cannot resolve the partition predicate {sql!r}: {str(e).splitlines()[0]}") from None
+            raise DeltaAnalysisError(
+                f"cannot resolve the partition predicate {sql!r}: {str(e).splitlines()[0]}") from None
     keep = sorted(r[0] for r in df.select("__pydelta_idx").collect())
     return files.take(pa.array(keep, pa.int64()))
 

@@ -27,7 +27,8 @@ def upgraded_protocol(current: Protocol, reader: int, writer: int) -> Protocol:
     """The protocol `upgradeTableProtocol(reader, writer)` produces from `current`."""
     for name, value, limit in (("reader", reader, TABLE_FEATURES_READER), ("writer", writer, TABLE_FEATURES_WRITER)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-            raise DeltaIllegalArgumentError(f"The {name} version must be an integer between 1 and {limit}, got {value!r}")
+            raise DeltaIllegalArgumentError(
+                f"The {name} version must be an integer between 1 and {limit}, got {value!r}")
     if reader >= TABLE_FEATURES_READER and writer < TABLE_FEATURES_WRITER:
         raise DeltaProtocolError(
             f"Reader version {reader} (table features) requires writer version {TABLE_FEATURES_WRITER}, got {writer}"

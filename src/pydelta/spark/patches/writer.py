@@ -67,7 +67,8 @@ def _save(original: Any) -> Any:
 
 
 def _save_as_table(original: Any) -> Any:
-    def saveAsTable(self: Any, name: Any, format: Any=None, mode: Any=None, partitionBy: Any=None, **options: Any) -> Any:  # noqa: A002
+    def saveAsTable(self: Any, name: Any, format: Any=None, mode: Any=None, partitionBy: Any=None,  # noqa: A002
+                    **options: Any) -> Any:
         st = _state(self)
         if format is not None:
             st["format"] = format
@@ -85,7 +86,8 @@ def _save_as_table(original: Any) -> Any:
         if entry is not None and (entry.provider or "").lower() != "delta":
             from pydelta.errors import TableAlreadyExistsError
 
-            raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
+            raise TableAlreadyExistsError(
+                f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} exists and is not a Delta table")
         existing = delta_location(spark, name, entry)
         location = explicit_path or existing or default_location(spark, name)
         if existing is None:  # delta-spark: saveAsTable creates the table
@@ -100,8 +102,8 @@ def _save_as_table(original: Any) -> Any:
         # (replaceWhere, dynamic partitions, schema checks), the table is not redefined (delta-spark).
         managed = entry.managed if entry is not None else explicit_path is None
         overwrite = SaveAsTableOverwrite(managed) if (mode or "").lower() == "overwrite" else None
-        write_dataframe(writer_frame(self), location, mode, partition_by, opts, cluster_by=st["cluster_by"], display=name,
-                        save_as_table=overwrite)
+        write_dataframe(writer_frame(self), location, mode, partition_by, opts, cluster_by=st["cluster_by"],
+                        display=name, save_as_table=overwrite)
 
     return saveAsTable
 

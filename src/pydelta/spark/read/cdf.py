@@ -53,7 +53,8 @@ def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str,
     )
     change_range = resolve_range(snapshot, _session_timestamps(spark, options), allow_out_of_range=allow_out_of_range)
     read_snapshot = snapshot
-    if column_mapping_mode(snapshot.configuration) != "none" and change_range.start <= change_range.end < snapshot.version:
+    if (column_mapping_mode(snapshot.configuration) != "none"
+            and change_range.start <= change_range.end < snapshot.version):
         # delta-spark's default for column-mapped tables: the schema of the end version.
         read_snapshot = load_snapshot(snapshot.table_root, version=change_range.end, storage=snapshot.storage)
     check = None if _unsafe_schema_reads(spark) else (read_snapshot.metadata, read_snapshot.version)
@@ -133,7 +134,8 @@ def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]
         only_rows = [_selected_rows(f) for f in files]
         selected = pa.table(
             {
-                FILE_COL: pa.concat_arrays([pa.array([u] * len(rows), pa.string()) for u, rows in zip(uris, only_rows, strict=True)]),
+                FILE_COL: pa.concat_arrays(
+                    [pa.array([u] * len(rows), pa.string()) for u, rows in zip(uris, only_rows, strict=True)]),
                 ROW_COL: pa.concat_arrays([pa.array(rows, pa.int64()) for rows in only_rows]),
             }
         )

@@ -37,7 +37,8 @@ def as_column(value: Any, argname: str = "'condition'") -> Column:
         except Exception as e:  # ParseException
             raise DeltaAnalysisError(f"cannot parse {argname} {value!r}: {_first_line(e)}") from None
     raise DmlTypeError(
-        f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), found to be of type {type(value)}"
+        f"{argname} must be a Spark SQL Column or a string (expression in SQL syntax), found to be of type "
+        f"{type(value)}"
     )
 
 
@@ -53,7 +54,8 @@ def column_mapping(value: Any, argname: str) -> dict[str, Column]:
     for key, expr in value.items():
         if not isinstance(key, str):
             raise DmlTypeError(
-                f"Keys of dict in {argname} must contain only strings with column names, found '{key}' of type '{type(key)}"
+                f"Keys of dict in {argname} must contain only strings with column names, found '{key}' of type "
+                f"'{type(key)}"
             )
         if not isinstance(expr, (str, Column)):
             raise DmlTypeError(

@@ -82,7 +82,8 @@ def replay_segment_on_spark(spark: SparkSession, storage: Storage, table_root: s
     try:
         small_commits = _small_commits(actions, table_root)
         # About 64 MiB of log per shuffle partition, so huge logs sort in small pieces.
-        partitions = max(int(str(spark.conf.get("spark.sql.shuffle.partitions", "200"))), _log_bytes(segment, sidecars) >> 26)
+        partitions = max(int(str(spark.conf.get("spark.sql.shuffle.partitions", "200"))),
+                         _log_bytes(segment, sidecars) >> 26)
         file_actions = actions.where("add IS NOT NULL OR remove IS NOT NULL").select(
             "version", "add", "remove", _file_key(table_root).alias("key")).repartition(partitions, "key")
         newest = F.row_number().over(Window.partitionBy("key").orderBy(F.col("version").desc()))
@@ -152,7 +153,8 @@ def _stats_from_checkpoint(storage: Storage, adds: pa.Array, segment: LogSegment
     found = stats_from_parsed_stats(storage, _parquet_files(segment, sidecars), wanted)
     if not found:
         return adds
-    return with_stats(adds, [s if s is not None else found.get(p) for s, p in zip(stats.to_pylist(), paths.to_pylist(), strict=True)])
+    return with_stats(adds, [s if s is not None else found.get(p)
+                             for s, p in zip(stats.to_pylist(), paths.to_pylist(), strict=True)])
 
 
 def _checkpoint_schema() -> str:

@@ -53,7 +53,8 @@ def _flag(opts: dict[str, Any], name: str) -> bool:
         return False
     text = str(value).strip().lower()
     if text not in ("true", "false"):
-        raise DeltaIllegalArgumentError(f"[DELTA_ILLEGAL_OPTION] Invalid value '{value}' for option '{name}', must be 'true' or 'false'")
+        raise DeltaIllegalArgumentError(
+            f"[DELTA_ILLEGAL_OPTION] Invalid value '{value}' for option '{name}', must be 'true' or 'false'")
     return text == "true"
 
 
@@ -92,7 +93,8 @@ def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
     from pydelta.spark.base.hadoop_storage import require_connector
 
     require_connector(spark, path)
-    snapshot = load_for_read(spark, path, version=version, timestamp=None if timestamp is None else timestamp_ms(spark, timestamp))
+    snapshot = load_for_read(spark, path, version=version,
+                             timestamp=None if timestamp is None else timestamp_ms(spark, timestamp))
     if change_feed:
         from pydelta.spark.read.cdf import read_change_feed
 

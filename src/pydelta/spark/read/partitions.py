@@ -28,7 +28,9 @@ def partition_rows_dataframe(spark: SparkSession, snapshot: Snapshot, files: pa.
         field = schema.field(name)
         key = physical_name(field) if mode != "none" else name
         values = pc.map_lookup(pv, pa.scalar(key), "first") if files.num_rows else pa.array([], pa.string())
-        columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values) if files.num_rows else values
+        columns[name] = (pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+                         if files.num_rows else values)
     df = _arrow_df(spark, pa.table(columns))
     logical = spark_schema(schema)
-    return df.select("__pydelta_idx", *[F.col(quote_identifier(n)).cast(logical[n].dataType).alias(n) for n in snapshot.partition_columns])
+    return df.select("__pydelta_idx", *[F.col(quote_identifier(n)).cast(logical[n].dataType).alias(n)
+                                         for n in snapshot.partition_columns])

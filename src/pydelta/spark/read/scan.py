@@ -398,7 +398,9 @@ def _local_mtimes_us(paths: list[str]) -> list[int] | None:
         return None
 
 
-def _drop_deleted_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table, paths: list[str], df: DataFrame) -> Any:
+def _drop_deleted_rows(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, paths: list[str], df: DataFrame
+) -> Any:
     """`df` without the rows the files' deletion vectors delete.
 
     A broadcast anti join on one long per row, file size + (row index << shift), which Spark
@@ -413,14 +415,16 @@ def _drop_deleted_rows(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
     shift = row_key_shift(files)
     mtime_of: dict[str, int] = {}
     if shift is not None and (shared := _shared_sizes(files)):
-        twins = [(path, size) for path, size in zip(paths, files.column("size").to_pylist(), strict=True) if size in shared]
+        twins = [(path, size) for path, size in zip(paths, files.column("size").to_pylist(), strict=True)
+                 if size in shared]
         mtimes = _local_mtimes_us([p for p, _ in twins])
         if mtimes is None or len(set(zip((s for _, s in twins), mtimes, strict=True))) < len(twins):
             shift = None
         else:
             mtime_of = {p: m for (p, _), m in zip(twins, mtimes, strict=True)}
     uris, rows, keys, key_mtimes = [], [], [], []
-    for path, size, dv in zip(paths, files.column("size").to_pylist(), files.column("deletion_vector").to_pylist(), strict=True):
+    for path, size, dv in zip(paths, files.column("size").to_pylist(), files.column("deletion_vector").to_pylist(),
+                              strict=True):
         if not dv:
             continue
         deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root).astype("int64")
@@ -495,7 +499,8 @@ def _dataframe_class() -> type:
             from pyspark.sql import Column
 
             out = super().filter(condition)
-            jcond = condition if isinstance(condition, str) else condition._jc if isinstance(condition, Column) else None
+            jcond = (condition if isinstance(condition, str)
+                     else condition._jc if isinstance(condition, Column) else None)
             if jcond is None:
                 return out
             snapshot, files = self._pydelta_snapshot, self._pydelta_files

@@ -14,7 +14,8 @@ from pydelta.txn import protocol_upgrade as pu
 HISTORY_SCHEMA = (
     "version BIGINT, timestamp TIMESTAMP, userId STRING, userName STRING, operation STRING, "
     "operationParameters MAP<STRING,STRING>, "
-    "job STRUCT<jobId: STRING, jobName: STRING, jobRunId: STRING, runId: STRING, jobOwnerId: STRING, triggerType: STRING>, "
+    "job STRUCT<jobId: STRING, jobName: STRING, jobRunId: STRING, runId: STRING, jobOwnerId: STRING, "
+    "triggerType: STRING>, "
     "notebook STRUCT<notebookId: STRING>, clusterId STRING, readVersion BIGINT, isolationLevel STRING, "
     "isBlindAppend BOOLEAN, operationMetrics MAP<STRING,STRING>, userMetadata STRING, engineInfo STRING"
 )
@@ -51,7 +52,8 @@ def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple]:
                 ci.get("userName"),
                 ci.get("operation"),
                 _str_map(ci.get("operationParameters")),
-                tuple(job.get(k) for k in ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")) if job else None,
+                (tuple(job.get(k) for k in ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType"))
+                 if job else None),
                 (notebook.get("notebookId"),) if notebook else None,
                 ci.get("clusterId"),
                 ci.get("readVersion"),
@@ -75,7 +77,8 @@ def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
     clustering = None
     if "delta.clustering" in snapshot.domain_metadata:
         try:
-            clustering = [".".join(c) for c in json.loads(snapshot.domain_metadata["delta.clustering"]).get("clusteringColumns", [])]
+            domain = json.loads(snapshot.domain_metadata["delta.clustering"])
+            clustering = [".".join(c) for c in domain.get("clusteringColumns", [])]
         except (ValueError, TypeError, AttributeError):
             clustering = None
     row = (

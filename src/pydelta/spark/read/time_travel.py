@@ -80,7 +80,8 @@ def parse_timestamp_in(zone: tzinfo | None, timestamp: Any) -> datetime:
     """`parse_timestamp` where there is no session (a streaming source's process): `zone` for a
     zone-less one (None: the process's own zone)."""
     if isinstance(timestamp, bool):
-        raise DeltaIllegalArgumentError(f"The provided timestamp ({timestamp!r}) cannot be converted to a valid timestamp.")
+        raise DeltaIllegalArgumentError(
+            f"The provided timestamp ({timestamp!r}) cannot be converted to a valid timestamp.")
     if isinstance(timestamp, (int, float)):
         return datetime.fromtimestamp(timestamp / 1000, tz=UTC)
     if isinstance(timestamp, datetime):

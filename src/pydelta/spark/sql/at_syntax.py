@@ -32,7 +32,8 @@ def rewrite_at_syntax(text: str) -> str | None:
             match = _SUFFIX.match(text, i)
             if match is not None:
                 version, stamp = match.groups()
-                out.append(f" VERSION AS OF {version}" if version is not None else f" TIMESTAMP AS OF '{stamp_text(stamp)}'")
+                out.append(f" VERSION AS OF {version}" if version is not None
+                           else f" TIMESTAMP AS OF '{stamp_text(stamp)}'")
                 i, changed = match.end(), True
                 continue
         out.append(char)

@@ -163,5 +163,6 @@ def drop_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     parts = jplan.identifier_parts(plan.child())
     target = resolve(spark, parts) if len(parts) == 2 and parts[0].lower() == "delta" else None
     if target is not None and target.name is None:
-        raise DeltaAnalysisError(f"DROP TABLE needs a table name; delta.`{target.path}` is a path (delete its directory)")
+        raise DeltaAnalysisError(
+            f"DROP TABLE needs a table name; delta.`{target.path}` is a path (delete its directory)")
     return NOT_DELTA

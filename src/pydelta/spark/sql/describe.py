@@ -295,7 +295,8 @@ def check_show_columns_namespace(given: str, database: str) -> None:
     """SHOW COLUMNS IN db.t IN db2: Spark's error when the two databases differ."""
     if given.lower() != database.lower():
         raise DeltaAnalysisError(
-            f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] SHOW COLUMNS with conflicting namespaces: `{given}` != `{database}`.")
+            f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] SHOW COLUMNS with conflicting namespaces: "
+            f"`{given}` != `{database}`.")
 
 
 def show_columns(spark: SparkSession, text: str, plan: JavaObject) -> Any:

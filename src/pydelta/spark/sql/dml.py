@@ -261,9 +261,9 @@ def _replace_where(spark: SparkSession, text: str, plan: JavaObject) -> Any:
         return NOT_DELTA
     from pydelta.spark.sql.insert import insert_into
 
-    insert_into(spark, target, table_snapshot(spark, target.path), _dataframe_of(spark, text, plan.query()), by_name=False,
-                user_cols=[], static={}, overwrite=False, replace_where=_condition_text(text, plan.deleteExpr()),
-                evolve=False)
+    insert_into(spark, target, table_snapshot(spark, target.path), _dataframe_of(spark, text, plan.query()),
+                by_name=False, user_cols=[], static={}, overwrite=False,
+                replace_where=_condition_text(text, plan.deleteExpr()), evolve=False)
     return jplan.empty_result(spark)
 
 

@@ -94,9 +94,11 @@ _SPARK_REFUSES_ON_V2 = {"AnalyzeTable": "ANALYZE TABLE", "AnalyzeColumn": "ANALY
                        "RepairTable": "MSCK REPAIR TABLE"}
 
 _STATEMENT_NAMES = {"RecoverPartitions": "MSCK REPAIR TABLE",
-                    "AddPartitions": "ALTER TABLE ... ADD PARTITION", "DropPartitions": "ALTER TABLE ... DROP PARTITION",
+                    "AddPartitions": "ALTER TABLE ... ADD PARTITION",
+                    "DropPartitions": "ALTER TABLE ... DROP PARTITION",
                     "RenamePartitions": "ALTER TABLE ... PARTITION ... RENAME TO",
-                    "SetTableLocation": "ALTER TABLE ... SET LOCATION", "SetTableSerDeProperties": "ALTER TABLE ... SET SERDE",
+                    "SetTableLocation": "ALTER TABLE ... SET LOCATION",
+                    "SetTableSerDeProperties": "ALTER TABLE ... SET SERDE",
                     "ReplaceColumns": "ALTER TABLE ... REPLACE COLUMNS", "CommentOnTable": "COMMENT ON TABLE",
                     "ShowTableExtended": "SHOW TABLE EXTENDED"}
 

@@ -231,7 +231,8 @@ def _conform(arr: pa.Array | None, dt: DataType, target: pa.DataType, mode: str,
             j = _find(file_fields, fld, mode)
             child = arr.field(j) if j is not None else None
             children.append(_conform(child, fld.type, target.field(k).type, mode, len(arr)))
-        return pa.StructArray.from_arrays(children, fields=[target.field(k) for k in range(target.num_fields)], mask=mask)
+        return pa.StructArray.from_arrays(children, fields=[target.field(k) for k in range(target.num_fields)],
+                                          mask=mask)
     if isinstance(dt, ArrayType) and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
         values = _conform(arr.values, dt.element_type, target.value_type, mode, len(arr.values))
         return pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), values, type=target, mask=mask)

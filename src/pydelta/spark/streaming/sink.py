@@ -71,9 +71,11 @@ def _get(options: dict[str, Any], key: str) -> Any:
 def output_mode(value: str | None) -> str:
     mode = _OUTPUT_MODES.get((value or "append").lower())
     if mode is None:
-        raise DeltaIllegalArgumentError(f"Unknown output mode {value}. Accepted output modes are 'append', 'complete', 'update'")
+        raise DeltaIllegalArgumentError(
+            f"Unknown output mode {value}. Accepted output modes are 'append', 'complete', 'update'")
     if mode == "Update":
-        raise DeltaAnalysisError("[DELTA_UNSUPPORTED_OUTPUT_MODE] Data source delta does not support Update output mode")
+        raise DeltaAnalysisError(
+            "[DELTA_UNSUPPORTED_OUTPUT_MODE] Data source delta does not support Update output mode")
     return mode
 
 
@@ -91,7 +93,9 @@ def _has_null_type(dtype: Any) -> bool:
     return False
 
 
-def make_spec(df: DataFrame, path: str, mode: str | None, partition_by: list[str] | None, options: dict[str, Any]) -> SinkSpec:
+def make_spec(
+    df: DataFrame, path: str, mode: str | None, partition_by: list[str] | None, options: dict[str, Any]
+) -> SinkSpec:
     """Validate what can be validated before the query starts (delta-spark fails these at start too)."""
     from pydelta.log.storage import to_local_path
     from pydelta.protocol.schema import parse_schema
@@ -293,7 +297,8 @@ def _settings(writer: Any, format: str | None, outputMode: str | None, partition
 
 
 def _start(original: Callable[..., Any]) -> Callable[..., Any]:
-    def start(self: Any, path: Any=None, format: Any=None, outputMode: Any=None, partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: A002, N803
+    def start(self: Any, path: Any=None, format: Any=None, outputMode: Any=None, partitionBy: Any=None,  # noqa: A002, N803
+              queryName: Any=None, **options: Any) -> Any:  # noqa: N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, path)
@@ -307,7 +312,8 @@ def _start(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _to_table(original: Callable[..., Any], prepare_session: Callable[[Any], None]) -> Callable[..., Any]:
-    def toTable(self: Any, tableName: Any, format: Any=None, outputMode: Any=None, partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: A002, N802, N803
+    def toTable(self: Any, tableName: Any, format: Any=None, outputMode: Any=None,  # noqa: A002, N802, N803
+                partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, tableName)

@@ -546,7 +546,8 @@ class DeltaStreamReader(DataSourceStreamReader):
         if version not in self._snapshots:
             from pydelta.log.snapshot import load_snapshot
 
-            snap = self.snapshot if version == self.snapshot.version else load_snapshot(self.table_root, version=version)
+            snap = (self.snapshot if version == self.snapshot.version
+                    else load_snapshot(self.table_root, version=version))
             if not _same(snap.schema, self.schema) and not _struct_compatible(snap.schema, self.schema):
                 raise self._schema_changed(snap.schema, version)
             ts = snap.timestamp
@@ -626,7 +627,8 @@ class DeltaStreamReader(DataSourceStreamReader):
             )
         if self.opts.change_feed and not is_cdf_enabled(metadata):
             raise self._missing_change_data(version)
-        same_partitioning = [c.lower() for c in metadata.partition_columns] == [c.lower() for c in self.partition_columns]
+        same_partitioning = ([c.lower() for c in metadata.partition_columns]
+                             == [c.lower() for c in self.partition_columns])
         mapped = column_mapping_mode(metadata.configuration) != "none"
         if not same_partitioning or not _struct_compatible(metadata.schema, self.schema, allow_missing=not mapped) or (
             mapped and _physical_names(metadata.schema) != _physical_names(self.schema)
@@ -687,9 +689,9 @@ class DeltaStreamReader(DataSourceStreamReader):
             from pydelta.spark.read.time_travel import timestamp_ms_in, zone_named
 
             stamps = commit_timestamps(self.snapshot.storage, self.table_root, ict_enablement_version(self.metadata))
+            zone = zone_named(self.opts.session_zone) if self.opts.session_zone else None
             return version_from_start_timestamp([(c.version, c.timestamp) for c in stamps],
-                                                timestamp_ms_in(zone_named(self.opts.session_zone) if self.opts.session_zone else None,
-                                                                self.opts.starting_timestamp),
+                                                timestamp_ms_in(zone, self.opts.starting_timestamp),
                                                 self.table_root)
         return None
 

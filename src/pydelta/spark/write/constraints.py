@@ -40,7 +40,8 @@ def _invariants(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
             try:
                 expr = json.loads(raw)["expression"]["expression"]
             except (ValueError, KeyError, TypeError):
-                raise InvariantViolationError(f"column {f.name!r} has an unreadable delta.invariants: {raw!r}") from None
+                raise InvariantViolationError(
+                    f"column {f.name!r} has an unreadable delta.invariants: {raw!r}") from None
             out.append((expr, f"Invariant violated for column: {prefix}{f.name}: {expr}"))
         if isinstance(f.type, StructType):
             out.extend(_invariants(f.type, f"{prefix}{f.name}."))
@@ -53,7 +54,8 @@ def constraint_checks(schema: StructType, configuration: dict[str, str]) -> list
     for f in schema.fields:
         expr = f.metadata.get("delta.generationExpression")
         if expr:
-            checks.append((f"{quote_identifier(f.name)} <=> ({expr})", f"Generated column {f.name} does not match its expression {expr}"))
+            checks.append((f"{quote_identifier(f.name)} <=> ({expr})",
+                           f"Generated column {f.name} does not match its expression {expr}"))
     for key, expr in configuration.items():
         if key.lower().startswith("delta.constraints."):
             name = key[len("delta.constraints.") :]

@@ -340,7 +340,8 @@ def file_rows_to_adds(files: Any) -> list[dict[str, Any]]:
                 "partitionValues": dict(pv) if pv is not None else {},
                 "size": row["size"],
                 "tags": dict(row["tags"]) if row.get("tags") else None,
-                "deletionVector": {k: v for k, v in row["deletion_vector"].items() if v is not None} if row.get("deletion_vector") else None,
+                "deletionVector": ({k: v for k, v in row["deletion_vector"].items() if v is not None}
+                                   if row.get("deletion_vector") else None),
                 "stats": row.get("stats"),
             }
         )

@@ -359,7 +359,8 @@ def write_dataframe(
     checks = constraint_checks(metadata.schema, metadata.configuration)
     new_checks = list(checks)
     if opts.replace_where:
-        new_checks.append((opts.replace_where, f"Written data does not conform to partial table overwrite condition or constraint ({opts.replace_where})"))
+        new_checks.append((opts.replace_where, "Written data does not conform to partial table overwrite condition "
+                                               f"or constraint ({opts.replace_where})"))
     to_write = with_checks(new_data, new_checks)
 
     # delta-spark ignores dynamic partition overwrite on an unpartitioned table and when a table
@@ -416,7 +417,8 @@ def write_dataframe(
         txn.read_predicate(_partition_predicate(metadata, touched))
 
     now = int(time.time() * 1000)
-    removes = [remove_action(a, data_change=opts.data_change, timestamp_ms=now) for a in file_rows_to_adds(removed)] if removed is not None else []
+    removes = ([remove_action(a, data_change=opts.data_change, timestamp_ms=now) for a in file_rows_to_adds(removed)]
+               if removed is not None else [])
     actions = [as_add(a) for a in adds] + [as_remove(r) for r in removes]
     metrics = {
         "numFiles": len(adds),

@@ -58,8 +58,8 @@ def with_identity_values(df: DataFrame, specs: Sequence[IdentitySpec]) -> Any:
     return df
 
 
-def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[IdentitySpec], adds: Sequence[Mapping[str, Any]],
-                     table_root: str) -> dict[str, int]:
+def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[IdentitySpec],
+                     adds: Sequence[Mapping[str, Any]], table_root: str) -> dict[str, int]:
     """The furthest generated value of each spec's column in the files just written."""
     if not specs or not adds:
         return {}
@@ -84,7 +84,9 @@ def high_water_marks(spark: SparkSession, metadata: Metadata, specs: Sequence[Id
     return out
 
 
-def _read_back(spark: SparkSession, table_root: str, adds: Sequence[Mapping[str, Any]], column: str, largest: bool) -> int | None:
+def _read_back(
+    spark: SparkSession, table_root: str, adds: Sequence[Mapping[str, Any]], column: str, largest: bool
+) -> int | None:
     """The column's max (min) read from the written files, when their stats do not have it."""
     from pyspark.sql import functions as F
 

@@ -241,7 +241,8 @@ def parse_write_options(
     if ow_opt is not None or ow_conf is not None:
         out.optimize_write = _bool(ow_opt if ow_opt is not None else ow_conf, "optimizeWrite")
     out.table_properties = {
-        k: str(v) for k, v in options.items() if k.lower().startswith("delta.") and k.lower() != "delta.columnmapping.maxcolumnid"
+        k: str(v) for k, v in options.items()
+        if k.lower().startswith("delta.") and k.lower() != "delta.columnmapping.maxcolumnid"
     }
     if out.replace_where and out.mode != "Overwrite":
         raise DeltaIllegalArgumentError("replaceWhere can only be used with mode('overwrite')")
