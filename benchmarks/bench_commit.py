@@ -22,7 +22,8 @@ def main() -> None:
     from pydelta.txn.transaction import OptimisticTransaction
 
     root = tempfile.mkdtemp(prefix="pydelta-bench-commit-")
-    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
+    schema = json.dumps({"type": "struct",
+                         "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
     txn = OptimisticTransaction(root, None)
     txn.update_metadata(Metadata(id="bench", schema_string=schema, partition_columns=(), configuration={}))
     txn.commit([], Operation("CREATE TABLE"))
@@ -34,7 +35,8 @@ def main() -> None:
         md = snapshot.metadata
         txn.update_metadata(Metadata(id=md.id, schema_string=md.schema_string, partition_columns=md.partition_columns,
                                      configuration={**md.configuration, "bench.counter": str(i)}))
-        txn.commit([], Operation("SET TBLPROPERTIES", {"properties": json.dumps({"bench.counter": str(i)})}), data_change=False)
+        txn.commit([], Operation("SET TBLPROPERTIES", {"properties": json.dumps({"bench.counter": str(i)})}),
+                   data_change=False)
         snapshot = txn.post_commit_snapshot()
         latencies.append(time.perf_counter() - t)
     med = statistics.median(latencies) * 1000

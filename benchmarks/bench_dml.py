@@ -31,8 +31,10 @@ def main() -> None:
     base = tempfile.mkdtemp(prefix="pydelta-bench-dml-")
 
     def tables(rows: int):
-        data = spark.range(0, rows, numPartitions=16).selectExpr("id", "rand(1) * 1000 AS x", "CAST(id % 97 AS INT) AS k")
-        source = spark.range(0, rows // 10).selectExpr("id * 20 + 5 AS id", "-1.0 AS x", "CAST(0 AS INT) AS k")  # half match
+        data = spark.range(0, rows, numPartitions=16).selectExpr(
+            "id", "rand(1) * 1000 AS x", "CAST(id % 97 AS INT) AS k")
+        # half match
+        source = spark.range(0, rows // 10).selectExpr("id * 20 + 5 AS id", "-1.0 AS x", "CAST(0 AS INT) AS k")
         return data, source
 
     def fresh(data, kind: str) -> str:

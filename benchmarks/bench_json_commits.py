@@ -34,7 +34,8 @@ def _stats_template(n_stats: int) -> str:
     mins = ",".join(f'"{c}":{{lo{j}}}' for j, c in enumerate(cols))
     maxs = ",".join(f'"{c}":{{hi{j}}}' for j, c in enumerate(cols))
     nulls = ",".join(f'"{c}":0' for c in cols)
-    body = '{{"numRecords":1000,"minValues":{{' + mins + '}},"maxValues":{{' + maxs + '}},"nullCount":{{' + nulls + "}}}}"
+    body = ('{{"numRecords":1000,"minValues":{{' + mins + '}},"maxValues":{{' + maxs
+            + '}},"nullCount":{{' + nulls + "}}}}")
     return body
 
 
@@ -44,7 +45,8 @@ def _add_lines(start: int, count: int, n_stats: int) -> str:
     out = []
     for i in range(start, start + count):
         base = i * 1000
-        stats = template.format(**{f"lo{j}": base + j for j in range(n)}, **{f"hi{j}": base + j + 999 for j in range(n)})
+        stats = template.format(**{f"lo{j}": base + j for j in range(n)},
+                                **{f"hi{j}": base + j + 999 for j in range(n)})
         part = i % N_PARTS
         out.append(json.dumps({"add": {
             "path": f"part={part}/part-{i:07d}-{uuid.UUID(int=i)}.c000.snappy.parquet",
@@ -103,7 +105,8 @@ def main() -> None:
         t = time.perf_counter()
         generate(root, args.files, args.stats_columns)
         print(f"generated {root} in {time.perf_counter() - t:.1f}s")
-    log_bytes = sum(os.path.getsize(os.path.join(root, "_delta_log", f)) for f in os.listdir(os.path.join(root, "_delta_log")))
+    log_dir = os.path.join(root, "_delta_log")
+    log_bytes = sum(os.path.getsize(os.path.join(log_dir, f)) for f in os.listdir(log_dir))
     expected = 3 * args.files - 10
 
     import deltalake

@@ -22,10 +22,11 @@ SCHEMA = json.dumps({"type": "struct", "fields": [
 
 def _add(i: int) -> dict:
     part = f"p{i % 100}"
-    stats = {"numRecords": 1000, "minValues": {"id": i * 1000, "value": 0.5}, "maxValues": {"id": i * 1000 + 999, "value": 99.5},
-             "nullCount": {"id": 0, "value": 0}}
-    return {"add": {"path": f"part={part}/part-{i:06d}-{uuid.UUID(int=i)}.c000.snappy.parquet", "partitionValues": {"part": part},
-                    "size": 40_000 + i % 1000, "modificationTime": 1_700_000_000_000 + i, "dataChange": True,
+    stats = {"numRecords": 1000, "minValues": {"id": i * 1000, "value": 0.5},
+             "maxValues": {"id": i * 1000 + 999, "value": 99.5}, "nullCount": {"id": 0, "value": 0}}
+    return {"add": {"path": f"part={part}/part-{i:06d}-{uuid.UUID(int=i)}.c000.snappy.parquet",
+                    "partitionValues": {"part": part}, "size": 40_000 + i % 1000,
+                    "modificationTime": 1_700_000_000_000 + i, "dataChange": True,
                     "stats": json.dumps(stats, separators=(",", ":"))}}
 
 

@@ -44,7 +44,8 @@ def main() -> None:
     delta_path = os.path.join(base, "delta1")
     import pydelta
 
-    files = [pydelta.load_snapshot(delta_path).absolute_path(p) for p in pydelta.load_snapshot(delta_path).files().column("path").to_pylist()]
+    files = [pydelta.load_snapshot(delta_path).absolute_path(p)
+             for p in pydelta.load_snapshot(delta_path).files().column("path").to_pylist()]
 
     def scan_delta():
         spark.read.format("delta").load(delta_path).write.format("noop").mode("overwrite").save()

@@ -34,7 +34,8 @@ def main() -> None:
     def run(fmt: str, src: str, dst: str, ckpt: str) -> None:
         if fmt == "delta":
             stream = spark.readStream.format("delta").load(src)
-            q = stream.writeStream.format("delta").option("checkpointLocation", ckpt).trigger(availableNow=True).start(dst)
+            q = (stream.writeStream.format("delta").option("checkpointLocation", ckpt)
+                 .trigger(availableNow=True).start(dst))
         else:
             stream = spark.readStream.schema(schema).parquet(src)
             q = stream.writeStream.format("parquet").option("checkpointLocation", ckpt).trigger(

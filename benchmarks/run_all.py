@@ -10,9 +10,9 @@ import sys
 from benchmarks.common import RESULTS, print_table
 
 BENCHMARKS = ["benchmarks.bench_commit", "benchmarks.bench_snapshot", "benchmarks.bench_json_commits",
-              "benchmarks.bench_big_snapshot", "benchmarks.bench_spark_io", "benchmarks.bench_dml", "benchmarks.bench_dv",
-              "benchmarks.bench_sql", "benchmarks.bench_commit_owners", "benchmarks.bench_streaming",
-              "benchmarks.bench_spark_replay"]
+              "benchmarks.bench_big_snapshot", "benchmarks.bench_spark_io", "benchmarks.bench_dml",
+              "benchmarks.bench_dv", "benchmarks.bench_sql", "benchmarks.bench_commit_owners",
+              "benchmarks.bench_streaming", "benchmarks.bench_spark_replay"]
 
 if __name__ == "__main__":
     start = os.path.getsize(RESULTS) if os.path.exists(RESULTS) else 0

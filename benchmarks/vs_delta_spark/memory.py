@@ -52,7 +52,8 @@ def main() -> None:
                 loaded = _peaks(name, python, scratch, engine_jars, workload)
                 for key in ("python_mb", "jvm_mb"):
                     growth[name][key].append(loaded[key] - base[key])
-        row = {"benchmark": f"vs-delta-spark-memory/{workload}", "runs": args.repeats, "when": time.strftime("%Y-%m-%d")}
+        row = {"benchmark": f"vs-delta-spark-memory/{workload}", "runs": args.repeats,
+               "when": time.strftime("%Y-%m-%d")}
         for name in engines:
             for key in ("python_mb", "jvm_mb"):
                 row[f"{name}_{key}"] = round(statistics.median(growth[name][key]), 1)

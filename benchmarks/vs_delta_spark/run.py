@@ -118,7 +118,8 @@ def main() -> None:
             ours, theirs = statistics.median(times["pydelta"]), statistics.median(times["delta-spark"])
             record({"benchmark": f"vs-delta-spark/{workload}", "pydelta_s": round(ours, 3),
                     "delta-spark_s": round(theirs, 3), "ratio": round(ours / theirs, 2), "rows": args.rows,
-                    "pyspark": engines[0].pyspark, "runs": args.repeats, "same_table": json.loads(checks.pop()), "when": time.strftime("%Y-%m-%d"),
+                    "pyspark": engines[0].pyspark, "runs": args.repeats, "same_table": json.loads(checks.pop()),
+                    "when": time.strftime("%Y-%m-%d"),
                     "pydelta_runs": [round(t, 3) for t in times["pydelta"]],
                     "delta-spark_runs": [round(t, 3) for t in times["delta-spark"]]})
     finally:

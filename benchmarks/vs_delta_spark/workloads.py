@@ -194,7 +194,8 @@ class Workloads:
 
     def optimize_small_files(self) -> float:
         """OPTIMIZE of 1000 small files."""
-        path = self.result_path = self._copy("small", lambda p: _data(self.spark, 1_000_000, 1000).write.format("delta").save(p))
+        path = self.result_path = self._copy(
+            "small", lambda p: _data(self.spark, 1_000_000, 1000).write.format("delta").save(p))
         return self._timed(self._sql(f"OPTIMIZE delta.`{path}`"))
 
     def metadata_commit(self) -> float:

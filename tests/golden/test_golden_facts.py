@@ -60,7 +60,8 @@ def test_only_checkpoint_files():
 
 
 def test_canonicalized_paths_cancel():
-    for name in ("canonicalized-paths-normal-a", "canonicalized-paths-normal-b", "canonicalized-paths-special-a", "canonicalized-paths-special-b"):
+    for name in ("canonicalized-paths-normal-a", "canonicalized-paths-normal-b", "canonicalized-paths-special-a",
+                 "canonicalized-paths-special-b"):
         assert pydelta.load_snapshot(str(DS / name / "delta")).num_files == 0, name
 
 

@@ -12,7 +12,8 @@ from pydelta import errors
 from tests.golden_paths import DELTA_SPARK as GOLDEN_ROOT
 from tests.helpers import canonical_rows
 
-WITH_EXPECTED = sorted(p.name for p in GOLDEN_ROOT.iterdir() if (p / "expected").is_dir()) if GOLDEN_ROOT.is_dir() else []
+WITH_EXPECTED = (sorted(p.name for p in GOLDEN_ROOT.iterdir() if (p / "expected").is_dir())
+                 if GOLDEN_ROOT.is_dir() else [])
 
 pytestmark = pytest.mark.spark
 

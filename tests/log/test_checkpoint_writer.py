@@ -214,7 +214,8 @@ def test_parse_interval_ms_rejects(text: str) -> None:
 
 def test_interval_property_default_and_bad_value() -> None:
     assert interval_property_ms({}, "delta.logRetentionDuration", "interval 30 days") == 30 * DAY_MS
-    assert interval_property_ms({"delta.logRetentionDuration": "2 days"}, "delta.logRetentionDuration", "x") == 2 * DAY_MS
+    assert interval_property_ms({"delta.logRetentionDuration": "2 days"}, "delta.logRetentionDuration",
+                                "x") == 2 * DAY_MS
     with pytest.raises(InvalidTableError):
         interval_property_ms({"delta.logRetentionDuration": "3 months"}, "delta.logRetentionDuration", "1 day")
 
@@ -307,7 +308,8 @@ def test_checkpoint_schema_matches_delta_spark(tmp_path: Path) -> None:
 
 
 def test_stats_as_json_can_be_turned_off(tmp_path: Path) -> None:
-    _simple_table(tmp_path, {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"})
+    _simple_table(tmp_path, {"delta.checkpoint.writeStatsAsJson": "false",
+                             "delta.checkpoint.writeStatsAsStruct": "true"})
     snap = load_snapshot(str(tmp_path))
     write_checkpoint(snap)
     add_t = read_checkpoint_table(tmp_path, 3).schema.field("add").type
@@ -375,7 +377,8 @@ def test_roundtrip_partitioned_with_typed_partition_values(tmp_path: Path) -> No
         ("region", pa.string()),
     ]
     adds = read_checkpoint_table(tmp_path, 3).column("add").drop_null().combine_chunks()
-    by_path = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "partitionValues_parsed").to_pylist(), strict=True))
+    by_path = dict(zip(pc.struct_field(adds, "path").to_pylist(),
+                       pc.struct_field(adds, "partitionValues_parsed").to_pylist(), strict=True))
     assert by_path["p0/file-3.parquet"] == {
         "d": dt.date(2024, 1, 31),
         "ts": dt.datetime(2024, 1, 31, 10, tzinfo=dt.UTC),
@@ -388,7 +391,8 @@ def test_roundtrip_partitioned_with_typed_partition_values(tmp_path: Path) -> No
     stats_t = add_t.field("stats_parsed").type
     assert stats_t.names == ["numRecords", "minValues", "maxValues", "nullCount"]  # no tightBounds without DVs
     assert stats_t.field("minValues").type.names == ["id", "name", "nested"]  # data columns only
-    by_stats = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "stats_parsed").to_pylist(), strict=True))
+    by_stats = dict(zip(pc.struct_field(adds, "path").to_pylist(), pc.struct_field(adds, "stats_parsed").to_pylist(),
+                        strict=True))
     assert by_stats["p0/file-3.parquet"]["maxValues"] == {"id": 9, "name": "z", "nested": {"x": 2.5}}
     assert by_stats["p0/file-3.parquet"]["nullCount"]["name"] == 1
     assert by_stats["p1/file-1.parquet"] is None
@@ -403,7 +407,8 @@ def test_partitioned_without_struct_stats(tmp_path: Path) -> None:
 
 
 def test_unparsable_partition_value_leaves_out_struct_columns(tmp_path: Path) -> None:
-    t = TableBuilder(tmp_path, [field("id", "long"), field("n", "integer")], ["n"], {"delta.checkpoint.writeStatsAsStruct": "true"})
+    t = TableBuilder(tmp_path, [field("id", "long"), field("n", "integer")], ["n"],
+                     {"delta.checkpoint.writeStatsAsStruct": "true"})
     t.commit([add("n=1/a.parquet", {"n": "1"}), add("n=x/b.parquet", {"n": "not a number"})])
     before, after = roundtrip(tmp_path)
     assert_same_state(before, after)
@@ -416,8 +421,10 @@ def test_roundtrip_column_mapping(tmp_path: Path) -> None:
     before, after = roundtrip(tmp_path)
     assert_same_state(before, after)
     add_t = read_checkpoint_table(tmp_path, 3).schema.field("add").type
-    assert add_t.field("partitionValues_parsed").type.names == ["col-d-phys", "col-ts-phys", "col-amount-phys", "col-region-phys"]
-    assert add_t.field("stats_parsed").type.field("maxValues").type.names == ["col-id-phys", "col-name-phys", "col-nested-phys"]
+    assert add_t.field("partitionValues_parsed").type.names == [
+        "col-d-phys", "col-ts-phys", "col-amount-phys", "col-region-phys"]
+    assert add_t.field("stats_parsed").type.field("maxValues").type.names == [
+        "col-id-phys", "col-name-phys", "col-nested-phys"]
     adds = read_checkpoint_table(tmp_path, 3).column("add").drop_null().combine_chunks()
     parsed = {r["path"]: r for r in adds.to_pylist()}["p0/file-3.parquet"]
     assert parsed["partitionValues_parsed"]["col-region-phys"] == "eu"
@@ -507,7 +514,8 @@ def test_multipart_non_file_actions_follow_spark(tmp_path: Path) -> None:
     before, after = roundtrip(tmp_path, parts=4)
     assert_same_state(before, after)
     names = checkpoint_files(tmp_path, 2)
-    with_protocol = [n for n in names if pq.read_table(tmp_path / "_delta_log" / n).column("protocol").drop_null().length()]
+    with_protocol = [n for n in names
+                     if pq.read_table(tmp_path / "_delta_log" / n).column("protocol").drop_null().length()]
     assert with_protocol == [f"{2:020d}.checkpoint.0000000003.0000000004.parquet"]  # 42 % 4 == 2
 
 
@@ -524,7 +532,8 @@ V2_PROTOCOL = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [
 
 
 def _v2_table(root: Path, policy: str = "v2", n: int = 20) -> TableBuilder:
-    t = TableBuilder(root, [field("id", "long")], configuration={"delta.checkpointPolicy": policy}, protocol=V2_PROTOCOL)
+    t = TableBuilder(root, [field("id", "long")], configuration={"delta.checkpointPolicy": policy},
+                     protocol=V2_PROTOCOL)
     t.commit([add(f"f{i}.parquet", stats=num_stats(1, i, i)) for i in range(n)])
     t.commit([remove("f0.parquet", NOW_MS), {"txn": {"appId": "x", "version": 2}},
               {"domainMetadata": {"domain": "d", "configuration": "c", "removed": False}}])
@@ -616,7 +625,8 @@ def test_expired_tombstones_are_dropped(tmp_path: Path) -> None:
 
 
 def test_tombstone_retention_property(tmp_path: Path) -> None:
-    t = TableBuilder(tmp_path, [field("id", "long")], configuration={"delta.deletedFileRetentionDuration": "interval 2 days"})
+    t = TableBuilder(tmp_path, [field("id", "long")],
+                     configuration={"delta.deletedFileRetentionDuration": "interval 2 days"})
     t.commit([add(f"f{i}.parquet") for i in range(3)])
     t.commit([remove("f0.parquet", NOW_MS - 3 * DAY_MS), remove("f1.parquet", NOW_MS - 1 * DAY_MS)])
     write_checkpoint(load_snapshot(str(tmp_path)), now_ms=NOW_MS)
@@ -915,7 +925,8 @@ def test_deltalake_reads_our_v2_checkpoint(tmp_path: Path) -> None:
 
 def _synthetic_snapshot(root: Path, n: int) -> Snapshot:
     """A snapshot with `n` live files, built directly in Arrow (no JSON to parse)."""
-    t = TableBuilder(root, [field("id", "long"), field("p", "string")], ["p"], {"delta.checkpoint.writeStatsAsStruct": "true"})
+    t = TableBuilder(root, [field("id", "long"), field("p", "string")], ["p"],
+                     {"delta.checkpoint.writeStatsAsStruct": "true"})
     base = load_snapshot(str(root))
     idx = np.arange(n)
     ids = pa.array(idx.astype(str))

@@ -89,14 +89,15 @@ def test_edge_cases_match_row_by_row_parser():
                               "nested": {"x": {"y": []}}}}),
         _line({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
                             "writerFeatures": ["deletionVectors"]}}),
-        _line({"add": {**ADD, "partitionValues": {"p": None}, "tags": {"t": "v", "u": None}, "unknownField": {"z": 1}}}),
+        _line({"add": {**ADD, "partitionValues": {"p": None}, "tags": {"t": "v", "u": None},
+                       "unknownField": {"z": 1}}}),
         _line({"add": {**ADD, "path": "p=2/b%20c.parquet", "partitionValues": {"p": "2"},
                        "deletionVector": {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4,
                                           "sizeInBytes": 40, "cardinality": 6}}}),
         _line({"txn": {"appId": "app", "version": 4, "lastUpdated": 9}}),
         _line({"add": {"path": "c.parquet", "size": 1, "modificationTime": 1, "dataChange": False}}),
-        _line({"remove": {"path": "old.parquet", "deletionTimestamp": 7, "dataChange": True, "extendedFileMetadata": True,
-                          "partitionValues": {"p": "1"}, "size": 3}}),
+        _line({"remove": {"path": "old.parquet", "deletionTimestamp": 7, "dataChange": True,
+                          "extendedFileMetadata": True, "partitionValues": {"p": "1"}, "size": 3}}),
         _line({"domainMetadata": {"domain": "d", "configuration": "{}", "removed": False}}),
         _line({"unknownAction": {"q": 1}}),
         _line({"add": {**ADD, "path": "file:/abs/d.parquet", "tags": {}}}),
@@ -115,7 +116,8 @@ def test_fallbacks_still_match():
     for text in (
         _line({"add": ADD}) + "\n\n" + _line({"commitInfo": {"x": 1}}) + "\n",
         _line({"add": ADD, "commitInfo": {"x": 1}}) + "\n" + _line({"add": {**ADD, "path": "z"}}) + "\n",
-        _line({"add": {**ADD, "partitionValues": {"p": "1"}}}) + "\n" + _line({"add": {**ADD, "path": "q", "partitionValues": {"p": 1}}}),
+        _line({"add": {**ADD, "partitionValues": {"p": "1"}}}) + "\n"
+        + _line({"add": {**ADD, "path": "q", "partitionValues": {"p": 1}}}),
         "  " + _line({"add": ADD}) + "\r\n" + _line({"commitInfo": {"x": 1}}) + "\r\n",
     ):
         data = text.encode()
@@ -162,10 +164,12 @@ def test_large_commit_replay_matches(tmp_path, monkeypatch):
     commits = [
         [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, meta]
         + [{"add": {**ADD, "path": f"p=1/f{i}.parquet"}} for i in range(300)],
-        [{"remove": {"path": f"p=1/f{i}.parquet", "deletionTimestamp": 1, "dataChange": True}} for i in range(0, 300, 3)]
+        [{"remove": {"path": f"p=1/f{i}.parquet", "deletionTimestamp": 1, "dataChange": True}}
+         for i in range(0, 300, 3)]
         + [{"add": {**ADD, "path": f"p=1/f{i}.parquet", "size": 99}} for i in range(0, 300, 9)]
-        + [{"add": {**ADD, "path": "p=1/f1.parquet", "deletionVector": {"storageType": "u", "pathOrInlineDv": "abc",
-                                                                          "offset": 1, "sizeInBytes": 2, "cardinality": 1}}}],
+        + [{"add": {**ADD, "path": "p=1/f1.parquet",
+                    "deletionVector": {"storageType": "u", "pathOrInlineDv": "abc", "offset": 1, "sizeInBytes": 2,
+                                       "cardinality": 1}}}],
         [{"add": {**ADD, "path": "p=1/f5.parquet", "size": 7}}, {"add": {**ADD, "path": "p=1/f5.parquet", "size": 8}},
          {"remove": {"path": f"{tmp_path}/p=1/f7.parquet", "deletionTimestamp": 1, "dataChange": True}},
          {"commitInfo": {"timestamp": 5}}],
@@ -220,7 +224,8 @@ def test_small_blocks_with_types_changing_between_blocks(monkeypatch):
     """A field null in the first block and a string later: the reader retries in one block."""
     monkeypatch.setattr(json_actions, "_BLOCK_SIZE", 4096)
     lines = [_line({"commitInfo": {"timestamp": 1}})]
-    lines += [_line({"add": {**ADD, "path": f"a{i}", "partitionValues": {"p": None}, "tags": None}}) for i in range(100)]
+    lines += [_line({"add": {**ADD, "path": f"a{i}", "partitionValues": {"p": None}, "tags": None}})
+              for i in range(100)]
     lines += [_line({"add": {**ADD, "path": f"b{i}", "partitionValues": {"p": str(i)}, "tags": {"k": "v"},
                              "deletionVector": {"storageType": "u", "pathOrInlineDv": "x", "sizeInBytes": 1,
                                                 "cardinality": 1}}}) for i in range(100)]
@@ -232,7 +237,8 @@ def test_date_like_strings_stay_strings(monkeypatch):
     """The reader infers "2024-01-01" as a timestamp: typed from the first add, such partition values
     stay on the Arrow path; where a field is left to inference, the row-by-row parser decides."""
     monkeypatch.setattr(json_actions, "_SAMPLE_BYTES", 200)
-    dated = [_line({"add": {**ADD, "path": f"d={i}/f", "partitionValues": {"d": f"2024-01-0{i}", "t": "2024-01-01 10:00:00"}}})
+    dated = [_line({"add": {**ADD, "path": f"d={i}/f",
+                            "partitionValues": {"d": f"2024-01-0{i}", "t": "2024-01-01 10:00:00"}}})
              for i in range(1, 9)]
     fast = _check("\n".join(dated) + "\n")
     assert fast.add_array is not None

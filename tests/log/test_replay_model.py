@@ -15,14 +15,16 @@ SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "x", "type": "long", 
 PATHS = ["a.parquet", "b.parquet", "c%20d.parquet", "sub/e.parquet"]
 DVS = [None, "dvA", "dvB"]
 
-action = st.tuples(st.sampled_from(["add", "remove"]), st.sampled_from(PATHS), st.sampled_from(DVS), st.integers(1, 10_000))
+action = st.tuples(st.sampled_from(["add", "remove"]), st.sampled_from(PATHS), st.sampled_from(DVS),
+                   st.integers(1, 10_000))
 commit = st.lists(action, min_size=0, max_size=5)
 
 
 def _dv(uid: str | None) -> dict | None:
     if uid is None:
         return None
-    return {"storageType": "u", "pathOrInlineDv": uid + "0" * (20 - len(uid)), "offset": 1, "sizeInBytes": 10, "cardinality": 1}
+    return {"storageType": "u", "pathOrInlineDv": uid + "0" * (20 - len(uid)), "offset": 1, "sizeInBytes": 10,
+            "cardinality": 1}
 
 
 def _write_commit(log: str, version: int, actions: list[dict]) -> None:

@@ -58,14 +58,16 @@ def test_hidden_names_follow_delta_spark():
     assert not is_hidden("part-0000.parquet", parts)
 
 
-@pytest.mark.parametrize("hours, ms", [(0, 0), (1, HOUR_MS), (0.4, 0), (0.5, HOUR_MS), (167.5, 168 * HOUR_MS), (None, None)])
+@pytest.mark.parametrize("hours, ms",
+                         [(0, 0), (1, HOUR_MS), (0.4, 0), (0.5, HOUR_MS), (167.5, 168 * HOUR_MS), (None, None)])
 def test_retention_hours_round_half_up(hours, ms):
     assert retention_hours_to_ms(hours) == ms
 
 
 def test_retention_check_refuses_short_retention_with_delta_spark_message():
     week = 7 * 24 * HOUR_MS
-    with pytest.raises(DeltaIllegalArgumentError, match="Are you sure you would like to vacuum files with such a low retention period") as e:
+    with pytest.raises(DeltaIllegalArgumentError,
+                       match="Are you sure you would like to vacuum files with such a low retention period") as e:
         check_retention(HOUR_MS, week)
     assert 'not less than "168 hours"' in str(e.value)
     assert "spark.databricks.delta.retentionDurationCheck.enabled = false" in str(e.value)
@@ -174,7 +176,8 @@ def test_zero_retention_deletes_every_unneeded_file(table):
 
 def test_table_property_sets_the_retention(tmp_path: Path):
     root = tmp_path / "t"
-    t = TableBuilder(root, [field("id", "long")], configuration={"delta.deletedFileRetentionDuration": "interval 2 hours"})
+    t = TableBuilder(root, [field("id", "long")],
+                     configuration={"delta.deletedFileRetentionDuration": "interval 2 hours"})
     touch(root, "gone.parquet", NOW_MS - 3 * HOUR_MS)
     touch(root, "tomb.parquet", NOW_MS - 3 * HOUR_MS)
     t.commit([add("tomb.parquet")])

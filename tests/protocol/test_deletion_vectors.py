@@ -315,13 +315,15 @@ def test_deserialize_accepts_empty_buckets() -> None:
 
 
 def test_descriptor_dict_round_trip() -> None:
-    d = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40, "cardinality": 6}
+    d = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40,
+         "cardinality": 6}
     descriptor = DeletionVectorDescriptor.from_dict(d)
     assert descriptor == DeletionVectorDescriptor("u", "ab^-aqEH.-t@S}K{vb[*k^", 40, 6, offset=4)
     assert descriptor.to_dict() == d
     assert list(descriptor.to_dict()) == ["storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality"]
 
-    inline = {"storageType": "i", "pathOrInlineDv": KERNEL_INLINE_DV, "sizeInBytes": 44, "cardinality": 6, "maxRowIndex": 29}
+    inline = {"storageType": "i", "pathOrInlineDv": KERNEL_INLINE_DV, "sizeInBytes": 44, "cardinality": 6,
+              "maxRowIndex": 29}
     descriptor = DeletionVectorDescriptor.from_dict(inline)
     assert descriptor.offset is None and descriptor.max_row_index == 29
     assert descriptor.to_dict() == inline

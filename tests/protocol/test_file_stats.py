@@ -223,8 +223,12 @@ def _big_table(n: int = 400, seed: int = 7) -> pa.Table:
         if rng.random() < 0.1:
             struct_rows.append(None)
             continue
-        inner = None if rng.random() < 0.1 else {"x": maybe(rng.uniform(-5, 5)), "d": maybe(dt.date(2000, 1, 1) + dt.timedelta(days=rng.randint(-9000, 9000)))}
-        struct_rows.append({"a": maybe(rng.randint(-(2**63), 2**63 - 1)), "b": maybe(_random_string(rng)), "inner": inner})
+        inner = None if rng.random() < 0.1 else {
+            "x": maybe(rng.uniform(-5, 5)),
+            "d": maybe(dt.date(2000, 1, 1) + dt.timedelta(days=rng.randint(-9000, 9000))),
+        }
+        struct_rows.append({"a": maybe(rng.randint(-(2**63), 2**63 - 1)), "b": maybe(_random_string(rng)),
+                            "inner": inner})
     rg_null = [None if i < 60 else rng.randint(-1000, 1000) for i in range(n)]
     nan_rg = [math.nan if i < 23 else rng.uniform(0, 1) for i in range(n)]
     return pa.table(
@@ -232,12 +236,18 @@ def _big_table(n: int = 400, seed: int = 7) -> pa.Table:
             "i8": pa.array([maybe(rng.randint(-128, 127)) for _ in range(n)], pa.int8()),
             "i16": pa.array([maybe(rng.randint(-(2**15), 2**15 - 1)) for _ in range(n)], pa.int16()),
             "i32": pa.array([maybe(rng.randint(-(2**31), 2**31 - 1)) for _ in range(n)], pa.int32()),
-            "i64": pa.array([-(2**63), 2**63 - 1] + [maybe(rng.randint(-(2**63), 2**63 - 1)) for _ in range(n - 2)], pa.int64()),
+            "i64": pa.array([-(2**63), 2**63 - 1] + [maybe(rng.randint(-(2**63), 2**63 - 1)) for _ in range(n - 2)],
+                            pa.int64()),
             "f64": pa.array(floats, pa.float64()),
             "f32": pa.array(floats32, pa.float32()),
             "dec38": pa.array(decs, pa.decimal128(38, 18)),
-            "dec9": pa.array([maybe(_dec(rng.randint(-(10**9) + 1, 10**9 - 1), 2)) for _ in range(n)], pa.decimal128(9, 2)),
-            "d": pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31)] + [maybe(dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-700000, 700000))) for _ in range(n - 2)], pa.date32()),
+            "dec9": pa.array([maybe(_dec(rng.randint(-(10**9) + 1, 10**9 - 1), 2)) for _ in range(n)],
+                             pa.decimal128(9, 2)),
+            "d": pa.array(
+                [dt.date(1, 1, 1), dt.date(9999, 12, 31)]
+                + [maybe(dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-700000, 700000))) for _ in range(n - 2)],
+                pa.date32(),
+            ),
             "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
             "ntz": pa.array([maybe(v) for v in ts[::-1]], pa.timestamp("us")),
             "s": pa.array(strings, pa.string()),
@@ -246,7 +256,8 @@ def _big_table(n: int = 400, seed: int = 7) -> pa.Table:
             "bin": pa.array([maybe(bytes([rng.randint(0, 255)] * 3)) for _ in range(n)], pa.binary()),
             "st": pa.array(
                 struct_rows,
-                pa.struct([("a", pa.int64()), ("b", pa.string()), ("inner", pa.struct([("x", pa.float64()), ("d", pa.date32())]))]),
+                pa.struct([("a", pa.int64()), ("b", pa.string()),
+                           ("inner", pa.struct([("x", pa.float64()), ("d", pa.date32())]))]),
             ),
             "rg_null": pa.array(rg_null, pa.int32()),
             "all_null": pa.array([None] * n, pa.string()),
@@ -255,7 +266,8 @@ def _big_table(n: int = 400, seed: int = 7) -> pa.Table:
             "arr_nulls": pa.array([None if i % 50 == 3 else [i] for i in range(n)], pa.list_(pa.int32())),
             "arr_empty": pa.array([[] if i % 50 == 4 else [i] for i in range(n)], pa.list_(pa.int32())),
             "m_full": pa.array([[(str(i), i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
-            "m_nulls": pa.array([None if i % 40 == 0 else [(str(i), None)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+            "m_nulls": pa.array([None if i % 40 == 0 else [(str(i), None)] for i in range(n)],
+                                pa.map_(pa.string(), pa.int64())),
         }
     )
 
@@ -373,11 +385,13 @@ def _as_parquet_mr(md: pq.FileMetaData) -> tuple[bytes, bytes]:
 def test_floats_follow_spark_nan_ordering(tmp_path, writer, nan):
     """parquet-mr (Spark's writer) orders NaN last, like Spark: its footers give Spark's
     max, NaN included. Footers are patched to look like parquet-mr's."""
-    path = _write(tmp_path / "f.parquet", pa.table({"d": [1.0, 2.5, None, 0.5], "f": pa.array([1.0, 3.5, None, 0.5], pa.float32())}))
+    path = _write(tmp_path / "f.parquet",
+                  pa.table({"d": [1.0, 2.5, None, 0.5], "f": pa.array([1.0, 3.5, None, 0.5], pa.float32())}))
     md = pq.read_metadata(path)
     patches = [_as_parquet_mr(md)] if writer == "parquet-mr" else []
     if nan:
-        patches += [(struct.pack("<d", 2.5), struct.pack("<d", math.nan)), (struct.pack("<f", 3.5), struct.pack("<f", math.nan))]
+        patches += [(struct.pack("<d", 2.5), struct.pack("<d", math.nan)),
+                    (struct.pack("<f", 3.5), struct.pack("<f", math.nan))]
     _patch_footer(path, patches)
     md = pq.read_metadata(path)
     stats = json.loads(collect_stats(md, from_arrow_schema(pq.read_schema(path))))
@@ -402,7 +416,8 @@ def test_nested_null_counts_only_when_provable(tmp_path):
             "arr_req": pa.array([[] if i % 2 else [i] for i in range(n)], pa.list_(pa.int64())),
             "m_ok": pa.array([[("k", "v")] for _ in range(n)], pa.map_(pa.string(), pa.string())),
             "m_empty": pa.array([[] for _ in range(n)], pa.map_(pa.string(), pa.string())),
-            "st": pa.array([{"inner": [1]} if i else None for i in range(n)], pa.struct([("inner", pa.list_(pa.int64()))])),
+            "st": pa.array([{"inner": [1]} if i else None for i in range(n)],
+                           pa.struct([("inner", pa.list_(pa.int64()))])),
             "st2": pa.array([{"inner": [1]} for i in range(n)], pa.struct([("inner", pa.list_(pa.int64()))])),
         }
     )
@@ -415,7 +430,8 @@ def test_nested_null_counts_only_when_provable(tmp_path):
 
 
 def test_variant_null_count_from_its_metadata_leaf(tmp_path):
-    vtype = pa.struct([pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary(), nullable=False)])
+    vtype = pa.struct([pa.field("metadata", pa.binary(), nullable=False),
+                       pa.field("value", pa.binary(), nullable=False)])
     rows = [None if i % 3 == 0 else {"metadata": b"\x01\x00\x00", "value": b"\x0c\x01"} for i in range(10)]
     table = pa.table({"v": pa.array(rows, vtype), "id": pa.array(range(10), pa.int64())})
     path = _write(tmp_path / "f.parquet", table, row_group_size=4)
@@ -429,7 +445,8 @@ def test_num_indexed_cols_and_stats_columns(tmp_path):
     table = pa.table(
         {
             "a": pa.array([1, 2], pa.int64()),
-            "s": pa.array([{"b": "x", "c": 1.0}, {"b": "y", "c": None}], pa.struct([("b", pa.string()), ("c", pa.float64())])),
+            "s": pa.array([{"b": "x", "c": 1.0}, {"b": "y", "c": None}],
+                          pa.struct([("b", pa.string()), ("c", pa.float64())])),
             "arr": pa.array([[1], [2]], pa.list_(pa.int64())),
             "e": pa.array(["p", None]),
         }
@@ -458,7 +475,8 @@ def _mapped_schema() -> StructType:
     return StructType(
         (
             StructField("id", LONG, True, md(1)),
-            StructField("info", StructType((StructField("name", STRING, True, md(3)), StructField("when", TIMESTAMP, True, md(4)))), True, md(2)),
+            StructField("info", StructType((StructField("name", STRING, True, md(3)),
+                                            StructField("when", TIMESTAMP, True, md(4)))), True, md(2)),
             StructField("tags", ArrayType(STRING), True, md(5)),
             StructField("price", DecimalType(38, 18), True, md(6)),
         )
@@ -476,7 +494,8 @@ def _mapped_table(schema: StructType, mode: str, rename: bool = False) -> pa.Tab
         "tags": pa.array([["a"], ["b"], ["c", "d"]], pa.list_(pa.string())),
         "price": pa.array([Decimal("3.141592653589793238"), Decimal("-1"), None], pa.decimal128(38, 18)),
     }
-    table = pa.Table.from_arrays([data[f.name].cast(a.type) for f, a in zip(schema.fields, arrow_schema, strict=True)], schema=arrow_schema)
+    table = pa.Table.from_arrays([data[f.name].cast(a.type) for f, a in zip(schema.fields, arrow_schema, strict=True)],
+                                 schema=arrow_schema)
     if rename:  # same field ids, other names: only 'id' mode can match these
         renamed = pa.schema([f.with_name(f"other{i}") for i, f in enumerate(arrow_schema)])
         table = pa.Table.from_arrays(table.columns, schema=renamed)
@@ -510,10 +529,12 @@ def test_id_mode_matches_by_field_id(tmp_path):
     path = _write(tmp_path / "f.parquet", _mapped_table(schema, "id", rename=True))
     by_id = _stats(path, schema, column_mapping_mode="id")
     assert by_id["minValues"]["col-1-phys"] == -7
-    assert by_id["nullCount"] == {"col-1-phys": 1, "col-2-phys": {"col-3-phys": 2, "col-4-phys": 1}, "col-5-phys": 0, "col-6-phys": 1}
+    assert by_id["nullCount"] == {"col-1-phys": 1, "col-2-phys": {"col-3-phys": 2, "col-4-phys": 1}, "col-5-phys": 0,
+                                  "col-6-phys": 1}
     # by name nothing matches: every column reads as null, which is what the counts say
     by_name = _stats(path, schema, column_mapping_mode="name")
-    assert by_name["nullCount"] == {"col-1-phys": 3, "col-2-phys": {"col-3-phys": 3, "col-4-phys": 3}, "col-5-phys": 3, "col-6-phys": 3}
+    assert by_name["nullCount"] == {"col-1-phys": 3, "col-2-phys": {"col-3-phys": 3, "col-4-phys": 3}, "col-5-phys": 3,
+                                    "col-6-phys": 3}
     assert by_name["minValues"] == {"col-2-phys": {}}
     with pytest.raises(DeltaIllegalArgumentError):
         collect_stats(pq.read_metadata(path), schema, column_mapping_mode="bogus")
@@ -521,7 +542,8 @@ def test_id_mode_matches_by_field_id(tmp_path):
 
 def test_columns_missing_from_the_file_are_all_null(tmp_path):
     path = _write(tmp_path / "f.parquet", pa.table({"a": pa.array([1, 2, 3], pa.int32())}))
-    schema = StructType((StructField("a", INTEGER), StructField("added", STRING), StructField("s", StructType((StructField("x", LONG),)))))
+    schema = StructType((StructField("a", INTEGER), StructField("added", STRING),
+                         StructField("s", StructType((StructField("x", LONG),)))))
     assert _stats(path, schema) == {
         "numRecords": 3,
         "minValues": {"a": 1, "s": {}},
@@ -618,7 +640,8 @@ def test_legacy_calendar_files_keep_no_ancient_bounds(tmp_path):
 
 
 def test_empty_file(tmp_path):
-    table = pa.table({"a": pa.array([], pa.int64()), "s": pa.array([], pa.struct([("b", pa.string())])), "bin": pa.array([], pa.binary())})
+    table = pa.table({"a": pa.array([], pa.int64()), "s": pa.array([], pa.struct([("b", pa.string())])),
+                      "bin": pa.array([], pa.binary())})
     path = _write(tmp_path / "f.parquet", table)
     assert collect_stats_for_file(path, from_arrow_schema(table.schema)) == (
         0, '{"numRecords":0,"minValues":{"s":{}},"maxValues":{"s":{}},"nullCount":{"s":{}}}',
@@ -659,12 +682,17 @@ def test_same_stats_as_deltalake(tmp_path):
         "l": pa.array([None if i % 7 == 0 else rng.randint(-(2**62), 2**62) for i in range(n)], pa.int64()),
         "d": pa.array([None if i % 5 == 0 else rng.uniform(-1e9, 1e9) for i in range(n)], pa.float64()),
         "f": pa.array([None if i % 6 == 0 else rng.uniform(-100, 100) for i in range(n)], pa.float32()),
-        "s": pa.array([None if i % 4 == 0 else "".join(rng.choice("abcéΩ") for _ in range(rng.randint(0, 20))) for i in range(n)]),
-        "ts": pa.array([None if i % 8 == 0 else rng.randint(-(10**16), 10**16) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "s": pa.array([None if i % 4 == 0 else "".join(rng.choice("abcéΩ") for _ in range(rng.randint(0, 20)))
+                       for i in range(n)]),
+        "ts": pa.array([None if i % 8 == 0 else rng.randint(-(10**16), 10**16) for i in range(n)],
+                       pa.timestamp("us", tz="UTC")),
         "ntz": pa.array([None if i % 8 == 1 else rng.randint(-(10**16), 10**16) for i in range(n)], pa.timestamp("us")),
-        "day": pa.array([None if i % 10 == 0 else dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-30000, 30000)) for i in range(n)]),
-        "dec": pa.array([None if i % 11 == 0 else _dec(rng.randint(-(10**9), 10**9), 2) for i in range(n)], pa.decimal128(10, 2)),
-        "st": pa.array([None if i % 13 == 0 else {"x": rng.randint(0, 1000), "y": None if i % 3 else "q" + str(i)} for i in range(n)],
+        "day": pa.array([None if i % 10 == 0 else dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-30000, 30000))
+                         for i in range(n)]),
+        "dec": pa.array([None if i % 11 == 0 else _dec(rng.randint(-(10**9), 10**9), 2) for i in range(n)],
+                        pa.decimal128(10, 2)),
+        "st": pa.array([None if i % 13 == 0 else {"x": rng.randint(0, 1000), "y": None if i % 3 else "q" + str(i)}
+                        for i in range(n)],
                        pa.struct([("x", pa.int64()), ("y", pa.string())])),
         "b": pa.array([None if i % 3 == 0 else i % 2 == 0 for i in range(n)]),
     })
@@ -764,7 +792,8 @@ def test_matches_delta_spark_stats_on_golden_tables(golden):
                 )
                 theirs = json.loads(add["stats"], parse_float=Decimal)
                 fo, ft = _flatten(ours), _flatten(theirs)
-                int96 = {md.schema.column(i).path for i in range(md.num_columns) if md.schema.column(i).physical_type == "INT96"}
+                int96 = {md.schema.column(i).path for i in range(md.num_columns)
+                         if md.schema.column(i).physical_type == "INT96"}
                 for key, v in fo.items():
                     if key not in ft and key[0] == "nullCount":
                         assert v == ours["numRecords"], (path, key)  # a column the file lacks
@@ -799,4 +828,5 @@ def test_dotted_names_and_mismatched_shapes(tmp_path):
     assert stats["nullCount"] == {"a.b": 0, "a": {"b": 1}, "p": 1, "q": {"x": 1}}
     # the table says struct where the file has a number, and the reverse: nothing is claimed
     swapped = StructType((StructField("p", StructType((StructField("x", LONG),))), StructField("q", LONG)))
-    assert _stats(path, swapped) == {"numRecords": 2, "minValues": {"p": {}}, "maxValues": {"p": {}}, "nullCount": {"p": {}}}
+    assert _stats(path, swapped) == {"numRecords": 2, "minValues": {"p": {}}, "maxValues": {"p": {}},
+                                     "nullCount": {"p": {}}}

@@ -16,7 +16,8 @@ def test_typed_values_and_defaults():
     assert P.CHECKPOINT_INTERVAL.get({"delta.checkpointInterval": "25"}) == 25
     assert P.CHECKPOINT_INTERVAL.get({"delta.checkpointInterval": "zero"}) == 10  # unreadable: the default
     assert P.LOG_RETENTION_DURATION.get({}) == 30 * 86_400_000
-    assert P.DELETED_FILE_RETENTION_DURATION.get({"delta.deletedFileRetentionDuration": "interval 2 days"}) == 2 * 86_400_000
+    assert P.DELETED_FILE_RETENTION_DURATION.get(
+        {"delta.deletedFileRetentionDuration": "interval 2 days"}) == 2 * 86_400_000
     assert P.COLUMN_MAPPING_MODE.get({"delta.columnMapping.mode": "Name"}) == "name"
     assert P.flag({"delta.appendOnly": "true"}, "DELTA.APPENDONLY") is True
     assert P.flag({"delta.appendOnly": "maybe"}, "delta.appendOnly") is False
@@ -27,9 +28,11 @@ def test_validation_as_delta_spark():
                                  "delta.constraints.Positive": "x > 0", "user.key": "v"})
     assert out == {"delta.enableChangeDataFeed": "true", "delta.feature.deletionvectors": "supported",
                    "delta.constraints.Positive": "x > 0", "user.key": "v"}
-    with pytest.raises(DeltaIllegalArgumentError, match=r"requirement failed: delta\.appendOnly needs to be a boolean\."):
+    with pytest.raises(DeltaIllegalArgumentError,
+                       match=r"requirement failed: delta\.appendOnly needs to be a boolean\."):
         P.validate_properties({"delta.appendOnly": "yes"})
-    with pytest.raises(DeltaIllegalArgumentError, match=r"delta\.logRetentionDuration needs to be provided as a calendar"):
+    with pytest.raises(DeltaIllegalArgumentError,
+                       match=r"delta\.logRetentionDuration needs to be provided as a calendar"):
         P.validate_properties({"delta.logRetentionDuration": "1 month"})
     with pytest.raises(DeltaIllegalArgumentError, match="needs to be greater than or equal to"):
         P.validate_properties({"delta.logRetentionDuration": "1 day"})

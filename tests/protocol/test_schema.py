@@ -131,7 +131,8 @@ NESTED = {
             "nullable": True,
             "metadata": {},
         },
-        {"name": "c", "type": {"type": "array", "elementType": "integer", "containsNull": False}, "nullable": True, "metadata": {}},
+        {"name": "c", "type": {"type": "array", "elementType": "integer", "containsNull": False}, "nullable": True,
+         "metadata": {}},
         {
             "name": "f",
             "type": {"type": "map", "keyType": "string", "valueType": "decimal(38,18)", "valueContainsNull": True},
@@ -145,7 +146,8 @@ NESTED = {
                 "elementType": {
                     "type": "map",
                     "keyType": "string",
-                    "valueType": {"type": "struct", "fields": [{"name": "t", "type": "timestamp", "nullable": True, "metadata": {}}]},
+                    "valueType": {"type": "struct",
+                                  "fields": [{"name": "t", "type": "timestamp", "nullable": True, "metadata": {}}]},
                     "valueContainsNull": False,
                 },
                 "containsNull": True,
@@ -226,7 +228,8 @@ def test_type_spellings(text, expected):
 
 
 def test_decimal_serialized_without_space():
-    schema = parse_schema('{"type":"struct","fields":[{"name":"x","type":"decimal(10, 4)","nullable":true,"metadata":{}}]}')
+    schema = parse_schema(
+        '{"type":"struct","fields":[{"name":"x","type":"decimal(10, 4)","nullable":true,"metadata":{}}]}')
     assert '"decimal(10,4)"' in schema.to_json()
 
 
@@ -380,7 +383,8 @@ def test_physical_schema_renames_nested_and_sets_field_ids():
                 ArrayType(MapType(STRING, inner)),
                 2,
                 "col-arr",
-                **{"delta.columnMapping.nested.ids": {"col-arr.element": 10, "col-arr.element.key": 11, "col-arr.element.value": 12}},
+                **{"delta.columnMapping.nested.ids": {"col-arr.element": 10, "col-arr.element.key": 11,
+                                                      "col-arr.element.value": 12}},
             ),
             StructField("plain", LONG),
         )
@@ -416,7 +420,8 @@ def _first_data_file(table_dir: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "table", ["delta-spark/table-with-columnmapping-mode-id/delta", "delta-spark/table-with-columnmapping-mode-name/delta"]
+    "table",
+    ["delta-spark/table-with-columnmapping-mode-id/delta", "delta-spark/table-with-columnmapping-mode-name/delta"],
 )
 def test_physical_schema_matches_golden_parquet_files(table):
     table_dir = GOLDEN / table

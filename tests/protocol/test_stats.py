@@ -137,7 +137,8 @@ def test_column_mapping_uses_physical_names():
         StructField("s", _schema(StructField("b", STRING, True, md(3, "col-b"))), True, md(2, "col-s")),
     )
     sc = stats_schema(schema, "name")
-    assert sc.field("minValues").type == pa.struct([("col-a", pa.int64()), ("col-s", pa.struct([("col-b", pa.string())]))])
+    assert sc.field("minValues").type == pa.struct([("col-a", pa.int64()),
+                                                    ("col-s", pa.struct([("col-b", pa.string())]))])
     assert stats_schema(schema, "none").field("minValues").type.names == ["a", "s"]
     [a, b] = min_max_columns(schema, "id")
     assert (a.logical_path, a.physical_path) == (("a",), ("col-a",))
@@ -292,7 +293,9 @@ def test_parse_tolerates_bad_rows_and_values():
 def test_parse_empty_and_chunked():
     sc = stats_schema(SIMPLE)
     assert len(parse_stats(pa.array([], pa.string()), sc)) == 0
-    chunked = pa.chunked_array([pa.array(['{"numRecords":1}']), pa.array(['{"numRecords":2}'], pa.large_string())[:0].cast(pa.string()), pa.array(['{"numRecords":3}'])])
+    chunked = pa.chunked_array([pa.array(['{"numRecords":1}']),
+                                pa.array(['{"numRecords":2}'], pa.large_string())[:0].cast(pa.string()),
+                                pa.array(['{"numRecords":3}'])])
     assert [r["numRecords"] for r in parse_stats(chunked, sc).to_pylist()] == [1, 3]
     sliced = pa.array(['{"numRecords":1}', '{"numRecords":2}', '{"numRecords":3}'], pa.large_string()).slice(1)
     assert [r["numRecords"] for r in parse_stats(sliced, sc).to_pylist()] == [2, 3]
@@ -322,7 +325,8 @@ def test_parse_300k_rows():
     "value,dtype,expected",
     [
         (dt.datetime(2021, 7, 30, 18, 11, 48, 919999, tzinfo=UTC), TIMESTAMP, "2021-07-30T18:11:48.919Z"),
-        (dt.datetime(2000, 1, 1, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=-8))), TIMESTAMP, "2000-01-01T08:00:00.000Z"),
+        (dt.datetime(2000, 1, 1, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=-8))), TIMESTAMP,
+         "2000-01-01T08:00:00.000Z"),
         (dt.datetime(9999, 12, 31), TIMESTAMP, "9999-12-31T00:00:00.000Z"),
         (1_001, TIMESTAMP, "1970-01-01T00:00:00.001Z"),
         (dt.datetime(2021, 11, 18, 2, 30, 0, 123456), TIMESTAMP_NTZ, "2021-11-18T02:30:00.123"),
@@ -368,7 +372,8 @@ _VALUE_STRATEGIES = {
     FLOAT: st.floats(width=32, allow_nan=False),
     STRING: st.text(),
     DATE: st.dates(),
-    TIMESTAMP: st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30), timezones=st.just(UTC)),
+    TIMESTAMP: st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30),
+                            timezones=st.just(UTC)),
     TIMESTAMP_NTZ: st.datetimes(),
     DecimalType(38, 6): st.decimals(min_value=-(10**31) + 1, max_value=10**31 - 1, places=6),
 }

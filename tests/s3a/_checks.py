@@ -46,7 +46,8 @@ def deletion_vectors(report: dict, server: S3Server, bucket: str, prefix: str, r
     snapshot = _log(server, root, "dv")
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
-    stored = [DeletionVectorDescriptor.from_dict(d) for d in snapshot.files().column("deletion_vector").to_pylist() if d]
+    stored = [DeletionVectorDescriptor.from_dict(d)
+              for d in snapshot.files().column("deletion_vector").to_pylist() if d]
     assert len(stored) == report["dv"]["with_dv"]
     in_bucket = {f"s3a://{bucket}/{k}" for k in server.keys(bucket, f"{prefix}/dv/")}
     on_disk = {d.absolute_path(snapshot.table_root) for d in stored if not d.is_inline}

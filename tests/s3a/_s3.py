@@ -36,7 +36,8 @@ def hadoop_version(python: str | None = None) -> str:
         jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
     else:
         jars = subprocess.run([python, "-c", "import os, pyspark; print(os.path.join(os.path.dirname("
-                               "pyspark.__file__), 'jars'))"], capture_output=True, text=True, check=True).stdout.strip()
+                               "pyspark.__file__), 'jars'))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
     found = glob.glob(os.path.join(jars, "hadoop-client-api-*.jar"))
     if len(found) != 1:
         raise JarsUnavailable(f"cannot tell the Hadoop version of the pyspark in {jars}: {found}")

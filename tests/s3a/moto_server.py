@@ -36,7 +36,8 @@ def make_atomic_server() -> Any:
     from werkzeug.serving import make_server
 
     app = DomainDispatcherApplication(create_backend_app)
-    return make_server("127.0.0.1", 0, atomic_conditional_writes(app), threaded=True, request_handler=MotoRequestHandler)
+    return make_server("127.0.0.1", 0, atomic_conditional_writes(app), threaded=True,
+                       request_handler=MotoRequestHandler)
 
 
 def main() -> None:

@@ -4,13 +4,13 @@
 
 The session has hadoop-aws and the store's endpoint and credentials in spark.hadoop.fs.s3a.*
 only (no AWS_* variables: see _s3.script_env); with `connect` instead of a master URL, a Spark
-Connect server has them and the workload runs on a pydelta client session to it. On tables under <root>: SQL CREATE TABLE on
-delta.`s3a://...` with properties, DataFrame writes, a filtered read (the files it plans),
+Connect server has them and the workload runs on a pydelta client session to it. On tables under
+<root>: SQL CREATE TABLE on delta.`s3a://...` with properties, DataFrame writes, a filtered read (the files it plans),
 DELETE / UPDATE / MERGE copy-on-write (DeltaTable.forPath, SQL) and with deletion vectors
 (SQL), OPTIMIZE, the change feed and time travel, VACUUM, and a Delta-to-Delta stream (s3a to
-s3a, checkpoint in the bucket too) run twice, and DeltaTable.forPath with hadoopConf. Prints what it saw as one JSON line; the tests
-(test_s3a_spark.py, test_s3a_cluster.py) check it against a model of the operations (_model.py),
-the bucket's objects, the log, deltalake and delta-spark.
+s3a, checkpoint in the bucket too) run twice, and DeltaTable.forPath with hadoopConf. Prints what it
+saw as one JSON line; the tests (test_s3a_spark.py, test_s3a_cluster.py) check it against a model of
+the operations (_model.py), the bucket's objects, the log, deltalake and delta-spark.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
         # -- writes: SQL CREATE TABLE with properties, then a DataFrame append of three files
         spark.sql(f"CREATE TABLE delta.`{t}` (id BIGINT, p INT, s STRING) USING delta TBLPROPERTIES "
                   "('delta.enableChangeDataFeed' = 'true', 'delta.checkpointInterval' = '3')")
-        spark.range(0, M.T_ROWS, numPartitions=3).selectExpr("id", "CAST(id % 3 AS INT) AS p", "CAST(id AS STRING) AS s") \
+        spark.range(0, M.T_ROWS, numPartitions=3) \
+            .selectExpr("id", "CAST(id % 3 AS INT) AS p", "CAST(id AS STRING) AS s") \
             .write.format("delta").mode("append").save(t)
 
         clock("writes")
@@ -109,23 +110,27 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
         # -- DML with deletion vectors, in SQL
         spark.sql(f"CREATE TABLE delta.`{dv}` (id BIGINT, p INT, s STRING) USING delta "
                   "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
-        spark.range(0, M.DV_ROWS, numPartitions=2).selectExpr("id", "CAST(id % 4 AS INT) AS p", "CAST(id AS STRING) AS s") \
+        spark.range(0, M.DV_ROWS, numPartitions=2) \
+            .selectExpr("id", "CAST(id % 4 AS INT) AS p", "CAST(id AS STRING) AS s") \
             .write.format("delta").mode("append").save(dv)
         spark.sql(f"DELETE FROM delta.`{dv}` WHERE {M.DV_DELETE}")
         spark.sql(f"UPDATE delta.`{dv}` SET s = 'u' WHERE {M.DV_UPDATE}")
-        spark.range(*M.DV_MERGE_IDS).selectExpr("id", "CAST(id % 4 AS INT) AS p", "'m' AS s").createOrReplaceTempView("src")
+        spark.range(*M.DV_MERGE_IDS).selectExpr("id", "CAST(id % 4 AS INT) AS p", "'m' AS s") \
+            .createOrReplaceTempView("src")
         spark.sql(f"MERGE INTO delta.`{dv}` AS t USING src ON t.id = src.id "
                   "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *")
         dv_snapshot = pydelta.load_snapshot(dv)
         out["dv"] = {"rows": _rows(spark.read.format("delta").load(dv)),
                      "with_dv": sum(1 for d in dv_snapshot.files().column("deletion_vector").to_pylist() if d),
-                     "history": [r.operation for r in DeltaTable.forPath(spark, dv).history().orderBy("version").collect()]}
+                     "history": [r.operation
+                                 for r in DeltaTable.forPath(spark, dv).history().orderBy("version").collect()]}
 
         clock("dml with dvs")
         # -- a stream from one s3a table to another (checkpoint in the bucket), run twice
         ids = iter(M.EVENT_BATCHES)
         for _ in range(2):
-            spark.range(*next(ids)).selectExpr("id", "CONCAT('e', id) AS s").write.format("delta").mode("append").save(events)
+            spark.range(*next(ids)).selectExpr("id", "CONCAT('e', id) AS s") \
+                .write.format("delta").mode("append").save(events)
 
         def stream() -> None:
             query = (spark.readStream.format("delta").load(events).writeStream.format("delta")
@@ -134,7 +139,8 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
 
         stream()
         first = _rows(spark.read.format("delta").load(copy))
-        spark.range(*next(ids)).selectExpr("id", "CONCAT('e', id) AS s").write.format("delta").mode("append").save(events)
+        spark.range(*next(ids)).selectExpr("id", "CONCAT('e', id) AS s") \
+            .write.format("delta").mode("append").save(events)
         stream()
         out["stream"] = {"first": first, "events": _rows(spark.read.format("delta").load(events)),
                          "copy": _rows(spark.read.format("delta").load(copy)),
@@ -152,7 +158,8 @@ def run(master: str, endpoint: str, root: str, jars: list[str]) -> dict:
             spark.conf.unset("fs.s3a.endpoint")
         out["hadoop_conf"]["session_endpoint_after"] = spark.conf.get("fs.s3a.endpoint", None)
         clock("hadoopConf")
-        out["versions_latest"] = {n: pydelta.load_snapshot(f"{root}/{n}").version for n in ("t", "dv", "events", "copy")}
+        out["versions_latest"] = {n: pydelta.load_snapshot(f"{root}/{n}").version
+                                  for n in ("t", "dv", "events", "copy")}
         if server is None:
             out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
         out["seconds"] = round(time.time() - started, 1)

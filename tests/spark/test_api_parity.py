@@ -58,7 +58,8 @@ def test_builder_and_table_argument_checks(spark, tmp_path):
     assert isinstance(info.value, E.TableAlreadyExistsError)
     b = DeltaTable.create(spark)
     for call in (lambda: b.tableName(1), lambda: b.location(1), lambda: b.comment(1),
-                 lambda: b.addColumn(1, "int"), lambda: b.addColumn("a", 1), lambda: b.addColumn("a", "int", nullable=1),
+                 lambda: b.addColumn(1, "int"), lambda: b.addColumn("a", 1),
+                 lambda: b.addColumn("a", "int", nullable=1),
                  lambda: b.addColumn("a", "int", generatedAlwaysAs=1), lambda: b.addColumn("a", "int", comment=1),
                  lambda: b.addColumns(1), lambda: b.addColumns([1]), lambda: b.partitionedBy(1),
                  lambda: b.property("k", 1)):

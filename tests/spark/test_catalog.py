@@ -52,7 +52,8 @@ def test_name_registered_elsewhere_refuses_another_location(spark, tmp_path):
     try:
         DeltaTable.create(spark).tableName("cat_moved").location(str(tmp_path / "a")).addColumn("id", "INT").execute()
         with pytest.raises(DeltaAnalysisError, match="already exists"):
-            DeltaTable.createOrReplace(spark).tableName("cat_moved").location(str(tmp_path / "b")).addColumn("id", "INT").execute()
+            DeltaTable.createOrReplace(spark).tableName("cat_moved").location(str(tmp_path / "b")) \
+                .addColumn("id", "INT").execute()
         assert not (tmp_path / "b").exists()
     finally:
         _drop(spark, "cat_moved")

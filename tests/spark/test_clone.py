@@ -40,7 +40,8 @@ def source(spark, tmp_path):
 
 def test_shallow_clone_references_source_files(spark, source, tmp_path):
     target = str(tmp_path / "shallow")
-    clone = DeltaTable.forPath(spark, source).clone(target, isShallow=True, properties={"delta.logRetentionDuration": "interval 7 days"})
+    clone = DeltaTable.forPath(spark, source).clone(
+        target, isShallow=True, properties={"delta.logRetentionDuration": "interval 7 days"})
     assert isinstance(clone, DeltaTable)
     assert ids_of(spark, target) == list(range(8)) == witness_ids(target)
     snap = load_snapshot(target)

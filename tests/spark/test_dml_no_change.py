@@ -21,8 +21,10 @@ PROPERTIES = {
 NO_CHANGE_SQL = [
     ("DELETE FROM {t} WHERE id = 5", [0]),
     ("UPDATE {t} SET v = 'x' WHERE id = 5", [0]),
-    ("MERGE INTO {t} t USING (SELECT 5L AS id, 'z' AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *", [0, 0, 0, 0]),
-    ("MERGE INTO {t} t USING (SELECT 1L AS id, 'z' AS v) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *", [0, 0, 0, 0]),
+    ("MERGE INTO {t} t USING (SELECT 5L AS id, 'z' AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *",
+     [0, 0, 0, 0]),
+    ("MERGE INTO {t} t USING (SELECT 1L AS id, 'z' AS v) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+     [0, 0, 0, 0]),
     ("MERGE INTO {t} t USING (SELECT 1L AS id, 'z' AS v WHERE false) s ON t.id = s.id "
      "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", [0, 0, 0, 0]),
     ("DELETE FROM {t} WHERE id = 5 AND v = 'q'", [0]),

@@ -49,7 +49,8 @@ def test_update_change_feed_and_a_second_update(spark, tmp_path):
                .select("id", "v", "_change_type", "_commit_version").collect())
     got = sorted((r._commit_version, r.id, r._change_type, r.v) for r in changes)
     assert got == sorted(
-        [(2, i, "update_preimage", str(i)) for i in range(3)] + [(2, i, "update_postimage", "changed") for i in range(3)]
+        [(2, i, "update_preimage", str(i)) for i in range(3)]
+        + [(2, i, "update_postimage", "changed") for i in range(3)]
         + [(3, 1, "update_preimage", "changed"), (3, 1, "update_postimage", "changed"),
            (3, 399, "update_preimage", "399"), (3, 399, "update_postimage", "changed")])
 

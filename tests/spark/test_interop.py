@@ -81,7 +81,8 @@ def test_all_types_read_by_deltalake(spark, tmp_path, partition_by):
 def test_history_version_and_checkpoints_after_25_commits(spark, tmp_path):
     path = str(tmp_path / "many")
     for i in range(25):
-        spark.range(i * 10, i * 10 + 10).selectExpr("id", "id % 3 AS p").write.format("delta").mode("append").partitionBy("p").save(path)
+        spark.range(i * 10, i * 10 + 10).selectExpr("id", "id % 3 AS p") \
+            .write.format("delta").mode("append").partitionBy("p").save(path)
     log = os.path.join(path, "_delta_log")
     assert os.path.exists(os.path.join(log, f"{10:020d}.checkpoint.parquet"))
     assert os.path.exists(os.path.join(log, f"{20:020d}.checkpoint.parquet"))
@@ -143,4 +144,5 @@ def test_stats_are_exact(spark, tmp_path):
             assert st["minValues"][col] == mm["min"] and st["maxValues"][col] == mm["max"], col
             assert st["nullCount"][col] == data.column(col).null_count
         mm = pc.min_max(data.column("ts")).as_py()
-        assert st["minValues"]["ts"] == mm["min"].strftime("%Y-%m-%dT%H:%M:%S.") + f"{mm['min'].microsecond // 1000:03d}Z"
+        assert st["minValues"]["ts"] == (mm["min"].strftime("%Y-%m-%dT%H:%M:%S.")
+                                         + f"{mm['min'].microsecond // 1000:03d}Z")

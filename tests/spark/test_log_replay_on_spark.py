@@ -95,7 +95,12 @@ def test_missing_sidecar_is_reported(spark, tmp_path):
         replay_segment_on_spark(spark, LocalStorage(), snapshot.table_root, segment)
 
 
-@pytest.mark.parametrize("name", ["v2-checkpoint-json", "v2-checkpoint-parquet", "dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "log-replay-special-characters", "canonicalized-paths-special-a", "canonicalized-paths-special-b", "log-replay-special-characters-a", "multi-part-checkpoint", "delete-re-add-same-file-different-transactions", "basic-with-inserts-deletes-checkpoint"])
+@pytest.mark.parametrize("name", [
+    "v2-checkpoint-json", "v2-checkpoint-parquet", "dv-partitioned-with-checkpoint", "log-replay-dv-key-cases",
+    "log-replay-special-characters", "canonicalized-paths-special-a", "canonicalized-paths-special-b",
+    "log-replay-special-characters-a", "multi-part-checkpoint", "delete-re-add-same-file-different-transactions",
+    "basic-with-inserts-deletes-checkpoint",
+])
 def test_golden_tables(spark, name):
     import os
 

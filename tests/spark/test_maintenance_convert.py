@@ -21,7 +21,8 @@ pytestmark = pytest.mark.spark
 def test_convert_partitioned_spark_parquet(spark, tmp_path: Path):
     path = str(tmp_path / "pq")
     df = spark.range(0, 40).selectExpr(
-        "id", "concat('n', id) as name", "cast(id % 4 as int) as part", "date_add(date'2024-01-01', cast(id % 2 as int)) as day",
+        "id", "concat('n', id) as name", "cast(id % 4 as int) as part",
+        "date_add(date'2024-01-01', cast(id % 2 as int)) as day",
     )
     df.repartition(3).write.partitionBy("part", "day").parquet(path)
     table = DeltaTable.convertToDelta(spark, f"parquet.`{path}`", "part INT, day DATE")

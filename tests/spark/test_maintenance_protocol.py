@@ -64,7 +64,8 @@ def test_upgraded_protocol_refusals(current, reader, writer, error):
 
 def test_feature_support_moves_to_table_features():
     dv = protocol_with_feature(LEGACY_12, "deletionVectors")
-    assert dv == Protocol(3, 7, frozenset({"deletionVectors"}), frozenset({"appendOnly", "invariants", "deletionVectors"}))
+    assert dv == Protocol(3, 7, frozenset({"deletionVectors"}),
+                          frozenset({"appendOnly", "invariants", "deletionVectors"}))
     dm = protocol_with_feature(LEGACY_12, "domainMetadata")  # writer-only: reader stays 1
     assert dm == Protocol(1, 7, None, frozenset({"appendOnly", "invariants", "domainMetadata"}))
     rt = protocol_with_feature(LEGACY_12, "rowTracking")  # brings what it requires
@@ -115,7 +116,8 @@ def test_add_feature_support(spark, table_path):
     table = DeltaTable.forPath(spark, table_path)
     table.addFeatureSupport("deletionVectors")
     p = table.snapshot().protocol
-    assert p == Protocol(3, 7, frozenset({"deletionVectors"}), frozenset({"appendOnly", "invariants", "deletionVectors"}))
+    assert p == Protocol(3, 7, frozenset({"deletionVectors"}),
+                         frozenset({"appendOnly", "invariants", "deletionVectors"}))
     info = commit_infos(table_path)[1]
     assert info["operation"] == "UPGRADE PROTOCOL"
     assert json.loads(info["operationParameters"]["newProtocol"]) == {

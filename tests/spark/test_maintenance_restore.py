@@ -154,7 +154,8 @@ def test_restore_to_timestamp(spark, history):
 
 def test_restore_refuses_the_latest_version_and_bad_arguments(spark, history):
     table = DeltaTable.forPath(spark, history)
-    with pytest.raises(DeltaIllegalArgumentError, match=r"Version to restore \(2\)should be less then last available version \(2\)"):
+    with pytest.raises(DeltaIllegalArgumentError,
+                       match=r"Version to restore \(2\)should be less then last available version \(2\)"):
         table.restoreToVersion(2)
     with pytest.raises(DeltaIllegalArgumentError):
         table.restoreToVersion(-1)

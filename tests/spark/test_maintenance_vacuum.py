@@ -94,7 +94,8 @@ def test_retention_check_refuses_short_retention(spark, overwritten):
     table = DeltaTable.forPath(spark, overwritten)
     before = data_files_on_disk(overwritten)
     version = latest_version(overwritten)
-    with pytest.raises(DeltaIllegalArgumentError, match="Are you sure you would like to vacuum files with such a low retention period"):
+    with pytest.raises(DeltaIllegalArgumentError,
+                       match="Are you sure you would like to vacuum files with such a low retention period"):
         table.vacuum(1)
     with pytest.raises(DeltaIllegalArgumentError, match="low retention period"):
         vacuum_dry_run(table, 0.2)

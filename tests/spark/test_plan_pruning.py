@@ -19,7 +19,8 @@ pytestmark = pytest.mark.spark
 def table(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("stats_prune") / "t")
     (spark.range(0, 1000, numPartitions=10)
-     .selectExpr("id", "id * 2 AS v", "CASE WHEN id % 100 = 0 THEN NULL ELSE CONCAT('k', LPAD(CAST(id AS STRING), 4, '0')) END AS name",
+     .selectExpr("id", "id * 2 AS v",
+                 "CASE WHEN id % 100 = 0 THEN NULL ELSE CONCAT('k', LPAD(CAST(id AS STRING), 4, '0')) END AS name",
                  "CASE WHEN id >= 900 THEN NULL ELSE id END AS maybe")
      .write.format("delta").save(path))
     return path
@@ -80,7 +81,8 @@ def test_like_prefix_and_is_null(spark, table):
     assert len(rows) == 99 and n == 1  # k0400 is null (id % 100 == 0)
     rows, n = files_read(delta(spark, table).select("id", "maybe").filter(F.col("maybe").isNull()))
     assert len(rows) == 100 and n == 1
-    rows, n = files_read(delta(spark, table).select("id", "maybe").filter(F.col("maybe").isNotNull() & (F.col("id") > 850)))
+    rows, n = files_read(delta(spark, table).select("id", "maybe")
+                         .filter(F.col("maybe").isNotNull() & (F.col("id") > 850)))
     assert len(rows) == 49 and n == 1
 
 

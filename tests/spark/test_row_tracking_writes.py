@@ -17,7 +17,8 @@ pytestmark = pytest.mark.spark
 def _files(path: str) -> list[tuple]:
     files = pydelta.load_snapshot(path).files()
     return sorted(zip(files.column("path").to_pylist(), files.column("base_row_id").to_pylist(),
-                      files.column("num_records").to_pylist(), strict=True), key=lambda r: (r[1] is None, r[1] or 0, r[0]))
+                      files.column("num_records").to_pylist(), strict=True),
+                  key=lambda r: (r[1] is None, r[1] or 0, r[0]))
 
 
 def _stable_ids(spark, path: str) -> dict[int, tuple[int, int]]:

@@ -69,7 +69,8 @@ def test_concurrent_writes_of_one_session_keep_timestamp_statistics(spark, tmp_p
     def write(path: str) -> None:
         try:
             for _ in range(3):
-                spark.range(5).selectExpr("id", "TIMESTAMP'2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0,id) AS ts") \
+                spark.range(5) \
+                    .selectExpr("id", "TIMESTAMP'2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0,id) AS ts") \
                     .write.format("delta").mode("append").save(path)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)

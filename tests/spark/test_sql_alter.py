@@ -160,7 +160,8 @@ def test_set_tblproperties_refusals_leave_the_table_unchanged(spark, people):
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.feature.noSuchFeature' = 'supported')",
              errors.DeltaAnalysisError, "not recognized")
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.logRetentionDuration' = '1 day')",
-             errors.DeltaIllegalArgumentError, "needs to be greater than or equal to delta.deletedFileRetentionDuration")
+             errors.DeltaIllegalArgumentError,
+             "needs to be greater than or equal to delta.deletedFileRetentionDuration")
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'id')",
              errors.DeltaAnalysisError, "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE")
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true')",
@@ -401,7 +402,8 @@ def test_set_not_null_on_nested_fields_checks_only_present_parents(spark, people
     spark.sql(f"ALTER TABLE {t} ALTER COLUMN address.city SET NOT NULL")  # row 2 has no address at all
     assert _schema(people)["fields"][2]["type"]["fields"][0]["nullable"] is False
     spark.sql(f"INSERT INTO {t} VALUES (3, 'Cid', named_struct('city', 'Gouda', 'zip', '1'))")
-    rows = spark.sql("SELECT 4L AS id, 'Dee' AS name, named_struct('city', CAST(NULL AS STRING), 'zip', '1') AS address")
+    rows = spark.sql("SELECT 4L AS id, 'Dee' AS name, "
+                     "named_struct('city', CAST(NULL AS STRING), 'zip', '1') AS address")
     before = _version(people)
     with pytest.raises(errors.InvariantViolationError, match=r"address\.city"):  # the NOT NULL check, per row
         rows.write.format("delta").mode("append").save(people)
@@ -510,6 +512,7 @@ def test_spark_layer_functions_return_the_committed_version(spark, people):
     assert _version(people) == before
     assert alter.unset_table_properties(spark, people, ["a"], if_exists=False) == before + 1
     assert _info(people)["operationParameters"]["ifExists"] is False
-    column = schema_edits.NewColumn(("address", "country"), pydelta.protocol.schema.STRING, position=schema_edits.Position())
+    column = schema_edits.NewColumn(("address", "country"), pydelta.protocol.schema.STRING,
+                                    position=schema_edits.Position())
     alter.add_columns(spark, people, [column])
     assert [f["name"] for f in _schema(people)["fields"][2]["type"]["fields"]] == ["country", "city", "zip"]

@@ -88,7 +88,8 @@ def test_ctas_and_rtas_in_one_commit(spark, tmp_path):
         info = next(json.loads(line)["commitInfo"]
                     for line in (log / "00000000000000000000.json").read_text().splitlines() if "commitInfo" in line)
         assert info["operation"] == "CREATE TABLE AS SELECT"
-        assert info["operationParameters"]["partitionBy"] == '["k"]' and info["operationParameters"]["description"] == "from src"
+        assert info["operationParameters"]["partitionBy"] == '["k"]'
+        assert info["operationParameters"]["description"] == "from src"
         snap = pydelta.load_snapshot(path)
         assert snap.configuration == {"delta.checkpointInterval": "5"} and snap.partition_columns == ["k"]
         assert spark.sql("SELECT count(*) FROM ddl_ctas").first()[0] == 10

@@ -135,7 +135,8 @@ def test_describe_extended_managed_table(spark, db):
         ("Is_managed_location", "true", ""),
         ("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in FULL_PROPERTIES) + "]", ""),
     ]
-    partition_info = [("# Partition Information", "", ""), ("# col_name", "data_type", "comment"), ("year", "int", "from day")]
+    partition_info = [("# Partition Information", "", ""), ("# col_name", "data_type", "comment"),
+                      ("year", "int", "from day")]
     expected = FULL_COLUMNS + partition_info + details
     assert _rows(spark.sql(f"DESCRIBE EXTENDED {db}.full")) == expected
     assert _rows(spark.sql(f"DESC FORMATTED {db}.full")) == expected
@@ -268,7 +269,8 @@ def test_show_tblproperties(spark, db):
     assert [(f.name, f.nullable) for f in df.schema.fields] == [("key", False), ("value", False)]
     assert _rows(df) == FULL_PROPERTIES
     assert _rows(spark.sql(f"SHOW TBLPROPERTIES {db}.full ('team')")) == [("team", "ops")]
-    assert _rows(spark.sql(f"SHOW TBLPROPERTIES {db}.full ('delta.minWriterVersion')")) == [("delta.minWriterVersion", "7")]
+    assert _rows(spark.sql(f"SHOW TBLPROPERTIES {db}.full ('delta.minWriterVersion')")) == [
+        ("delta.minWriterVersion", "7")]
     # keys are case-sensitive; reserved keys (comment, location, provider) are not properties
     for key in ("TEAM", "comment", "location"):
         assert _rows(spark.sql(f"SHOW TBLPROPERTIES {db}.full ('{key}')")) == [
@@ -338,7 +340,8 @@ def test_show_create_table_managed_recreates_the_table(spark, db):
 def test_show_create_table_external_recreates_at_a_new_location(spark, db, tmp_path):
     old, new = str(tmp_path / "old"), str(tmp_path / "new it's")
     spark.sql(f"""CREATE TABLE {db}.ext (id BIGINT NOT NULL, note STRING COMMENT 'it\\'s free text', p INT)
-                  USING DELTA PARTITIONED BY (p) LOCATION '{old}' TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')""")
+                  USING DELTA PARTITIONED BY (p) LOCATION '{old}'
+                  TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')""")
     statement = spark.sql(f"SHOW CREATE TABLE {db}.ext").first()[0]
     assert statement == (
         f"CREATE TABLE spark_catalog.{db}.ext (\n"

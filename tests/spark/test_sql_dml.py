@@ -31,8 +31,10 @@ def _last_info(path: str) -> dict:
 @pytest.fixture
 def people(spark, tmp_path):
     path = str(tmp_path / "people")
-    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, name STRING, country STRING) USING delta PARTITIONED BY (country)")
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'Ann', 'NL'), (2, 'Bob', 'NL'), (3, 'Cid', 'DE'), (4, 'Dee', 'FR')")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, name STRING, country STRING) USING delta "
+              "PARTITIONED BY (country)")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'Ann', 'NL'), (2, 'Bob', 'NL'), (3, 'Cid', 'DE'), "
+              "(4, 'Dee', 'FR')")
     return path
 
 
@@ -73,14 +75,16 @@ def test_insert_errors_leave_table_unchanged(spark, people):
 
 def test_update_and_delete_return_affected_rows(spark, people):
     t = f"delta.`{people}`"
-    assert spark.sql(f"UPDATE {t} SET name = concat(name, '!') WHERE country = 'NL'").collect()[0].num_affected_rows == 2
+    updated = spark.sql(f"UPDATE {t} SET name = concat(name, '!') WHERE country = 'NL'").collect()
+    assert updated[0].num_affected_rows == 2
     assert spark.sql(f"UPDATE {t} AS p SET p.name = 'Zed' WHERE p.id = 4").first().num_affected_rows == 1
     assert _rows(spark.sql(f"SELECT id, name FROM {t}")) == [(1, "Ann!"), (2, "Bob!"), (3, "Cid"), (4, "Zed")]
     assert spark.sql(f"DELETE FROM {t} p WHERE p.id > 3").first().num_affected_rows == 1
     assert spark.sql(f"DELETE FROM {t} WHERE country = 'NL'").first().num_affected_rows == 2
     assert _rows(spark.sql(f"SELECT id FROM {t}")) == [(3,)]
     info = _last_info(people)
-    assert info["operation"] == "DELETE" and json.loads(info["operationParameters"]["predicate"]) == ["(country = NL)"]  # delta-spark: simpleString, no ids
+    # delta-spark: simpleString, no ids
+    assert info["operation"] == "DELETE" and json.loads(info["operationParameters"]["predicate"]) == ["(country = NL)"]
     spark.sql(f"DELETE FROM {t}")
     assert spark.sql(f"SELECT * FROM {t}").count() == 0
 
@@ -96,7 +100,8 @@ def test_update_delete_bad_column_are_clear_and_commit_nothing(spark, people):
 
 
 def test_merge_every_clause_kind_and_metrics(spark, people):
-    spark.createDataFrame([(2, "Bobby", "NL"), (3, None, "DE"), (9, "Ida", "IT")], "id BIGINT, name STRING, country STRING") \
+    spark.createDataFrame([(2, "Bobby", "NL"), (3, None, "DE"), (9, "Ida", "IT")],
+                          "id BIGINT, name STRING, country STRING") \
         .createOrReplaceTempView("changes")
     result = spark.sql(f"""
         MERGE INTO delta.`{people}` AS t USING changes AS s ON t.id = s.id
@@ -105,7 +110,8 @@ def test_merge_every_clause_kind_and_metrics(spark, people):
         WHEN NOT MATCHED AND s.country = 'IT' THEN INSERT (id, name, country) VALUES (s.id, s.name, s.country)
         WHEN NOT MATCHED BY SOURCE AND t.country = 'FR' THEN UPDATE SET t.name = 'gone'
         WHEN NOT MATCHED BY SOURCE THEN DELETE""").first()
-    assert (result.num_affected_rows, result.num_updated_rows, result.num_deleted_rows, result.num_inserted_rows) == (5, 2, 2, 1)
+    assert (result.num_affected_rows, result.num_updated_rows, result.num_deleted_rows,
+            result.num_inserted_rows) == (5, 2, 2, 1)
     assert _rows(spark.sql(f"SELECT id, name FROM delta.`{people}`")) == [(2, "Bobby"), (4, "gone"), (9, "Ida")]
     assert _last_info(people)["operation"] == "MERGE"
 
@@ -126,7 +132,8 @@ def test_merge_multiple_matches_error(spark, people):
     spark.createDataFrame([(1, "a"), (1, "b")], "id BIGINT, name STRING").createOrReplaceTempView("dups")
     before = _version(people)
     with pytest.raises(errors.DeltaError, match=r"(?i)multiple source rows"):
-        spark.sql(f"MERGE INTO delta.`{people}` t USING dups s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name")
+        spark.sql(f"MERGE INTO delta.`{people}` t USING dups s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET t.name = s.name")
     assert _version(people) == before
 
 

@@ -395,7 +395,8 @@ def test_constraints_doc_forms(spark, tmp_path, db):
 
 def test_describe_history_and_detail_forms(spark, people):
     n = len(_commits(people))
-    for stmt in (f"DESCRIBE HISTORY '{people}/'", f"DESCRIBE HISTORY delta.`{people}/`", "DESCRIBE HISTORY docforms.people10m"):
+    for stmt in (f"DESCRIBE HISTORY '{people}/'", f"DESCRIBE HISTORY delta.`{people}/`",
+                 "DESCRIBE HISTORY docforms.people10m"):
         assert spark.sql(stmt).count() == n
     last = spark.sql(f"DESCRIBE HISTORY '{people}/' LIMIT 1").collect()
     assert [r["version"] for r in last] == [n - 1]

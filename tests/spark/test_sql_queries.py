@@ -38,7 +38,8 @@ def test_filters_prune_files_inside_sql(spark, events):
 
 def test_joins_ctes_subqueries_and_several_tables(spark, events, tmp_path):
     dims = str(tmp_path / "dims")
-    spark.sql(f"CREATE TABLE delta.`{dims}` USING delta AS SELECT * FROM VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (3, 'three') AS t(part, label)")
+    spark.sql(f"CREATE TABLE delta.`{dims}` USING delta AS "
+              "SELECT * FROM VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (3, 'three') AS t(part, label)")
     rows = _rows(spark.sql(f"""
         WITH small AS (SELECT * FROM delta.`{events}` WHERE id < 8)
         SELECT s.id, d.label FROM small s JOIN delta.`{dims}` d ON s.part = d.part

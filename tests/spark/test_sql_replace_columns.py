@@ -48,10 +48,11 @@ def test_refusals_leave_the_table_as_it_was(spark, people):
     version = pydelta.load_snapshot(people).version
     cases = {
         "dropping column(s) [address]": "id INT, name STRING",
-        "changing data type of id from INT to STRING": "id STRING, name STRING, address STRUCT<city: STRING, zip: STRING>",
+        "changing data type of id from INT to STRING":
+            "id STRING, name STRING, address STRUCT<city: STRING, zip: STRING>",
         "DELTA_AMBIGUOUS_DATA_TYPE_CHANGE": "id INT, nickname STRING, address STRUCT<city: STRING, zip: STRING>",
-        "adding non-nullable column address.country": "id INT, name STRING, "
-                                                       "address STRUCT<city: STRING, zip: STRING, country: STRING NOT NULL>",
+        "adding non-nullable column address.country":
+            "id INT, name STRING, address STRUCT<city: STRING, zip: STRING, country: STRING NOT NULL>",
     }
     for reason, columns in cases.items():
         with pytest.raises(errors.DeltaAnalysisError, match="DELTA_UNSUPPORTED_ALTER_TABLE_REPLACE_COL_OP") as info:

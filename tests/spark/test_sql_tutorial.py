@@ -50,10 +50,12 @@ def test_delta_lake_101_tutorial(spark, mydb):
     v0 = _commit(log, 0)
     info = _action(v0, "commitInfo")[0]
     assert info["operation"] == "CREATE TABLE"
-    assert info["operationParameters"] == {"isManaged": "true", "description": None, "partitionBy": "[]", "properties": "{}"}
+    assert info["operationParameters"] == {"isManaged": "true", "description": None, "partitionBy": "[]",
+                                           "properties": "{}"}
     assert _action(v0, "protocol")[0] == {"minReaderVersion": 1, "minWriterVersion": 2}
     schema = json.loads(_action(v0, "metaData")[0]["schemaString"])
-    assert [(f["name"], f["type"]) for f in schema["fields"]] == [("id", "integer"), ("name", "string"), ("birthdate", "date")]
+    assert [(f["name"], f["type"]) for f in schema["fields"]] == [
+        ("id", "integer"), ("name", "string"), ("birthdate", "date")]
 
     spark.sql("""INSERT INTO mydb.employees
 VALUES
@@ -87,7 +89,8 @@ where id <3""")
         (3, "Bob Johnson", dt.date(1985, 12, 31)), (4, "Jane Smith", dt.date(1990, 5, 15))]
 
     history = spark.sql("DESCRIBE HISTORY mydb.employees").collect()
-    assert [(r.version, r.operation) for r in history] == [(3, "DELETE"), (2, "UPDATE"), (1, "WRITE"), (0, "CREATE TABLE")]
+    assert [(r.version, r.operation) for r in history] == [
+        (3, "DELETE"), (2, "UPDATE"), (1, "WRITE"), (0, "CREATE TABLE")]
 
     version_1 = [(1, "John Doe", dt.date(1980, 1, 1)), (2, "Jane Smith", dt.date(1990, 5, 15)),
                  (3, "Bob Johnson", dt.date(1985, 12, 31))]
@@ -108,5 +111,6 @@ VERSION AS OF 1""")) == version_1
     witness = deltalake.DeltaTable(str(location))
     assert witness.version() == 10
     ours = _rows(spark.sql("SELECT * FROM mydb.employees"))
-    theirs = sorted(zip(*[witness.to_pyarrow_table().column(c).to_pylist() for c in ("id", "name", "birthdate")], strict=True))
+    theirs = sorted(zip(*[witness.to_pyarrow_table().column(c).to_pylist() for c in ("id", "name", "birthdate")],
+                        strict=True))
     assert ours == theirs and len(ours) == 9

@@ -67,7 +67,8 @@ spark.stop()
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(ROOT) + os.pathsep
-            + os.environ.get("PYTHONPATH", ""), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+            + os.environ.get("PYTHONPATH", ""),
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
 def run_child(tmp: Path, src: Path, table: Path, ckpt: Path, crash: str, *, child: str = CHILD) -> str:
@@ -126,7 +127,8 @@ def test_killed_around_commit_restarts_exactly_once(tmp_path: Path) -> None:
     infos = [next(a["commitInfo"] for a in commits[v] if "commitInfo" in a) for v in (0, 1, 2)]
     txns = [[a["txn"] for a in commits[v] if "txn" in a] for v in (0, 1, 2)]
     query_id = json.loads((ckpt / "metadata").read_text())["id"]
-    assert [[(t["appId"], t["version"]) for t in tx] for tx in txns] == [[(query_id, 0)], [(query_id, 1)], [(query_id, 2)]]
+    assert [[(t["appId"], t["version"]) for t in tx] for tx in txns] == [
+        [(query_id, 0)], [(query_id, 1)], [(query_id, 2)]]
     assert [i["operationParameters"]["epochId"] for i in infos] == ["0", "1", "2"]
     assert {i["operationParameters"]["queryId"] for i in infos} == {query_id}
 

@@ -212,8 +212,10 @@ def test_update_mode_and_missing_settings_refused(spark, tmp_path, src):
 
     path = str(tmp_path / "t")
     stream = src.stream(spark)
-    with pytest.raises(errors.DeltaAnalysisError, match="Data source delta does not support Update output mode") as info:
-        stream.writeStream.format("delta").outputMode("update").option("checkpointLocation", str(tmp_path / "c")).start(path)
+    with pytest.raises(errors.DeltaAnalysisError,
+                       match="Data source delta does not support Update output mode") as info:
+        stream.writeStream.format("delta").outputMode("update") \
+            .option("checkpointLocation", str(tmp_path / "c")).start(path)
     assert isinstance(info.value, AnalysisException)
     assert info.value.getCondition() == "DELTA_UNSUPPORTED_OUTPUT_MODE"
     with pytest.raises(errors.DeltaAnalysisError, match="checkpointLocation must be specified"):
@@ -253,7 +255,8 @@ def test_to_table_creates_and_appends(spark, tmp_path, src):
         src.add({"id": 1, "name": "a", "part": "x"})
         ckpt = str(tmp_path / "c")
         with pytest.raises(errors.DeltaAnalysisError, match="Update output mode"):
-            src.stream(spark).writeStream.outputMode("update").option("checkpointLocation", ckpt).toTable(name, format="delta")
+            src.stream(spark).writeStream.outputMode("update").option("checkpointLocation", ckpt) \
+                .toTable(name, format="delta")
         assert not spark.catalog.tableExists(name)  # a refused query registers nothing
         run(src.stream(spark).writeStream.format("delta").option("checkpointLocation", ckpt), to_table=name)
         src.add({"id": 2, "name": "b", "part": "y"})
@@ -261,7 +264,8 @@ def test_to_table_creates_and_appends(spark, tmp_path, src):
         assert sorted(tuple(r) for r in spark.table(name).select("id").collect()) == [(1,), (2,)]
         location = pydelta.DeltaTable.forName(spark, name).detail().collect()[0].location
         assert dl_rows(location.removeprefix("file:"), "id") == [(1,), (2,)]
-        assert [r.operation for r in pydelta.DeltaTable.forName(spark, name).history().collect()] == ["STREAMING UPDATE"] * 2
+        history = pydelta.DeltaTable.forName(spark, name).history().collect()
+        assert [r.operation for r in history] == ["STREAMING UPDATE"] * 2
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 

@@ -184,5 +184,6 @@ def test_sql_writes_variant_tables_unshredded(spark, tmp_path):
         assert [schema.field("v").type[i].name for i in range(2)] == ["value", "metadata"]
         stats = json.loads(f["stats"])
         assert set(stats["minValues"]) == {"id"}  # no min/max for variants
-    got = spark.sql(f"SELECT id, variant_get(v, '$.k', 'int'), to_json(s.x) FROM {t} WHERE id IN (2, 3, 100) ORDER BY id").collect()
+    got = spark.sql(f"SELECT id, variant_get(v, '$.k', 'int'), to_json(s.x) FROM {t} "
+                    "WHERE id IN (2, 3, 100) ORDER BY id").collect()
     assert [tuple(r) for r in got] == [(2, 2, "[1,2]"), (3, -1, "[1,2]"), (100, 100, None)]

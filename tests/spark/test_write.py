@@ -37,7 +37,8 @@ def dl_rows(path, *cols):
 
 
 def log_versions(path):
-    return sorted(int(f[:20]) for f in os.listdir(os.path.join(path, "_delta_log")) if f.endswith(".json") and f[:20].isdigit())
+    return sorted(int(f[:20]) for f in os.listdir(os.path.join(path, "_delta_log"))
+                  if f.endswith(".json") and f[:20].isdigit())
 
 
 def commit_info(path, version):
@@ -51,7 +52,8 @@ def commit_info(path, version):
 @pytest.fixture
 def people(spark):
     return spark.createDataFrame(
-        [(1, "alice", "NL"), (2, "bob", "US"), (3, "carol", "NL"), (4, "dan", "FR")], "id INT, name STRING, country STRING"
+        [(1, "alice", "NL"), (2, "bob", "US"), (3, "carol", "NL"), (4, "dan", "FR")],
+        "id INT, name STRING, country STRING",
     )
 
 
@@ -82,7 +84,8 @@ def test_partitioned_write_layout_and_values(spark, tmp_path, people):
     people.write.format("delta").partitionBy("country").save(path)
     snap = pydelta.load_snapshot(path)
     assert snap.partition_columns == ["country"]
-    for p, pv in zip(snap.files().column("path").to_pylist(), snap.files().column("partition_values").to_pylist(), strict=True):
+    for p, pv in zip(snap.files().column("path").to_pylist(), snap.files().column("partition_values").to_pylist(),
+                     strict=True):
         value = dict(pv)["country"]
         assert p.startswith(f"country={value}/")
         assert os.path.exists(os.path.join(path, p))
@@ -114,7 +117,8 @@ def test_schema_mismatch_fails_and_writes_nothing(spark, tmp_path, people):
 def test_merge_schema_and_missing_columns(spark, tmp_path, people):
     path = str(tmp_path / "m")
     people.write.format("delta").save(path)
-    people.selectExpr("*", "id * 10 as score").write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+    people.selectExpr("*", "id * 10 as score").write.format("delta").mode("append") \
+        .option("mergeSchema", "true").save(path)
     assert pydelta.load_snapshot(path).schema.field_names == ["id", "name", "country", "score"]
     # a later append without the new column fills nulls
     people.select("id", "name", "country").write.format("delta").mode("append").save(path)
@@ -221,8 +225,10 @@ def test_not_null_invariants_and_check_constraints(spark, tmp_path):
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     path = str(tmp_path / "c")
-    schema = StructType([StructField("x", IntegerType(), False, {"delta.invariants": json.dumps({"expression": {"expression": "x > 3"}})})])
-    pydelta.DeltaTable.create(spark).location(path).addColumns(schema).property("delta.constraints.small", "x < 100").execute()
+    invariant = json.dumps({"expression": {"expression": "x > 3"}})
+    schema = StructType([StructField("x", IntegerType(), False, {"delta.invariants": invariant})])
+    pydelta.DeltaTable.create(spark).location(path).addColumns(schema) \
+        .property("delta.constraints.small", "x < 100").execute()
     spark.createDataFrame([(5,)], "x INT").write.format("delta").mode("append").save(path)
     for bad, text in (([(1,)], "x > 3"), ([(500,)], "small"), ([(None,)], "NOT NULL")):
         with pytest.raises(errors.InvariantViolationError, match=text):

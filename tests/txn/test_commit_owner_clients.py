@@ -147,7 +147,9 @@ def test_a_registered_custom_owner_serves_tables_by_name(tmp_path: Path) -> None
     assert rows_of(root) == [(1, "a", "x")]
 
 
-def test_a_lost_ratification_answer_is_resolved_by_asking_again(client: CommitOwnerClient, tmp_path: Path, monkeypatch) -> None:
+def test_a_lost_ratification_answer_is_resolved_by_asking_again(
+    client: CommitOwnerClient, tmp_path: Path, monkeypatch
+) -> None:
     from pydelta.errors import CommitOwnerUnavailableError
 
     storage, root, tid = LocalStorage(), str(tmp_path / "t"), new_table_id()

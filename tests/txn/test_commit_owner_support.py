@@ -63,7 +63,8 @@ def owner_conf(owner: str, tmp_path: Path, kind: str = "managedCommit") -> dict[
 
 def committed_versions(root: str) -> list[int]:
     log = Path(root) / "_delta_log"
-    return sorted(int(p.name[:20]) for p in log.iterdir() if p.name.endswith(".json") and p.name[:20].isdigit() and len(p.name) == 25)
+    return sorted(int(p.name[:20]) for p in log.iterdir()
+                  if p.name.endswith(".json") and p.name[:20].isdigit() and len(p.name) == 25)
 
 
 def spawn(*args: str, **popen: Any):
@@ -89,8 +90,10 @@ def cmd_append_stream(root: str, worker: int, count: int, ready_file: str | None
         ids = [worker * 1_000_000 + i * 10 + k for k in range(2)]
         rows = [{"id": x, "part": f"w{worker % 2}", "value": f"w{worker}-{i}"} for x in ids]
         add = write_data_file(root, rows)
-        txn = OptimisticTransaction(root, snapshot, engine_info=f"pydelta-test/worker-{worker}", post_commit_hooks=False)
-        version = txn.commit([add], Operation.write("Append", []), operation_metrics={"numFiles": 1, "numOutputRows": 2})
+        txn = OptimisticTransaction(root, snapshot, engine_info=f"pydelta-test/worker-{worker}",
+                                    post_commit_hooks=False)
+        version = txn.commit([add], Operation.write("Append", []),
+                             operation_metrics={"numFiles": 1, "numOutputRows": 2})
         print(json.dumps({"worker": worker, "version": version, "ids": ids, "path": add["add"]["path"]}), flush=True)
         snapshot = txn.post_commit_snapshot()
 

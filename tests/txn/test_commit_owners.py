@@ -296,7 +296,8 @@ def test_owner_property_without_the_feature_is_refused(tmp_path: Path) -> None:
 
 
 def test_feature_without_the_owner_property_is_refused(tmp_path: Path) -> None:
-    _hand_written_table(tmp_path / "t", ["inCommitTimestamp", "managedCommit"], {"delta.enableInCommitTimestamps": "true"})
+    _hand_written_table(tmp_path / "t", ["inCommitTimestamp", "managedCommit"],
+                        {"delta.enableInCommitTimestamps": "true"})
     with pytest.raises(InvalidManagedCommitStateError, match="is not set"):
         pydelta.load_snapshot(str(tmp_path / "t"))
 
@@ -305,13 +306,15 @@ def test_invalid_properties_are_refused_before_anything_is_written(tmp_path: Pat
     root = str(tmp_path / "t")
     txn = OptimisticTransaction(root, None)
     with pytest.raises(InvalidTableError, match="require in-commit timestamps"):
-        txn.update_metadata(make_metadata(configuration={COMMIT_OWNER_KEY: "sqlite", "delta.enableInCommitTimestamps": "false"}))
+        txn.update_metadata(make_metadata(
+            configuration={COMMIT_OWNER_KEY: "sqlite", "delta.enableInCommitTimestamps": "false"}))
     with pytest.raises(InvalidTableError, match="without"):
         txn.update_metadata(make_metadata(configuration={COMMIT_OWNER_CONF_KEY: "{}"}))
     with pytest.raises(CommitOwnerError, match="not valid JSON"):
         txn.update_metadata(make_metadata(configuration={COMMIT_OWNER_KEY: "sqlite", COMMIT_OWNER_CONF_KEY: "{nope"}))
     with pytest.raises(CommitOwnerError, match="strings to strings"):
-        txn.update_metadata(make_metadata(configuration={COMMIT_OWNER_KEY: "sqlite", COMMIT_OWNER_CONF_KEY: '{"a": 1}'}))
+        txn.update_metadata(make_metadata(
+            configuration={COMMIT_OWNER_KEY: "sqlite", COMMIT_OWNER_CONF_KEY: '{"a": 1}'}))
     assert not os.path.exists(root)
 
 
@@ -323,7 +326,8 @@ def test_unknown_owner_is_named(tmp_path: Path) -> None:
 
 
 def test_unreachable_postgres_commits_nothing(tmp_path: Path) -> None:
-    bad = {COMMIT_OWNER_KEY: "postgres", COMMIT_OWNER_CONF_KEY: json.dumps({"dsn": "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2"})}
+    bad = {COMMIT_OWNER_KEY: "postgres",
+           COMMIT_OWNER_CONF_KEY: json.dumps({"dsn": "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2"})}
     root = str(tmp_path / "t")
     with pytest.raises(CommitOwnerUnavailableError, match="unreachable"):
         create_table(root, configuration=bad)

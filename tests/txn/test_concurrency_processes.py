@@ -117,7 +117,8 @@ def test_concurrent_overwrite_of_one_partition_has_one_winner(tmp_path: Path) ->
     snap = pydelta.load_snapshot(root)
     assert snap.version == 4, "the loser must not have committed anything"
     w = winner["worker"]
-    expected = {(9_000_000 + w * 10, "a", f"overwrite-by-{w}"), (9_000_000 + w * 10 + 1, "a", f"overwrite-by-{w}"), (3, "b", "keep-b")}
+    expected = {(9_000_000 + w * 10, "a", f"overwrite-by-{w}"), (9_000_000 + w * 10 + 1, "a", f"overwrite-by-{w}"),
+                (3, "b", "keep-b")}
     assert set(rows_of(root)) == expected
     version, dl_rows = deltalake_rows(root)
     assert version == 4 and set(dl_rows) == expected

@@ -51,7 +51,8 @@ def files_in(txn: OptimisticTransaction, part: str) -> list[dict]:
 
 
 def removal(f: dict, data_change: bool = True) -> dict:
-    return remove_action({"add": {"path": f["path"], "partitionValues": dict(f["partition_values"]), "size": f["size"]}}, data_change)
+    return remove_action({"add": {"path": f["path"], "partitionValues": dict(f["partition_values"]),
+                                  "size": f["size"]}}, data_change)
 
 
 def blind_append(txn: OptimisticTransaction, part: str, ident: int) -> int:
@@ -230,7 +231,8 @@ def test_metadata_change_conflicts_with_everything(table: str) -> None:
     winner, loser = two(table)
     snap = winner.snapshot
     assert snap is not None
-    winner.update_metadata(Metadata(snap.metadata.id, snap.metadata.schema_string, ("part",), {"delta.appendOnly": "true"}))
+    winner.update_metadata(Metadata(snap.metadata.id, snap.metadata.schema_string, ("part",),
+                                    {"delta.appendOnly": "true"}))
     winner.commit([], Operation.set_table_properties({"delta.appendOnly": "true"}))
     with pytest.raises(MetadataChangedException) as err:
         blind_append(loser, "a", 10)
@@ -262,7 +264,8 @@ def test_two_creators_conflict_with_protocol_changed(tmp_path: Path) -> None:
 
 def test_compatible_protocol_upgrade_is_adopted(table: str) -> None:
     winner, loser = two(table)
-    new = Protocol(3, 7, frozenset({"vacuumProtocolCheck"}), frozenset({"appendOnly", "invariants", "vacuumProtocolCheck"}))
+    new = Protocol(3, 7, frozenset({"vacuumProtocolCheck"}),
+                   frozenset({"appendOnly", "invariants", "vacuumProtocolCheck"}))
     winner.update_protocol(new)
     winner.commit([], Operation.upgrade_protocol(new))
     assert blind_append(loser, "a", 10) == 5
@@ -355,7 +358,8 @@ def test_data_predicates_matching_the_winners_stats_conflict(flat: str) -> None:
     rewrite_flat(winner, [100, 101])
     loser.read_predicate(Cmp(">", Col(("id",)), Lit(50)))
     with pytest.raises(ConcurrentAppendException) as err:
-        loser.commit([write_data_file(flat, [{"id": 7, "part": "p", "value": "x"}], partition_columns=())], Operation.update())
+        loser.commit([write_data_file(flat, [{"id": 7, "part": "p", "value": "x"}], partition_columns=())],
+                     Operation.update())
     assert "The concurrent operation modified data that should have been read" in str(err.value)
     assert "partition" not in str(err.value).split("version 3.")[1].split("Conflicting file")[0]
 
@@ -389,7 +393,8 @@ def test_rebased_commit_gets_a_later_in_commit_timestamp(tmp_path: Path) -> None
     blind_append(winner, "a", 1)
     assert blind_append(loser, "a", 2) == 2
     stamps = [
-        json.loads((Path(root) / "_delta_log" / f"{v:020d}.json").read_text().splitlines()[0])["commitInfo"]["inCommitTimestamp"]
+        json.loads((Path(root) / "_delta_log" / f"{v:020d}.json").read_text().splitlines()[0])["commitInfo"][
+            "inCommitTimestamp"]
         for v in (1, 2)
     ]
     assert stamps == [future, future + 1]

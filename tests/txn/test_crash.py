@@ -42,7 +42,8 @@ def kill(proc: subprocess.Popen) -> None:
 
 
 def commit_files(root: str) -> list[str]:
-    return sorted(p.name for p in (Path(root) / "_delta_log").iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+    return sorted(p.name for p in (Path(root) / "_delta_log").iterdir()
+                  if p.name.endswith(".json") and not p.name.startswith("."))
 
 
 def test_kill_after_data_file_before_commit(tmp_path: Path) -> None:

@@ -258,7 +258,8 @@ def test_metadata_change_is_committed(table: str) -> None:
     snap = pydelta.load_snapshot(table)
     fields = (("id", "long"), ("part", "string"), ("value", "string"), ("extra", "double"))
     md = Metadata(
-        snap.metadata.id, make_metadata(fields=fields).schema_string, ("part",), {"delta.logRetentionDuration": "interval 7 days"}
+        snap.metadata.id, make_metadata(fields=fields).schema_string, ("part",),
+        {"delta.logRetentionDuration": "interval 7 days"},
     )
     txn = OptimisticTransaction(table, snap)
     txn.update_metadata(md)
@@ -300,7 +301,8 @@ def test_append_only_table_refuses_data_removal_and_stays_untouched(tmp_path: Pa
     assert snap.protocol == Protocol(1, 2)
     before = log_listing(root)
     existing = snap.files().to_pylist()[0]
-    remove = remove_action({"add": {"path": existing["path"], "partitionValues": {"part": "a"}, "size": existing["size"]}})
+    remove = remove_action({"add": {"path": existing["path"], "partitionValues": {"part": "a"},
+                                    "size": existing["size"]}})
     txn = OptimisticTransaction(root, snap)
     with pytest.raises(DeltaAnalysisError, match="only allow appends"):
         txn.commit([remove], Operation.delete(["true"]))
@@ -316,7 +318,8 @@ def test_append_only_table_refuses_data_removal_and_stays_untouched(tmp_path: Pa
 
 @pytest.mark.parametrize(
     "case",
-    ["duplicate_add", "add_and_remove_same_file", "missing_partition_value", "extra_partition_value", "commit_info", "unknown_kind", "add_without_size"],
+    ["duplicate_add", "add_and_remove_same_file", "missing_partition_value", "extra_partition_value", "commit_info",
+     "unknown_kind", "add_without_size"],
 )
 def test_invalid_commits_leave_the_log_untouched(table: str, case: str) -> None:
     snap = pydelta.load_snapshot(table)
@@ -363,7 +366,8 @@ def test_tables_with_unknown_writer_features_are_refused(tmp_path: Path) -> None
     (root / "_delta_log").mkdir(parents=True)
     md = make_metadata()
     lines = [
-        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "someFutureWriterFeature"]}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
+                      "writerFeatures": ["appendOnly", "someFutureWriterFeature"]}},
         {"metaData": md.to_dict()},
     ]
     (root / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(x) for x in lines))
@@ -422,7 +426,8 @@ def test_no_data_change_commit_uses_snapshot_isolation(table: str) -> None:
     txn = OptimisticTransaction(table, snap)
     txn.read_files([old["path"]])
     new = write_data_file(table, [{"id": 1, "part": "a", "value": "x"}], data_change=False)
-    rm = remove_action({"add": {"path": old["path"], "partitionValues": {"part": "a"}, "size": old["size"]}}, data_change=False)
+    rm = remove_action({"add": {"path": old["path"], "partitionValues": {"part": "a"}, "size": old["size"]}},
+                       data_change=False)
     version = txn.commit([rm, new], Operation.optimize(), data_change=False)
     info = commit_info(table, version)
     assert info["isolationLevel"] == "SnapshotIsolation"
@@ -518,7 +523,9 @@ def fake_checkpointing(monkeypatch: pytest.MonkeyPatch):
     return calls, state
 
 
-def test_checkpoint_every_interval_and_failures_do_not_fail_the_commit(tmp_path: Path, fake_checkpointing, caplog) -> None:
+def test_checkpoint_every_interval_and_failures_do_not_fail_the_commit(
+    tmp_path: Path, fake_checkpointing, caplog
+) -> None:
     calls, state = fake_checkpointing
     root = str(tmp_path / "t")
     create_table(root, configuration={"delta.checkpointInterval": "2"})
@@ -552,7 +559,8 @@ def md_with(conf: dict | None = None, fields: list[dict] | None = None) -> Metad
 
 
 def P(r: int, w: int, readers: list[str] | None = None, writers: list[str] | None = None) -> Protocol:
-    return Protocol(r, w, frozenset(readers) if readers is not None else None, frozenset(writers) if writers is not None else None)
+    return Protocol(r, w, frozenset(readers) if readers is not None else None,
+                    frozenset(writers) if writers is not None else None)
 
 
 def test_seed_003_walk_through() -> None:
@@ -678,21 +686,24 @@ def test_newest_delta_spark_normalization_mode() -> None:
     newest = {"legacy_preferred": False}
     cdf = md_with({"delta.enableChangeDataFeed": "true"})
     assert pu.required_protocol(cdf, None, **newest) == P(1, 7, None, ["appendOnly", "invariants", "changeDataFeed"])
-    assert pu.required_protocol(md_with({"delta.enableChangeDataFeed": "true", "delta.ignoreProtocolDefaults": "true"}), None, **newest) == P(
-        1, 7, None, ["changeDataFeed"]
-    )  # DeltaProtocolVersionSuite "protocol for empty folder"
+    # DeltaProtocolVersionSuite "protocol for empty folder"
+    cdf_only = md_with({"delta.enableChangeDataFeed": "true", "delta.ignoreProtocolDefaults": "true"})
+    assert pu.required_protocol(cdf_only, None, **newest) == P(1, 7, None, ["changeDataFeed"])
     assert pu.required_protocol(md_with({"delta.constraints.c": "id > 0"}), None, **newest) == P(1, 3)
-    assert pu.required_protocol(md_with({"delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}), P(1, 2), **newest) == P(1, 2)
+    assert pu.required_protocol(md_with({"delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}), P(1, 2),
+                                **newest) == P(1, 2)
     assert pu.required_protocol(md_with(), P(1, 4), **newest) == P(1, 4)
 
 
 def test_protocol_algebra() -> None:
     assert pu.normalized(P(1, 7, None, ["appendOnly", "invariants", "checkConstraints"])) == P(1, 3)
-    assert pu.normalized(P(3, 7, [], ["rowTracking", "domainMetadata"])) == P(1, 7, None, ["rowTracking", "domainMetadata"])
+    assert pu.normalized(P(3, 7, [], ["rowTracking", "domainMetadata"])) == P(
+        1, 7, None, ["rowTracking", "domainMetadata"])
     assert pu.normalized(P(3, 7, ["columnMapping"], ["columnMapping"])) == P(2, 7, None, ["columnMapping"])
     assert pu.denormalized(P(1, 2)) == P(1, 7, None, ["appendOnly", "invariants"])
     assert pu.merge(P(1, 2), P(1, 4)) == P(1, 4)
-    assert pu.merge(P(1, 2), P(1, 7, None, ["inCommitTimestamp"])) == P(1, 7, None, ["appendOnly", "invariants", "inCommitTimestamp"])
+    assert pu.merge(P(1, 2), P(1, 7, None, ["inCommitTimestamp"])) == P(
+        1, 7, None, ["appendOnly", "invariants", "inCommitTimestamp"])
     assert pu.implicit_features(P(2, 5)) >= {"columnMapping", "changeDataFeed"}
     assert pu.implicit_features(P(1, 7, None, ["appendOnly"])) == frozenset()
     assert pu.can_upgrade(P(1, 2), P(1, 7, None, ["appendOnly", "invariants"]))

@@ -133,11 +133,14 @@ def create_table(
     return txn.commit([], Operation.create_table(md))
 
 
-def append(root: str, rows: list[dict[str, Any]], partition_columns: Iterable[str] = ("part",), **txn_kwargs: Any) -> int:
+def append(
+    root: str, rows: list[dict[str, Any]], partition_columns: Iterable[str] = ("part",), **txn_kwargs: Any
+) -> int:
     snapshot = pydelta.load_snapshot(root)
     txn = OptimisticTransaction(root, snapshot, **txn_kwargs)
     add = write_data_file(root, rows, partition_columns)
-    return txn.commit([add], Operation.write("Append", []), operation_metrics={"numFiles": 1, "numOutputRows": len(rows)})
+    return txn.commit([add], Operation.write("Append", []),
+                      operation_metrics={"numFiles": 1, "numOutputRows": len(rows)})
 
 
 def rows_of(root: str, version: int | None = None) -> list[tuple]:
@@ -188,10 +191,12 @@ def cmd_append_loop(root: str, worker: int, count: int) -> dict[str, Any]:
     snapshot = pydelta.load_snapshot(root)
     versions = []
     for i in range(count):
-        rows = [{"id": worker * 100_000 + i * 10 + k, "part": f"w{worker % 2}", "value": f"w{worker}-{i}"} for k in range(3)]
+        rows = [{"id": worker * 100_000 + i * 10 + k, "part": f"w{worker % 2}", "value": f"w{worker}-{i}"}
+                for k in range(3)]
         add = write_data_file(root, rows)
         txn = OptimisticTransaction(root, snapshot, engine_info=f"pydelta-test/worker-{worker}")
-        versions.append(txn.commit([add], Operation.write("Append", []), operation_metrics={"numFiles": 1, "numOutputRows": 3}))
+        versions.append(txn.commit([add], Operation.write("Append", []),
+                                   operation_metrics={"numFiles": 1, "numOutputRows": 3}))
         snapshot = txn.post_commit_snapshot()
     return {"worker": worker, "versions": versions}
 
@@ -206,7 +211,9 @@ def cmd_overwrite_partition(root: str, part: str, sync_dir: str, worker: int) ->
     txn.read_files(f["path"] for f in files)
     rows = [{"id": 9_000_000 + worker * 10 + k, "part": part, "value": f"overwrite-by-{worker}"} for k in range(2)]
     add = write_data_file(root, rows)
-    removes = [remove_action({"add": {"path": f["path"], "partitionValues": dict(f["partition_values"] or {}), "size": f["size"]}}) for f in files]
+    removes = [remove_action({"add": {"path": f["path"], "partitionValues": dict(f["partition_values"] or {}),
+                                      "size": f["size"]}})
+               for f in files]
     touch(os.path.join(sync_dir, f"ready-{worker}"))
     if not wait_for(os.path.join(sync_dir, "go"), 60):
         return {"worker": worker, "status": "timeout"}
@@ -225,7 +232,8 @@ def cmd_overwrite_partition(root: str, part: str, sync_dir: str, worker: int) ->
             "read_version": snapshot.version,
             "data_file": add["add"]["path"],
         }
-    return {"worker": worker, "status": "ok", "version": version, "read_version": snapshot.version, "data_file": add["add"]["path"]}
+    return {"worker": worker, "status": "ok", "version": version, "read_version": snapshot.version,
+            "data_file": add["add"]["path"]}
 
 
 def cmd_append(root: str, ident: int) -> dict[str, Any]:

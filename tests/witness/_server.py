@@ -62,7 +62,8 @@ def session(jars_dir: str):
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", os.environ.get("PYDELTA_WITNESS_WAREHOUSE", "/tmp/delta-spark-witness-warehouse"))
+        .config("spark.sql.warehouse.dir",
+                os.environ.get("PYDELTA_WITNESS_WAREHOUSE", "/tmp/delta-spark-witness-warehouse"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .getOrCreate()

@@ -1,9 +1,10 @@
 """delta-spark (the reference) reads pydelta catalog-managed tables through pydelta's catalog.
 
 Three tables: commits staged as files (SQLite catalog), inline commits held by the catalog until
-published (SQLite, and PostgreSQL); one ratified commit of each is left unpublished on purpose. delta-spark, given a commit coordinator that answers from
-the catalog's database, must see every ratified version (the unpublished one too) and the same
-rows, and read the commits pydelta published from the catalog's content as ordinary Delta files."""
+published (SQLite, and PostgreSQL); one ratified commit of each is left unpublished on purpose.
+delta-spark, given a commit coordinator that answers from the catalog's database, must see every
+ratified version (the unpublished one too) and the same rows, and read the commits pydelta
+published from the catalog's content as ordinary Delta files."""
 
 from __future__ import annotations
 

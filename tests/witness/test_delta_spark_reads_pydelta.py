@@ -31,7 +31,8 @@ delta_spark_writes_then_pydelta_reads = _compare.delta_spark_writes_then_pydelta
 def test_witness_is_delta_spark(delta_spark):
     assert delta_spark.info["pyspark"].startswith("4.2")
     assert any(j.startswith("delta-spark_") for j in delta_spark.info["jars"])
-    assert delta_spark.exec("result = spark.conf.get('spark.sql.extensions')") == "io.delta.sql.DeltaSparkSessionExtension"
+    extensions = delta_spark.exec("result = spark.conf.get('spark.sql.extensions')")
+    assert extensions == "io.delta.sql.DeltaSparkSessionExtension"
 
 
 def test_deletion_vectors(spark, delta_spark, tmp_path):

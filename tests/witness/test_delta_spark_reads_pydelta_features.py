@@ -42,13 +42,13 @@ def test_column_mapping_id_mode(spark, delta_spark, tmp_path):
     path = str(tmp_path / "cm-id")
     t = f"delta.`{path}`"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING delta PARTITIONED BY (p) "
-              "TBLPROPERTIES ('delta.columnMapping.mode' = 'id')")                             # v0
-    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1)")                           # v1
-    spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO label")                                  # v2
-    spark.sql(f"INSERT INTO {t} VALUES (3, 'c', 1)")                                        # v3
-    spark.sql(f"ALTER TABLE {t} DROP COLUMN label")                                         # v4
-    spark.sql(f"ALTER TABLE {t} ADD COLUMN label STRING")                                   # v5: a new id, no old values
-    spark.sql(f"INSERT INTO {t} VALUES (4, 0, 'd')")                                        # v6
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'id')")                           # v0
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1)")                         # v1
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO label")                                # v2
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c', 1)")                                      # v3
+    spark.sql(f"ALTER TABLE {t} DROP COLUMN label")                                       # v4
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN label STRING")                                 # v5: a new id, no old values
+    spark.sql(f"INSERT INTO {t} VALUES (4, 0, 'd')")                                      # v6
     assert "columnMapping" in features(delta_spark, path)
     assert dict(delta_spark.detail(path)["properties"])["delta.columnMapping.mode"] == "id"
     # the data files carry the logged field ids (an id-mode reader resolves columns by them)
@@ -125,7 +125,8 @@ def test_identity_and_default_columns(spark, delta_spark, tmp_path):
 
 
 def _checkpoint_files(path: str) -> list[str]:
-    return sorted(p.name for p in (Path(path) / "_delta_log").iterdir() if ".checkpoint." in p.name and not p.name.startswith("."))
+    return sorted(p.name for p in (Path(path) / "_delta_log").iterdir()
+                  if ".checkpoint." in p.name and not p.name.startswith("."))
 
 
 def test_v2_checkpoints_with_sidecars(spark, delta_spark, tmp_path):

@@ -150,7 +150,8 @@ def test_blind_appends_from_both_engines_at_once(spark, delta_spark, tmp_path):
     retried = [v for v in range(1, total + 1) if commit_info(path, v)["readVersion"] < v - 1]
     print(f"{len(retried)} of {total} commits landed above a version they had not read: {retried}")
 
-    expected = sorted([5000 + t * 1000 + i * 10 + k, "ds", f"ds{t}-{i}"] for t in range(2) for i in range(N) for k in range(3))
+    expected = sorted([5000 + t * 1000 + i * 10 + k, "ds", f"ds{t}-{i}"]
+                      for t in range(2) for i in range(N) for k in range(3))
     expected += sorted([1000 + i * 10 + k, "py", f"py1-{i}"] for i in range(N) for k in range(3))
     expected += sorted([9000 + i * 10 + k, "pyspark", f"pys-{i}"] for i in range(N) for k in range(3))
     expected.sort()

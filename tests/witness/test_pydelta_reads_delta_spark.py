@@ -61,7 +61,8 @@ def _field_metadata(path: str, name: str) -> dict:
 def test_deletion_vector_dml(spark, delta_spark, tmp_path):
     path = str(tmp_path / "dv")
     _ds_writes(delta_spark, path,
-               "CREATE TABLE {t} (id BIGINT, v STRING) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+               "CREATE TABLE {t} (id BIGINT, v STRING) USING delta "
+               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
                "INSERT INTO {t} SELECT id, CAST(id AS STRING) FROM range(0, 30, 1, 1)",             # v1
                "DELETE FROM {t} WHERE id % 3 = 0",                                                   # v2
                "UPDATE {t} SET v = 'u' WHERE id % 5 = 1",                                            # v3
@@ -129,7 +130,7 @@ def test_column_mapping_renamed_and_dropped_columns(spark, delta_spark, tmp_path
                "ALTER TABLE {t} RENAME COLUMN s.a TO alpha",                                            # v4
                "INSERT INTO {t} VALUES (3, 'c', 1, named_struct('alpha', 3, 'b', 'z'))",                 # v5
                "ALTER TABLE {t} DROP COLUMN label",                                                     # v6
-               "ALTER TABLE {t} ADD COLUMN label STRING",                                               # v7: same name, new column
+               "ALTER TABLE {t} ADD COLUMN label STRING",                                               # v7: new column
                "INSERT INTO {t} VALUES (4, 0, named_struct('alpha', 4, 'b', 'w'), 'new')")              # v8
     assert "columnMapping" in features(delta_spark, path)
     same_at_every_version(spark, delta_spark, path)
@@ -199,7 +200,8 @@ def test_row_tracking(spark, delta_spark, tmp_path):
         spark.sql(statement.format(t=f"delta.`{path}`"))
     _ds_writes(delta_spark, path, "UPDATE {t} SET v = 'last' WHERE id = 100")              # v11
     same_row_tracking(spark, delta_spark, path, since=ds_latest + 1)
-    assert [_writer(commit_info(path, v)) for v in range(1, 12)] == ["delta-spark"] * 6 + ["pydelta"] * 4 + ["delta-spark"]
+    assert [_writer(commit_info(path, v)) for v in range(1, 12)] == (
+        ["delta-spark"] * 6 + ["pydelta"] * 4 + ["delta-spark"])
     same_history(spark, delta_spark, path)
 
 
@@ -290,12 +292,12 @@ def test_change_data_feed(spark, delta_spark, tmp_path):
     _ds_writes(delta_spark, path,
                "CREATE TABLE {t} (id INT, v STRING, p INT) USING delta PARTITIONED BY (p) "
                "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')",
-               "INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 1)",                     # v1
-               "UPDATE {t} SET v = 'B' WHERE id = 2",                                               # v2
-               "DELETE FROM {t} WHERE id = 1",                                                      # v3
+               "INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 1)",                   # v1
+               "UPDATE {t} SET v = 'B' WHERE id = 2",                                             # v2
+               "DELETE FROM {t} WHERE id = 1",                                                    # v3
                "MERGE INTO {t} t USING (SELECT * FROM VALUES (3, 'C', 1), (4, 'd', 0) AS s(id, v, p)) s "
-               "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",        # v4
-               "DELETE FROM {t} WHERE p = 0")                                                       # v5: whole partition
+               "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",      # v4
+               "DELETE FROM {t} WHERE p = 0")                                                     # v5: whole partition
     assert any("cdc" in a for a in commits(path)[2]), "delta-spark wrote change files"
     same_at_every_version(spark, delta_spark, path)
     assert _cdf(spark, path) == delta_spark.changes(path, start=0)
@@ -387,7 +389,8 @@ def test_in_commit_timestamps(spark, delta_spark, tmp_path):
 def test_timestamp_ntz(spark, delta_spark, tmp_path):
     path = str(tmp_path / "ntz")
     _ds_writes(delta_spark, path,
-               "CREATE TABLE {t} (id INT, ntz TIMESTAMP_NTZ, ts TIMESTAMP, pn TIMESTAMP_NTZ) USING delta PARTITIONED BY (pn)",
+               "CREATE TABLE {t} (id INT, ntz TIMESTAMP_NTZ, ts TIMESTAMP, pn TIMESTAMP_NTZ) USING delta "
+               "PARTITIONED BY (pn)",
                "INSERT INTO {t} VALUES (1, TIMESTAMP_NTZ'2024-03-10 02:30:00', TIMESTAMP'2024-03-10 02:30:00Z', "
                "TIMESTAMP_NTZ'2024-03-10 02:30:00'), (2, TIMESTAMP_NTZ'1969-12-31 23:59:59.123456', NULL, NULL), "
                "(3, NULL, TIMESTAMP'2000-01-01 00:00:00Z', TIMESTAMP_NTZ'0001-01-01 00:00:00')")

@@ -75,14 +75,14 @@ def _schemas(batches: list[dict]) -> list:
 
 DML = (
     "INSERT INTO {t} SELECT id, CAST(id AS STRING), CAST(id % 3 AS INT) FROM range(0, 12, 1, 2)",  # v1
-    "UPDATE {t} SET v = concat(v, '!') WHERE id % 4 = 1",                                            # v2
-    "DELETE FROM {t} WHERE id IN (2, 3)",                                                            # v3
+    "UPDATE {t} SET v = concat(v, '!') WHERE id % 4 = 1",                                         # v2
+    "DELETE FROM {t} WHERE id IN (2, 3)",                                                         # v3
     "MERGE INTO {t} t USING (SELECT id, 'm' AS v, CAST(id % 3 AS INT) AS p FROM range(8, 15)) s ON t.id = s.id "
     "WHEN MATCHED AND t.id = 9 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",  # v4
-    "DELETE FROM {t} WHERE p = 2",                                                                    # v5
-    "UPDATE {t} SET p = 2 WHERE id = 0",                                                              # v6: moves partition
-    "INSERT OVERWRITE {t} SELECT id, v, p FROM {t} WHERE id > 10",                                    # v7
-    "INSERT INTO {t} VALUES (100, 'z', 1)",                                                           # v8
+    "DELETE FROM {t} WHERE p = 2",                                                                 # v5
+    "UPDATE {t} SET p = 2 WHERE id = 0",                                                           # v6: moves partition
+    "INSERT OVERWRITE {t} SELECT id, v, p FROM {t} WHERE id > 10",                                 # v7
+    "INSERT INTO {t} VALUES (100, 'z', 1)",                                                        # v8
 )
 
 
@@ -145,10 +145,10 @@ def test_pydelta_streams_delta_spark_tables(spark, delta_spark, tmp_path):
     path = str(tmp_path / "t")
     t = f"delta.`{path}`"
     for s in (f"CREATE TABLE {t} (id BIGINT, v STRING) USING delta TBLPROPERTIES ("
-              "'delta.enableDeletionVectors' = 'true', 'delta.enableChangeDataFeed' = 'true')",       # v0
-              f"INSERT INTO {t} SELECT id, 'a' FROM range(0, 10, 1, 1)",                               # v1
-              f"DELETE FROM {t} WHERE id % 3 = 0",                                                     # v2: a DV
-              f"UPDATE {t} SET v = 'u' WHERE id = 4"):                                                 # v3: a DV + new file
+              "'delta.enableDeletionVectors' = 'true', 'delta.enableChangeDataFeed' = 'true')",   # v0
+              f"INSERT INTO {t} SELECT id, 'a' FROM range(0, 10, 1, 1)",                           # v1
+              f"DELETE FROM {t} WHERE id % 3 = 0",                                                 # v2: a DV
+              f"UPDATE {t} SET v = 'u' WHERE id = 4"):                                             # v3: a DV + new file
         delta_spark.sql(s, collect=False)
     assert any(a["add"].get("deletionVector") for a in commits(path)[2] if "add" in a)
     # The stream's first batch is the snapshot at the latest version, deletion vectors applied.
@@ -224,11 +224,13 @@ def test_stream_into_delta_sinks_both_engines(spark, delta_spark, tmp_path):
         spark.sql(f"INSERT INTO delta.`{ours_src}` VALUES ({i}, 'py')")
         delta_spark.sql(f"INSERT INTO delta.`{theirs_src}` VALUES ({i}, 'ds')", collect=False)
     # delta-spark streams pydelta's table, pydelta streams delta-spark's
-    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck")),
+    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink,
+                                  checkpoint=str(tmp_path / "ds-ck")),
          lambda: _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck")))
     spark.sql(f"INSERT INTO delta.`{ours_src}` VALUES (2, 'py'), (3, 'py')")
     delta_spark.sql(f"INSERT INTO delta.`{theirs_src}` VALUES (2, 'ds'), (3, 'ds')", collect=False)
-    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink, checkpoint=str(tmp_path / "ds-ck")),
+    both(lambda: delta_spark.exec(DS_STREAM_TO_SINK, source=ours_src, sink=theirs_sink,
+                                  checkpoint=str(tmp_path / "ds-ck")),
          lambda: _stream_to_sink(spark, theirs_src, ours_sink, str(tmp_path / "py-ck")))
 
     assert sorted(read(spark, theirs_sink)["rows"]) == [[i, "py"] for i in range(4)]
