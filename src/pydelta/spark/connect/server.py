@@ -74,8 +74,8 @@ class LocalConnectServer:
         env = {**os.environ, "SPARK_HOME": spark_home, "PYSPARK_PYTHON": python}
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         env.pop("SPARK_REMOTE", None)
-        # the server's stdout and stderr, held by the LocalConnectServer as long as it lives
-        log = tempfile.NamedTemporaryFile("w", prefix="pydelta-connect-server-", suffix=".log", delete=False)  # noqa: SIM115
+        log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - the server's output, held open as long as the server lives
+            "w", prefix="pydelta-connect-server-", suffix=".log", delete=False)
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         server = cls(process, port, Path(log.name), log)
         server._wait(timeout)

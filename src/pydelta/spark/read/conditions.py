@@ -149,7 +149,8 @@ def _analyzed_condition(plan: tuple[str, str] | None, columns: list[str]) -> tup
         return None
     text = found.group(1)
     for name in sorted(set(columns), key=len, reverse=True):
-        text = re.sub(rf"(?<![\w#`]){re.escape(name)}#\d+L?(?![\w#])", lambda _: name, text)  # noqa: B023 - re.sub calls it at once
+        text = re.sub(rf"(?<![\w#`]){re.escape(name)}#\d+L?(?![\w#])",
+                      lambda _: name, text)  # noqa: B023 - re.sub calls it at once
     return type_line[len(_CONDITION) + 2:], text
 
 

@@ -297,8 +297,8 @@ def _settings(writer: Any, format: str | None, outputMode: str | None, partition
 
 
 def _start(original: Callable[..., Any]) -> Callable[..., Any]:
-    def start(self: Any, path: Any=None, format: Any=None, outputMode: Any=None, partitionBy: Any=None,  # noqa: A002, N803
-              queryName: Any=None, **options: Any) -> Any:  # noqa: N803
+    def start(self: Any, path: Any=None, format: Any=None, outputMode: Any=None,  # noqa: A002, N803
+              partitionBy: Any=None, queryName: Any=None, **options: Any) -> Any:  # noqa: N803
         trigger_marks.mark(self._df, _state(self).get("trigger"))
         if not _settings(self, format, outputMode, partitionBy, queryName, options):
             return original(self, path)

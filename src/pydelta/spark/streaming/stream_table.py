@@ -22,7 +22,8 @@ def install() -> None:
         return
     _ORIGINAL["table"] = DataStreamReader.table
     DataStreamReader.table = boundary(_table)  # type: ignore[method-assign]  # a deliberate patch
-    setattr(DataStreamReader, "_pydelta_table_hooked", True)  # noqa: B010 - the marker checked above; mypy: not on the class
+    # the marker checked above (setattr: mypy knows no such attribute on PySpark's class)
+    setattr(DataStreamReader, "_pydelta_table_hooked", True)  # noqa: B010 - see above
 
 
 def _table(self: Any, tableName: str) -> Any:  # noqa: N803 - PySpark's parameter name
