@@ -58,13 +58,38 @@ def copy_table(tmp_path):
 CONNECT_DIR = ROOT / "tests" / "connect"
 
 
+# The test files that take longest (measured: minutes each, mostly waiting on delta-spark's JVM
+# or a program's own Spark), run first: pytest-xdist hands whole files (--dist loadfile) to the
+# worker that is free, so long files at the end of the order would leave one worker running
+# them alone while the other idles.
+LONG_FIRST = (
+    "tests/witness/test_pydelta_reads_delta_spark.py",
+    "tests/witness/test_delta_spark_reads_pydelta.py",
+    "tests/migration/test_migration.py",
+    "tests/s3a/test_s3a_spark.py",
+    "tests/witness/test_witness_change_feed.py",
+    "tests/witness/test_delta_spark_reads_pydelta_features.py",
+    "tests/spark/test_stream_source.py",
+    "tests/test_guide.py",
+    "tests/witness/test_odd_paths_witness.py",
+    "tests/golden/test_golden_spark_reads.py",
+)
+
+
+def _file_rank(item: pytest.Item) -> int:
+    relative = Path(str(item.fspath)).relative_to(ROOT).as_posix()
+    return LONG_FIRST.index(relative) if relative in LONG_FIRST else len(LONG_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     """tests/connect needs a pytest process of its own (a Connect session switches PySpark's
     functions to Connect mode for the whole process): when other tests are collected too,
-    leave the Connect tests out, and say so. `make test` runs them separately."""
+    leave the Connect tests out, and say so. `make test` runs them separately. The long files
+    go first (`LONG_FIRST`); a file's tests keep their order and stay together."""
     connect = [i for i in items if CONNECT_DIR in Path(str(i.fspath)).parents]
     if connect and len(connect) < len(items):
         config.hook.pytest_deselected(items=connect)
         items[:] = [i for i in items if i not in connect]
         print(f"\n{len(connect)} Spark Connect tests left out of this run: "
               "run them on their own (pytest tests/connect, part of `make test`)", file=sys.stderr)
+    items.sort(key=_file_rank)  # stable: the rest keep pytest's order

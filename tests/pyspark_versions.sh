@@ -52,6 +52,10 @@ or test_trigger_once_reads_everything_in_one_batch or test_available_now_with_a_
 or test_starting_version_number_and_latest \
 or test_change_feed_stream_under_update_delete_merge or test_stream_from_a_catalog_table_by_name \
 or test_schema_tracking_streams_across_rename_and_drop"
+# 4.1 runs the same self-paced reader as 4.0 (run whole there) and took 6 of its 8 minutes in CI on
+# the paced streaming tests: there, only the two that show Spark 4.1's micro-batch engine drives
+# that reader at all (new commits exactly once, Trigger.Once in one batch).
+STREAM_PACED_SMOKE="test_snapshot_then_new_commits_exactly_once or test_trigger_once_reads_everything_in_one_batch"
 oldest="$(printf '%s\n' "$@" | sort -V | head -1)"
 
 for version in "$@"; do
@@ -76,7 +80,9 @@ PY
   if [ "$version" = "$oldest" ] || [ -n "${PYSPARK_FULL_SUBSET:-}" ]; then
     selection=(-k "not ($SKIP_HERE)" "${SUBSET[@]}")
   else  # the core tests of the version-independent files (by name), every test of the rest (by file name)
-    selection=(-k "not ($SKIP_HERE) and ($CORE_ONLY or $STREAM_CORE or stream_sink or sql or skipping or managed or tutorial or version_limits)"
+    stream="$STREAM_CORE"
+    if [ "$version" = "4.1" ]; then stream="$STREAM_PACED_SMOKE"; fi
+    selection=(-k "not ($SKIP_HERE) and ($CORE_ONLY or $stream or stream_sink or sql or skipping or managed or tutorial or version_limits)"
                "${SUBSET[@]}")
   fi
   PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -255,3 +255,19 @@ def test_date_like_strings_stay_strings(monkeypatch):
         assert fast.add_files().to_pylist() == _files(slow, "add")
         assert fast.remove_files().to_pylist() == _files(slow, "remove")
         assert fast.remove_files().to_pylist()[0]["path"] == "2024-04-04"
+
+
+def test_num_records_of_pretty_printed_stats_stay_with_their_files():
+    """Stats JSON is any JSON: a writer may break it over lines. Each file keeps its own count."""
+    import pyarrow as pa
+
+    from pydelta.log.snapshot import parse_num_records
+
+    stats = pa.array([
+        '{\n  "numRecords": 7,\n  "minValues": {"id": 1}\n}',
+        '{"minValues":{"id":2},"numRecords":3}',
+        None,
+        '{"numRecords":5}',
+        '{\r\n"maxValues": {"s": "a b"}, "numRecords": 11}',
+    ])
+    assert parse_num_records(stats).to_pylist() == [7, 3, None, 5, 11]

@@ -64,6 +64,9 @@ def parse_num_records(stats: pa.Array) -> pa.Array:
 def _parse_num_records_json(stats: pa.Array) -> pa.Array:
     filled = pc.fill_null(stats, "{}")
     filled = pc.if_else(pc.equal(pc.utf8_length(filled), 0), "{}", filled)
+    # One object per line for Arrow's reader: a line break in a stats string can only be JSON
+    # whitespace (pretty-printed stats; JSON strings cannot hold a raw one), so it becomes a space.
+    filled = pc.replace_substring_regex(filled, "[\r\n]", " ")
     buf = pa.py_buffer("\n".join(filled.to_pylist()).encode("utf-8"))
     schema = pa.schema([("numRecords", pa.int64())])
     table = pajson.read_json(
