@@ -73,6 +73,12 @@ class MissingMetadataError(CorruptedLogError):
     """No metaData action was found while reconstructing the table state."""
 
 
+class ChecksumMismatchError(CorruptedLogError):
+    """A version checksum file (`<v>.crc`) disagrees with the state the log replays to."""
+
+    error_class = "DELTA_TXN_LOG_FAILED_INTEGRITY"
+
+
 class MissingDataFileError(DeltaError):
     """A data or deletion-vector file the snapshot needs is gone (e.g. vacuumed)."""
 
