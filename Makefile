@@ -45,7 +45,7 @@ docs: setup
 # worker (its module fixtures are built once). PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 test: setup lint typecheck docs
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --durations=10
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10
 	$(MAKE) --no-print-directory test-connect
 
 # pydelta over Spark Connect (tests/connect): a real Connect server from pyspark's distribution;
@@ -55,7 +55,7 @@ test-connect: setup
 
 # Two workers here too: the multi-process tests wait on their processes (measured: 21m -> 15m).
 test-slow: setup
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow -n $(PYTEST_WORKERS) --dist loadfile --durations=10
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m slow -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10
 
 # The cross-version subset on the older PySparks pydelta supports (own venvs, ~/.cache/pydelta);
 # .ci/run runs it; one version: `make test-versions PYSPARK_VERSIONS=4.1`.

@@ -61,7 +61,8 @@ CONNECT_DIR = ROOT / "tests" / "connect"
 # The test files that take longest (measured: minutes each, mostly waiting on delta-spark's JVM
 # or a program's own Spark), run first: pytest-xdist hands whole files (--dist loadfile) to the
 # worker that is free, so long files at the end of the order would leave one worker running
-# them alone while the other idles.
+# them alone while the other idles. (The Makefile passes --no-loadscope-reorder: xdist's own
+# order, files with the most tests first, put the few long migration programs last.)
 LONG_FIRST = (
     "tests/witness/test_pydelta_reads_delta_spark.py",
     "tests/witness/test_delta_spark_reads_pydelta.py",

@@ -7,7 +7,7 @@ the replay code can treat all sources alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -88,7 +88,7 @@ def struct_to_table(array: pa.StructArray) -> pa.Table:
     return pa.Table.from_arrays(array.flatten(), names=[f.name for f in array.type])
 
 
-def rows_to_struct(rows: list[dict[str, Any]], target: pa.DataType) -> pa.StructArray:
+def rows_to_struct(rows: Sequence[Mapping[str, Any]], target: pa.DataType) -> pa.StructArray:
     """JSON action bodies (dicts) to an array of `target`, ignoring unknown fields."""
     names = [f.name for f in target]
     cleaned = [{n: r.get(n) for n in names} for r in rows]

@@ -18,7 +18,7 @@ source. The rules are delta-spark's (CDCReader.changesToDF):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any
@@ -129,11 +129,11 @@ def change_files(version: VersionActions, table_root: str) -> list[ChangeFile]:
     return out
 
 
-def _bodies(array: Any) -> list[dict[str, Any]]:
+def _bodies(array: Any) -> list[Mapping[str, Any]]:
     return array.to_pylist() if len(array) else []
 
 
-def _file(body: dict[str, Any], v: int, ts: int, change_type: str) -> ChangeFile:
+def _file(body: Mapping[str, Any], v: int, ts: int, change_type: str) -> ChangeFile:
     pv = body.get("partitionValues") or {}
     if isinstance(pv, list):  # Arrow map -> list of pairs
         pv = dict(pv)
@@ -150,7 +150,7 @@ def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
     return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), table_root)
 
 
-def _dv_diff(remove: dict[str, Any], add: dict[str, Any], v: int, ts: int, table_root: str) -> list[ChangeFile]:
+def _dv_diff(remove: Mapping[str, Any], add: Mapping[str, Any], v: int, ts: int, table_root: str) -> list[ChangeFile]:
     """A file re-added with another deletion vector: newly masked rows deleted, unmasked rows re-inserted."""
     before = _deleted_rows(remove.get("deletionVector"), table_root)
     after = _deleted_rows(add.get("deletionVector"), table_root)

@@ -24,6 +24,7 @@ from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, conform, ro
 from pydelta.log.commits import parse_actions
 from pydelta.log.segment import Checkpoint
 from pydelta.log.storage import FileInfo, LocalStorage, Storage
+from pydelta.protocol.action_types import SidecarFile
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 _TOP_LEVEL = ("add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata")
@@ -83,7 +84,7 @@ def _parquet_batches(storage: Storage, path: str) -> Iterator[pa.Table]:
         raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
 
 
-def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[dict[str, Any]]) -> None:
+def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[SidecarFile]) -> None:
     """protocol, metaData, txn, domainMetadata, sidecar: few rows, fine in Python."""
     names = table.column_names
     if "protocol" in names:
@@ -119,7 +120,7 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
     out = CheckpointContents(checkpoint.version)
     adds: list[pa.Array] = []
     removes: list[pa.Array] = []
-    sidecars: list[dict[str, Any]] = []
+    sidecars: list[SidecarFile] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
             actions = parse_actions(storage.read(f.path), checkpoint.version, f.path)
@@ -147,7 +148,7 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
 def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> list[FileInfo]:
     """The sidecar files a V2 checkpoint's top-level file names (read from that file alone),
     with the sizes it records for them."""
-    sidecars: list[dict[str, Any]] = []
+    sidecars: list[SidecarFile] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
             sidecars.extend(parse_actions(storage.read(f.path), checkpoint.version, f.path).sidecars)
@@ -159,7 +160,7 @@ def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> lis
 
 
 def _existing_sidecars(storage: Storage, log_dir: str, checkpoint: Checkpoint,
-                       sidecars: list[dict[str, Any]]) -> list[FileInfo]:
+                       sidecars: list[SidecarFile]) -> list[FileInfo]:
     """Sidecar actions as files: a bare name lives in `_delta_log/_sidecars`; every one must exist."""
     files = []
     for sidecar in sidecars:

@@ -22,7 +22,6 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +33,7 @@ from pydelta.log.arrow_actions import DV_TYPE, STR_MAP
 from pydelta.log.last_checkpoint import make_last_checkpoint, parse_last_checkpoint
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import FileAlreadyExistsError, Storage
+from pydelta.protocol.action_types import SidecarFile
 from pydelta.protocol.partition_values import partition_values_to_arrow
 from pydelta.protocol.properties import parse_interval_ms
 from pydelta.protocol.schema import StructType, column_mapping_mode, physical_name
@@ -492,12 +492,12 @@ def _write_multipart(job: _Job, parts: int) -> _Written:
     return _Written(job.version, size, parts, size_in_bytes, len(job.adds))
 
 
-def _write_sidecars(job: _Job, parts: int) -> list[dict[str, Any]]:
+def _write_sidecars(job: _Job, parts: int) -> list[SidecarFile]:
     """The file actions in `parts` sidecar files (empty ones skipped); their `sidecar` rows."""
     if len(job.adds) + len(job.removes) == 0:
         return []
     schema = _schema(job.adds.type, sidecar=True)
-    rows = []
+    rows: list[SidecarFile] = []
     for adds, removes in _split(job, max(parts, 1)):
         if len(adds) + len(removes) == 0:
             continue
@@ -591,7 +591,8 @@ def _ensure_backfilled(snapshot: Snapshot) -> None:
 
 
 def write_checkpoint(
-    snapshot: Snapshot, *, parts: int | None = None, v2: bool | None = None, now_ms: int | None = None
+    snapshot: Snapshot, *, parts: int | None = None, v2: bool | None = None, now_ms: int | None = None,
+    checksum_mismatch_fatal: bool = True,
 ) -> None:
     """Write a checkpoint of `snapshot` at its version, then update `_last_checkpoint`.
 
@@ -599,9 +600,14 @@ def write_checkpoint(
     number of sidecar files. `v2` None follows the table: V2 when it has the v2Checkpoint
     feature and `delta.checkpointPolicy` is "v2". `now_ms` is the clock used to expire
     tombstones. If the classic checkpoint file already exists, another writer made it and
-    nothing is done.
+    nothing is done. As delta-spark, the version's checksum file (if any) is checked against
+    the state first: a mismatch raises ChecksumMismatchError unless `checksum_mismatch_fatal`
+    is off (then it is logged), so a checkpoint never makes a wrong state permanent.
     """
+    from pydelta.log.checksum import validate_checksum
+
     snapshot.protocol.check_readable()
+    validate_checksum(snapshot, fatal=checksum_mismatch_fatal)
     _ensure_backfilled(snapshot)
     use_v2 = _use_v2(snapshot, v2)
     parts = _check_parts(parts, snapshot, use_v2)

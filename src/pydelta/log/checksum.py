@@ -53,8 +53,8 @@ ALL_FILES_MAX = 50
 SET_TRANSACTIONS_MAX = 100
 DOMAIN_METADATA_MAX = 10
 DV_FEATURE = "deletionVectors"
-# Operations that re-add files already in the table (delta-spark does not count their adds again).
-_READDING_OPERATIONS = frozenset({"ComputeStats", "RowTrackingBackfill", "RowTrackingUnBackfill", "DROP FEATURE"})
+# Operations whose adds re-add files already in the table (delta-spark does not count them again).
+_READDING_OPERATIONS = frozenset({"COMPUTE STATS", "ROW TRACKING BACKFILL", "ROW TRACKING UNBACKFILL", "DROP FEATURE"})
 
 
 def checksum_path(table_root: str, version: int) -> str:
@@ -346,9 +346,15 @@ def derive_checksum(previous: VersionChecksum, actions: Sequence[Mapping[str, An
     schema_changed = False
     dv_deltas: list[tuple[int, int]] = []  # (cardinality, +1 / -1)
     counts_adds = operation not in _READDING_OPERATIONS
+    removed = {_file_key(a["remove"]) for a in actions if "remove" in a}
     for action in actions:
         kind, body = next(iter(action.items()))
-        if kind == "add" and counts_adds:
+        if kind == "add" and not counts_adds:
+            if files is not None and _file_key(body) in files:
+                files[_file_key(body)] = _all_files_entry(body)  # the same file, its new fields
+        elif kind == "add" and files is not None and _file_key(body) in files and _file_key(body) not in removed:
+            files[_file_key(body)] = _all_files_entry(body)  # re-added without a remove: it replaces itself
+        elif kind == "add":
             size += int(body["size"])
             count += 1
             histogram.add(int(body["size"]))

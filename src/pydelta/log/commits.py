@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydelta.errors import CorruptedLogError
+from pydelta.protocol.action_types import AddCDCFile, AddFile, RemoveFile, SidecarFile
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 
@@ -20,10 +22,10 @@ class CommitActions:
     commit_info: dict[str, Any] | None = None
     txns: list[Txn] = field(default_factory=list)
     domains: list[DomainMetadata] = field(default_factory=list)
-    adds: list[dict[str, Any]] = field(default_factory=list)
-    removes: list[dict[str, Any]] = field(default_factory=list)
-    cdcs: list[dict[str, Any]] = field(default_factory=list)
-    sidecars: list[dict[str, Any]] = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
+    removes: list[RemoveFile] = field(default_factory=list)
+    cdcs: list[AddCDCFile] = field(default_factory=list)
+    sidecars: list[SidecarFile] = field(default_factory=list)
     checkpoint_metadata: dict[str, Any] | None = None
     # Set by the vectorized parser (json_actions.parse_commit): file actions as Arrow
     # chunked arrays of ADD_TYPE / REMOVE_TYPE, in file order, instead of `adds`/`removes`.
@@ -61,7 +63,7 @@ class CommitActions:
         return int(ts) if ts is not None else None
 
 
-def _chunks(array: Any, rows: list[dict[str, Any]], target: Any) -> list[Any]:
+def _chunks(array: Any, rows: Sequence[Mapping[str, Any]], target: Any) -> list[Any]:
     from pydelta.log.arrow_actions import rows_to_struct
 
     parts = [c for c in array.chunks if len(c)] if array is not None else []
@@ -97,10 +99,11 @@ def parse_actions(data: bytes, version: int, source: str) -> CommitActions:
 
 def _add_action(out: CommitActions, action: dict[str, Any]) -> None:
     for kind, body in action.items():
+        # The file actions stay the JSON objects they are (typed by their keys, checked when replayed).
         if kind == "add":
-            out.adds.append(body)
+            out.adds.append(cast("AddFile", body))
         elif kind == "remove":
-            out.removes.append(body)
+            out.removes.append(cast("RemoveFile", body))
         elif kind == "metaData":
             out.metadata = Metadata.from_dict(body)
         elif kind == "protocol":
@@ -114,9 +117,9 @@ def _add_action(out: CommitActions, action: dict[str, Any]) -> None:
                 DomainMetadata(body["domain"], body.get("configuration") or "", bool(body.get("removed", False)))
             )
         elif kind == "cdc":
-            out.cdcs.append(body)
+            out.cdcs.append(cast("AddCDCFile", body))
         elif kind == "sidecar":
-            out.sidecars.append(body)
+            out.sidecars.append(cast("SidecarFile", body))
         elif kind == "checkpointMetadata":
             out.checkpoint_metadata = body
         # Unknown actions are ignored, as the protocol allows.

@@ -23,6 +23,7 @@ _CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _MULTIPART_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
 _COMPACTION = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
+_CHECKSUM = re.compile(r"^(\d{20})\.crc$")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class LogSegment:
     checkpoint: Checkpoint | None
     commits: list[tuple[int, FileInfo]]  # ascending, strictly after the checkpoint
     compactions: list[Compaction] = field(default_factory=list)
+    checksum: FileInfo | None = None  # the version checksum file of `version`, if listed
 
     @property
     def last_commit_timestamp(self) -> int:
@@ -64,6 +66,7 @@ class LogListing:
     commits: dict[int, FileInfo] = field(default_factory=dict)
     checkpoints: dict[int, list[Checkpoint]] = field(default_factory=dict)
     compactions: list[Compaction] = field(default_factory=list)
+    checksums: dict[int, FileInfo] = field(default_factory=dict)
 
 
 def classify(files: list[FileInfo]) -> LogListing:
@@ -82,6 +85,8 @@ def classify(files: list[FileInfo]) -> LogListing:
             listing.checkpoints.setdefault(int(m.group(1)), []).append(Checkpoint(int(m.group(1)), "v2", (f,)))
         elif m := _COMPACTION.match(name):
             listing.compactions.append(Compaction(int(m.group(1)), int(m.group(2)), f))
+        elif m := _CHECKSUM.match(name):
+            listing.checksums[int(m.group(1))] = f
     for (version, parts), found in multipart.items():
         if len(found) == parts and all(i in found for i in range(1, parts + 1)):
             cp = Checkpoint(version, "multipart", tuple(found[i] for i in range(1, parts + 1)))
@@ -172,7 +177,8 @@ def _segment_from(
             return None
         raise LogNotContiguousError(f"versions are not contiguous in {log_dir}: version {expected} is missing")
     compactions = [c for c in listing.compactions if c.start >= start and c.end <= target]
-    return LogSegment(log_dir, target, checkpoint, commits, _non_overlapping(compactions))
+    return LogSegment(log_dir, target, checkpoint, commits, _non_overlapping(compactions),
+                      listing.checksums.get(target))
 
 
 def _non_overlapping(compactions: list[Compaction]) -> list[Compaction]:

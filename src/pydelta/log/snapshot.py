@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from pydelta.errors import DeltaIllegalArgumentError, DeltaTableNotFoundError, VersionNotFoundError
+from pydelta.errors import (
+    DeltaIllegalArgumentError,
+    DeltaTableNotFoundError,
+    MissingDataFileError,
+    VersionNotFoundError,
+)
 from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
 from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
@@ -21,6 +26,7 @@ from pydelta.log.timestamps import commit_timestamps, to_millis, version_at
 from pydelta.protocol.actions import Metadata, Protocol
 
 if TYPE_CHECKING:
+    from pydelta.log.checksum import VersionChecksum
     from pydelta.protocol.schema import StructType
 
 _FILE_COLUMNS = {
@@ -82,7 +88,7 @@ def _files_of(adds: pa.StructArray) -> pa.Table:
     return struct_to_table(adds).rename_columns([_FILE_COLUMNS[n] for n in adds.type.names if n in _FILE_COLUMNS])
 
 
-def files_table(actions: list[dict[str, Any]]) -> pa.Table:
+def files_table(actions: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Add, remove or cdc action bodies as a table with every column of `Snapshot.files()` (null
     where an action lacks the field), for reading files that are not one snapshot's (the change feed).
 
@@ -106,25 +112,64 @@ def ict_enablement_version(metadata: Metadata) -> int | None:
 
 
 class Snapshot:
-    """Protocol, metadata and live files of a table version."""
+    """Protocol, metadata and live files of a table version.
 
-    def __init__(self, table_root: str, storage: Storage, segment: LogSegment, state: TableState) -> None:
+    Loaded with the version's checksum file (`log.checksum`), a snapshot answers its protocol,
+    metadata, file count, size, in-commit timestamp, app transactions and domains from it, as
+    delta-spark and kernel-rs do, and replays the log only when something else is asked for
+    (its files, above all). Without one, the log is replayed when the snapshot is made.
+    """
+
+    def __init__(self, table_root: str, storage: Storage, segment: LogSegment, state: TableState | None,
+                 checksum: VersionChecksum | None = None) -> None:
         self.table_root = table_root
         self.storage = storage
         self.segment = segment
-        self._state = state
+        if state is None and (checksum is None or checksum.metadata is None or checksum.protocol is None):
+            raise DeltaIllegalArgumentError("a snapshot needs its replayed state or a complete checksum")
+        self._replayed = state
+        self._checksum = checksum
+
+    @property
+    def _state(self) -> TableState:
+        """The replayed state, replayed on first use when the snapshot started from its checksum."""
+        if self._replayed is None:
+            try:
+                state = _replay(self.storage, self.table_root, self.segment)
+            except (MissingDataFileError, FileNotFoundError):
+                # A file of the listed segment went since (a checkpoint replaced, the log cleaned
+                # up): the same version from the log as it is now.
+                self.segment = build_segment(self.storage, self.table_root, self.segment.version)
+                state = _replay(self.storage, self.table_root, self.segment)
+            _check_against_checksum(self, state)
+            self._replayed = state
+        return self._replayed
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the log has been replayed (False: so far answered from the checksum file)."""
+        return self._replayed is not None
+
+    @property
+    def checksum(self) -> VersionChecksum | None:
+        """The version checksum this snapshot was loaded with (None: not read, or there is none)."""
+        return self._checksum
 
     # ---- identity -----------------------------------------------------------------
     @property
     def version(self) -> int:
-        return self._state.version
+        return self._replayed.version if self._replayed is not None else self.segment.version
 
     @property
     def protocol(self) -> Protocol:
+        if self._replayed is None and self._checksum is not None and self._checksum.protocol is not None:
+            return self._checksum.protocol
         return self._state.protocol
 
     @property
     def metadata(self) -> Metadata:
+        if self._replayed is None and self._checksum is not None and self._checksum.metadata is not None:
+            return self._checksum.metadata
         return self._state.metadata
 
     @property
@@ -142,10 +187,14 @@ class Snapshot:
     @property
     def transactions(self) -> dict[str, int]:
         """appId -> latest version, for idempotent writers."""
+        if self._replayed is None and self._checksum is not None and self._checksum.set_transactions is not None:
+            return {t.app_id: t.version for t in self._checksum.set_transactions}
         return {k: t.version for k, t in self._state.txns.items()}
 
     @property
     def domain_metadata(self) -> dict[str, str]:
+        if self._replayed is None and self._checksum is not None and self._checksum.domain_metadata is not None:
+            return {d.domain: d.configuration for d in self._checksum.domain_metadata if not d.removed}
         return {k: d.configuration for k, d in self._state.domains.items()}
 
     @property
@@ -160,6 +209,10 @@ class Snapshot:
     def timestamp(self) -> int:
         """Commit timestamp of this version in ms (in-commit timestamp when enabled)."""
         ict = ict_enablement_version(self.metadata)
+        if ict is None or self.version < ict:
+            return self.segment.last_commit_timestamp
+        if self._replayed is None and self._checksum is not None and self._checksum.in_commit_timestamp is not None:
+            return self._checksum.in_commit_timestamp
         info = self._state.latest_commit_info
         if ict is not None and self.version >= ict and info and info.get("inCommitTimestamp") is not None:
             return int(info["inCommitTimestamp"])
@@ -168,7 +221,17 @@ class Snapshot:
     # ---- files --------------------------------------------------------------------
     @property
     def num_files(self) -> int:
+        if self._replayed is None and self._checksum is not None:
+            return self._checksum.num_files
         return len(self._state.adds)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """The total size of the live data files."""
+        if self._replayed is None and self._checksum is not None:
+            return self._checksum.table_size_bytes
+        adds = self._state.adds
+        return int(pc.sum(pc.struct_field(adds, "size")).as_py() or 0) if len(adds) else 0
 
     def files(self) -> pa.Table:
         """One row per live data file: path, size, partition_values, num_records, stats, deletion_vector, ..."""
@@ -274,6 +337,40 @@ class Snapshot:
         return f"Snapshot(path={self.table_root!r}, version={self.version}, files={self.num_files})"
 
 
+def _check_against_checksum(snapshot: Snapshot, state: TableState) -> None:
+    """A snapshot that answered from its checksum must replay to the same protocol and metadata:
+    otherwise what it already said was wrong (ChecksumMismatchError, DELTA_TXN_LOG_FAILED_INTEGRITY)."""
+    checksum = snapshot.checksum
+    if checksum is None:
+        return
+    wrong = [name for name, ours, theirs in (("protocol", state.protocol, checksum.protocol),
+                                             ("metadata", state.metadata, checksum.metadata))
+             if theirs is not None and ours.to_dict() != theirs.to_dict()]
+    if wrong:
+        from pydelta.errors import ChecksumMismatchError
+
+        raise ChecksumMismatchError(
+            f"[DELTA_TXN_LOG_FAILED_INTEGRITY] The transaction log has failed integrity checks. Failed verification "
+            f"at version {snapshot.version} of {snapshot.table_root}: the version checksum's {' and '.join(wrong)} "
+            "differ from the log's")
+
+
+def _usable_checksum(storage: Storage, root: str, segment: LogSegment) -> VersionChecksum | None:
+    """The segment version's checksum, when listed, readable and complete (protocol and metadata)."""
+    if segment.checksum is None or not _USE_CHECKSUMS:
+        return None
+    from pydelta.log.checksum import read_checksum
+
+    checksum = read_checksum(storage, root, segment.version)
+    if checksum is None or checksum.metadata is None or checksum.protocol is None:
+        return None
+    return checksum
+
+
+# Whether snapshots start from their version's checksum (tests switch it off to compare).
+_USE_CHECKSUMS = True
+
+
 def _normalize_root(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise DeltaIllegalArgumentError(f"invalid table path {path!r}")
@@ -348,7 +445,9 @@ def load_snapshot(
         if snapshot is None:
             raise
     else:
-        snapshot = Snapshot(root, storage, segment, _replay(storage, root, segment)).with_owner_commits(end=version)
+        checksum = _usable_checksum(storage, root, segment)
+        state = None if checksum is not None else _replay(storage, root, segment)
+        snapshot = Snapshot(root, storage, segment, state, checksum).with_owner_commits(end=version)
         if version is not None and snapshot.version != version:  # published, but past what the catalog ratified
             raise VersionNotFoundError(f"version {version} of {root} was not ratified by its catalog "
                                        f"(its latest version is {snapshot.version})")

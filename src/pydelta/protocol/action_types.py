@@ -9,7 +9,8 @@ forms travel as plain dicts.
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict
+from collections.abc import Mapping
+from typing import Any, Required, TypedDict, cast
 
 
 class DeletionVectorDict(TypedDict, total=False):
@@ -64,6 +65,15 @@ class AddCDCFile(TypedDict, total=False):
     tags: dict[str, str] | None
 
 
+class SidecarFile(TypedDict, total=False):
+    """A `sidecar` action of a V2 checkpoint: a file holding some of its add and remove actions."""
+
+    path: Required[str]
+    sizeInBytes: Required[int]
+    modificationTime: Required[int]
+    tags: dict[str, str] | None
+
+
 class Action(TypedDict, total=False):
     """One line of a commit: exactly one of these keys."""
 
@@ -76,7 +86,7 @@ class Action(TypedDict, total=False):
     domainMetadata: dict[str, Any]
     commitInfo: dict[str, Any]
     checkpointMetadata: dict[str, Any]
-    sidecar: dict[str, Any]
+    sidecar: SidecarFile
 
 
 def as_add(add: AddFile) -> Action:
@@ -87,3 +97,9 @@ def as_add(add: AddFile) -> Action:
 def as_remove(remove: RemoveFile) -> Action:
     """`{"remove": remove}`, typed."""
     return {"remove": remove}
+
+
+def kind_and_body(action: Action) -> tuple[str, Mapping[str, Any]]:
+    """The one key of a commit line and its body (an action holds exactly one)."""
+    ((kind, body),) = action.items()
+    return kind, cast("Mapping[str, Any]", body)

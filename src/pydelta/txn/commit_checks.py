@@ -7,7 +7,7 @@ of a commit (paths, partition values, duplicates, appendOnly, deletion vectors).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_K
 from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
 from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
 from pydelta.protocol import properties as P
+from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
@@ -130,7 +131,7 @@ def validate_metadata(metadata: Metadata) -> None:
 
 
 def validate_file_actions(
-    file_actions: list[dict[str, Any]],
+    file_actions: Sequence[Action],
     metadata: Metadata,
     protocol: Protocol,
     table_root: str,
@@ -148,7 +149,7 @@ def validate_file_actions(
     removes: dict[str, str] = {}
     removed: dict[str, Mapping[str, Any] | None] = {}
     for action in file_actions:
-        (kind, body), = action.items()
+        kind, body = kind_and_body(action)
         path = body.get("path")
         if not isinstance(path, str) or not path:
             raise DeltaIllegalArgumentError(f"{kind} action without a path: {body!r:.200}")

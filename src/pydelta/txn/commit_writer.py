@@ -22,6 +22,7 @@ from pydelta.log.commit_owners.registry import OwnerSpec, client_of, owner_spec
 from pydelta.log.file_info import FileInfo
 from pydelta.log.segment import list_log, log_dir_of
 from pydelta.log.storage import FileAlreadyExistsError, Storage
+from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, dumps_action
 from pydelta.txn import row_tracking
 from pydelta.txn.commit_info import ICT_TIMESTAMP, ICT_VERSION
@@ -52,7 +53,7 @@ class PreparedCommit:
     read_owner: OwnerSpec | None = None
     new_owner: OwnerSpec | None = None
     # Row tracking: file actions get row IDs per attempt (they depend on version and mark).
-    row_tracked_actions: list[dict[str, Any]] | None = None
+    row_tracked_actions: list[Action] | None = None
     row_id_mark: int = -1
     live_row_ids: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
@@ -91,6 +92,7 @@ class CommitWriter:
     txn_id: str
     clock: Callable[[], int]
     max_commit_attempts: int
+    committed_payload: bytes | None = field(default=None, init=False)  # the lines of the version won
 
     def commit_path(self, version: int) -> str:
         return os.path.join(log_dir_of(self.table_root), f"{version:020d}.json")
@@ -128,7 +130,7 @@ class CommitWriter:
             if mark > prepared.row_id_mark:
                 domain = DomainMetadata(row_tracking.DOMAIN, row_tracking.domain_configuration(mark), False)
                 lines.append(dumps_action("domainMetadata", domain.to_dict()))
-            lines.extend(dumps_action(kind, body) for a in actions for kind, body in a.items())
+            lines.extend(dumps_action(kind, dict(body)) for kind, body in map(kind_and_body, actions))
         return ("\n".join(lines) + "\n").encode("utf-8"), info
 
     def write_with_retries(self, prepared: PreparedCommit) -> tuple[int, dict[str, Any]]:
@@ -150,6 +152,7 @@ class CommitWriter:
                 if not ours:
                     continue
                 # Our own commit is already there (a retried write that did land).
+            self.committed_payload = payload
             return attempt_version, info
         raise ConcurrentWriteException(
             f"This commit has failed as it has been tried {self.max_commit_attempts} times but did not "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,6 +27,7 @@ from pydelta.errors import (
 )
 from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.replay import canonical_path
+from pydelta.protocol.action_types import AddFile, RemoveFile
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import feature_spec
 from pydelta.protocol.predicates import Predicate
@@ -230,7 +231,7 @@ def _partition_hint(txn: CurrentTransaction, values: Mapping[str, Any] | None) -
     return "[" + ", ".join(parts) + "]"
 
 
-def _files_table(adds: list[dict[str, Any]]) -> pa.Table:
+def _files_table(adds: Sequence[AddFile]) -> pa.Table:
     """The shape Snapshot.files() has, enough for FileSkipper: path, partition_values, stats."""
     return pa.table(
         {
@@ -244,7 +245,7 @@ def _files_table(adds: list[dict[str, Any]]) -> pa.Table:
     )
 
 
-def first_matching_file(txn: CurrentTransaction, adds: list[dict[str, Any]]) -> dict[str, Any] | None:
+def first_matching_file(txn: CurrentTransaction, adds: Sequence[AddFile]) -> AddFile | None:
     """The first added file this transaction's reads would have seen, or None."""
     if not adds or txn.is_blind_append:
         return None
@@ -295,7 +296,7 @@ def _check_added_files(txn: CurrentTransaction, winner: WinningCommit) -> None:
     )
 
 
-def _canonical(paths: Iterable[dict[str, Any]], root: str) -> list[tuple[str, dict[str, Any]]]:
+def _canonical(paths: Iterable[AddFile | RemoveFile], root: str) -> list[tuple[str, AddFile | RemoveFile]]:
     return [(canonical_path(r["path"], root), r) for r in paths]
 
 

@@ -12,11 +12,12 @@ takes the winner's high-water mark and the new version.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.protocol import properties
+from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import Metadata, Protocol
 
 if TYPE_CHECKING:
@@ -89,16 +90,16 @@ def _num_records(add: Mapping[str, Any]) -> int:
     return int(records)
 
 
-def assign(file_actions: list[dict[str, Any]], version: int, mark: int,
-           live: Mapping[str, tuple[Any, Any]]) -> tuple[list[dict[str, Any]], int]:
+def assign(file_actions: Sequence[Action], version: int, mark: int,
+           live: Mapping[str, tuple[Any, Any]]) -> tuple[list[Action], int]:
     """`file_actions` with row IDs and commit versions filled in, and the new high-water mark."""
-    out = []
+    out: list[Action] = []
     for action in file_actions:
-        kind, body = next(iter(action.items()))
+        kind, original = kind_and_body(action)
         if kind not in ("add", "remove"):
             out.append(action)
             continue
-        body = dict(body)
+        body = dict(original)
         known = live.get(body["path"])
         if known is not None:
             body.setdefault("baseRowId", known[0])
@@ -110,7 +111,7 @@ def assign(file_actions: list[dict[str, Any]], version: int, mark: int,
                 body["baseRowId"] = mark + 1
             mark = max(mark, int(body["baseRowId"]) + records - 1)
             body.setdefault("defaultRowCommitVersion", version)
-        out.append({kind: body})
+        out.append(cast("Action", {kind: body}))
     return out, mark
 
 

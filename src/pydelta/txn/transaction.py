@@ -11,10 +11,11 @@ staged, commit_writer.py publishes the prepared commit (attempts, conflicts, reb
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import (
     DeltaAnalysisError,
@@ -25,10 +26,10 @@ from pydelta.errors import (
 )
 from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.registry import owner_spec
-from pydelta.log.segment import LogSegment, list_log
+from pydelta.log.segment import LogSegment, list_log, log_dir_of
 from pydelta.log.storage import Storage, storage_for, to_local_path
 from pydelta.protocol import properties as P
-from pydelta.protocol.action_types import Action
+from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
 from pydelta.protocol.predicates import Predicate
 from pydelta.txn import protocol_upgrade as pu
@@ -87,6 +88,8 @@ class OptimisticTransaction:
         legacy_protocols: bool = True,
         post_commit_hooks: bool = True,
         clock: Callable[[], int] | None = None,
+        write_checksum: bool = True,
+        checksum_mismatch_fatal: bool = True,
     ) -> None:
         if isolation_level not in (SERIALIZABLE, WRITE_SERIALIZABLE):
             raise DeltaIllegalArgumentError(
@@ -106,6 +109,11 @@ class OptimisticTransaction:
         self.max_commit_attempts = max_commit_attempts
         self.legacy_protocols = legacy_protocols
         self.post_commit_hooks = post_commit_hooks
+        # Version checksum files (log/checksum.py): written after each commit (delta-spark's
+        # spark.databricks.delta.writeChecksumFile.enabled); a checksum that disagrees with the
+        # replayed state stops a checkpoint (spark.databricks.delta.checksum.mismatch.fatal).
+        self.write_checksum = write_checksum
+        self.checksum_mismatch_fatal = checksum_mismatch_fatal
         self.txn_id = new_txn_id()
         self._clock = clock or _now_ms
         self._new_metadata: Metadata | None = None
@@ -119,6 +127,7 @@ class OptimisticTransaction:
         self.committed_version: int | None = None
         self.committed_commit_info: dict[str, Any] | None = None
         self._post_snapshot: Snapshot | None = None
+        self._committed_payload: bytes | None = None
         if snapshot is not None:
             # Refuse early, before the caller writes any data file.
             refuse_catalog_managed(snapshot.protocol, snapshot.metadata)
@@ -281,12 +290,13 @@ class OptimisticTransaction:
         version = self._write_with_retries(prepared)
         self.committed_version = version
         logger.info("committed version %d of %s (%d attempts)", version, self.table_root, prepared.attempts)
+        self._write_version_checksum(version, operation.name)
         self._run_post_commit_hooks(version)
         return version
 
-    def _absorb(self, actions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def _absorb(self, actions: Iterable[Mapping[str, Any]]) -> list[Action]:
         """Split caller actions: file actions stay, others go through the transaction's own API."""
-        file_actions: list[dict[str, Any]] = []
+        file_actions: list[Action] = []
         for action in actions:
             if not isinstance(action, Mapping) or len(action) != 1:
                 raise DeltaIllegalArgumentError(
@@ -296,7 +306,7 @@ class OptimisticTransaction:
             if kind in _FILE_KINDS:
                 if not isinstance(body, Mapping):
                     raise DeltaIllegalArgumentError(f"{kind} action body must be a dict, got {body!r:.200}")
-                file_actions.append({kind: body})
+                file_actions.append(cast("Action", {kind: body}))  # checked by validate_file_actions
             elif kind == "metaData":
                 self.update_metadata(body if isinstance(body, Metadata) else Metadata.from_dict(body))
             elif kind == "protocol":
@@ -314,7 +324,7 @@ class OptimisticTransaction:
 
     def _prepare(
         self,
-        file_actions: list[dict[str, Any]],
+        file_actions: list[Action],
         operation: Operation,
         operation_metrics: Mapping[str, int | str] | None,
         user_metadata: str | None,
@@ -365,7 +375,7 @@ class OptimisticTransaction:
         tracked = row_tracking.assigns_row_ids(protocol, metadata) and any(
             "add" in a or "remove" in a for a in file_actions)
         if not tracked:
-            other += [dumps_action(kind, body) for a in file_actions for kind, body in a.items()]
+            other += [dumps_action(*_line(a)) for a in file_actions]
         conflict_info = CurrentTransaction(
             table_root=self.table_root,
             read_snapshot=self.snapshot,
@@ -398,13 +408,12 @@ class OptimisticTransaction:
                 "DomainMetadataTableFeature is not enabled."
             )
 
-    def _isolation_for(self, file_actions: list[dict[str, Any]], op_changes_data: bool) -> str:
+    def _isolation_for(self, file_actions: list[Action], op_changes_data: bool) -> str:
         """delta-spark: no-data-change commits of only file actions may use SnapshotIsolation."""
         if self._new_metadata is not None or self._new_protocol is not None or self._txns or self._domains:
             return self.isolation_level
-        data_changed = any(
-            body.get("dataChange", True) for a in file_actions for kind, body in a.items() if kind != "cdc"
-        )
+        data_changed = any(body.get("dataChange", True) for kind, body in map(kind_and_body, file_actions)
+                           if kind != "cdc")
         # SnapshotIsolation needs no data change; below Serializable, also an operation that changes no data
         allowed = not data_changed and (self.isolation_level == SERIALIZABLE or not op_changes_data)
         return SNAPSHOT_ISOLATION if allowed else self.isolation_level
@@ -415,6 +424,7 @@ class OptimisticTransaction:
                               self._clock, self.max_commit_attempts)
         version, info = writer.write_with_retries(prepared)
         self.committed_commit_info = info
+        self._committed_payload = writer.committed_payload
         if prepared.metadata_action is not None:
             self._new_metadata = writer.metadata_for(prepared, version)
         return version
@@ -443,6 +453,34 @@ class OptimisticTransaction:
                 logger.debug("incremental post-commit snapshot failed, reloading: %s", e)
         return load_snapshot(self.table_root, version=version)
 
+    def _write_version_checksum(self, version: int, operation: str) -> None:
+        """Leave `<version>.crc`, derived from the previous version's checksum and this commit's own
+        lines (from the post-commit snapshot where there is none to derive from). Like delta-spark's
+        checksum hook it runs right after the commit, before the checkpoint, never overwrites a file
+        and never fails the committed write."""
+        if not self.write_checksum or self._committed_payload is None:
+            return
+        from pydelta.log import checksum as crc
+
+        if owner_spec(self.metadata, self.protocol) is not None and not self.storage.exists(
+                f"{log_dir_of(self.table_root)}/{version:020d}.json"):
+            # A commit its owner (or catalog) holds unpublished: the protocol allows its checksum
+            # now, but readers that list only _delta_log (delta-rs' kernel) refuse a checksum newer
+            # than the last published commit, so there is none for it.
+            return
+
+        try:
+            actions = [json.loads(line) for line in self._committed_payload.decode("utf-8").splitlines() if line]
+            previous = crc.EMPTY_TABLE if version == 0 else crc.read_checksum(self.storage, self.table_root,
+                                                                                version - 1)
+            derived = None if previous is None else crc.derive_checksum(previous, actions, operation=operation,
+                                                                          txn_id=self.txn_id)
+            if derived is None:
+                derived = crc.compute_checksum(self.post_commit_snapshot(), txn_id=self.txn_id)
+            crc.write_checksum(self.storage, self.table_root, version, derived)
+        except Exception as e:  # noqa: BLE001 - the commit stands whatever happens here
+            logger.warning("no checksum for version %d of %s (the commit stands): %s", version, self.table_root, e)
+
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint every `delta.checkpointInterval` versions; never fails the committed write."""
         if not self.post_commit_hooks or version <= 0:
@@ -459,7 +497,7 @@ class OptimisticTransaction:
             return
         try:
             snapshot = self.post_commit_snapshot()
-            write_checkpoint(snapshot)
+            write_checkpoint(snapshot, checksum_mismatch_fatal=self.checksum_mismatch_fatal)
         except Exception as e:
             logger.warning("checkpoint of %s at version %d failed; the commit stands: %s", self.table_root, version, e)
             return
@@ -475,6 +513,11 @@ class OptimisticTransaction:
 
 
 # ---- helpers ------------------------------------------------------------------------------
+
+
+def _line(action: Action) -> tuple[str, dict[str, Any]]:
+    kind, body = kind_and_body(action)
+    return kind, dict(body)
 
 
 def _optional(module: str, name: str) -> Callable[..., Any] | None:

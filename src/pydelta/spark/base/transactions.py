@@ -20,10 +20,15 @@ from pydelta.errors import DeltaError
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.actions import Metadata
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.conf import conf_bool
 from pydelta.spark.base.engine import SparkEngine
 from pydelta.txn.commit_info import EngineInfo
 from pydelta.txn.transaction import OptimisticTransaction
 from pydelta.version import __version__
+
+# delta-spark's session confs for version checksum files (log/checksum.py), both on by default.
+WRITE_CHECKSUM_CONF = "spark.databricks.delta.writeChecksumFile.enabled"
+CHECKSUM_MISMATCH_FATAL_CONF = "spark.databricks.delta.checksum.mismatch.fatal"
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,9 @@ def open_transaction(spark: SparkSession, snapshot: Snapshot | None, table_root:
         raise DeltaError("internal error: a transaction needs a snapshot or a table root")
     storage = snapshot.storage if snapshot is not None else SparkEngine(spark).storage(root)
     return OptimisticTransaction(root, snapshot, engine_info=engine_info(spark), storage=storage,
-                                 isolation_level=isolation_level(snapshot.metadata if snapshot else None))
+                                 isolation_level=isolation_level(snapshot.metadata if snapshot else None),
+                                 write_checksum=conf_bool(spark, WRITE_CHECKSUM_CONF, True),
+                                 checksum_mismatch_fatal=conf_bool(spark, CHECKSUM_MISMATCH_FATAL_CONF, True))
 
 
 def run_post_commit_hooks(spark: SparkSession, txn: OptimisticTransaction, version: int | None,

@@ -72,8 +72,8 @@ def history_dataframe(spark: SparkSession, snapshot: Snapshot, limit: int | None
 
 
 def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
+    """DESCRIBE DETAIL's row: from the version checksum alone when the snapshot has one (no replay)."""
     md = snapshot.metadata
-    files = snapshot.files()
     clustering = None
     if "delta.clustering" in snapshot.domain_metadata:
         try:
@@ -91,8 +91,8 @@ def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
         _ts(snapshot.timestamp),
         list(md.partition_columns),
         clustering or [],
-        files.num_rows,
-        int(sum(files.column("size").to_pylist())) if files.num_rows else 0,
+        snapshot.num_files,
+        snapshot.size_in_bytes,
         dict(md.configuration),
         snapshot.protocol.min_reader_version,
         snapshot.protocol.min_writer_version,

@@ -14,7 +14,7 @@ modules, so workers stay cheap to start.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,7 @@ class FileToRead:
     commit_version: int
     commit_timestamp: int  # ms since epoch
     change_type: str | None = None  # change feed: "insert"/"delete"; None: a cdc file carrying the column
-    deletion_vector: dict[str, Any] | None = None
+    deletion_vector: Mapping[str, Any] | None = None
     only_rows: tuple[int, ...] | None = None  # keep exactly these row indexes (DV diff)
 
 

@@ -17,11 +17,11 @@ import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
-from pydelta.protocol.action_types import AddFile, RemoveFile
+from pydelta.protocol.action_types import AddFile, DeletionVectorDict, RemoveFile
 from pydelta.protocol.actions import Metadata
 from pydelta.protocol.partition_values import (
     deserialize_partition_value,
@@ -329,9 +329,9 @@ def remove_action(add: Mapping[str, Any], *, data_change: bool = True, timestamp
     return out
 
 
-def file_rows_to_adds(files: Any) -> list[dict[str, Any]]:
-    """Snapshot.files() rows back to add-action shaped dicts (for removes)."""
-    out = []
+def file_rows_to_adds(files: Any) -> list[AddFile]:
+    """Snapshot.files() rows back to the add actions they replay from (for removes)."""
+    out: list[AddFile] = []
     for row in files.to_pylist():
         pv = row.get("partition_values")
         out.append(
@@ -339,8 +339,11 @@ def file_rows_to_adds(files: Any) -> list[dict[str, Any]]:
                 "path": row["path"],
                 "partitionValues": dict(pv) if pv is not None else {},
                 "size": row["size"],
+                "modificationTime": row.get("modification_time") or 0,
+                "dataChange": bool(row.get("data_change", True)),
                 "tags": dict(row["tags"]) if row.get("tags") else None,
-                "deletionVector": ({k: v for k, v in row["deletion_vector"].items() if v is not None}
+                "deletionVector": (cast("DeletionVectorDict", {k: v for k, v in row["deletion_vector"].items()
+                                                                if v is not None})
                                    if row.get("deletion_vector") else None),
                 "stats": row.get("stats"),
             }
