@@ -270,7 +270,7 @@ def _clustering_columns(snapshot: Snapshot, filters: Sequence[str], zorder_by: S
     return clustering.logical_names(snapshot.schema, snapshot.configuration, physical)
 
 
-def _partition_key(row: dict[str, Any]) -> tuple:
+def _partition_key(row: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
     return tuple(sorted((k, v) for k, v in (row.get("partition_values") or [])))
 
 
@@ -284,7 +284,7 @@ def plan_bins(
 ) -> list[Bin]:
     """Group the candidate files into bins, as delta-spark's OptimizeExecutor does."""
     all_rows = files.to_pylist()
-    by_partition: dict[tuple, list[int]] = {}
+    by_partition: dict[tuple[tuple[str, str | None], ...], list[int]] = {}
     for i, r in enumerate(all_rows):
         if not zorder and not (r["size"] < min_file_size or _should_compact_for_deletes(r, max_deleted_rows_ratio)):
             continue
@@ -332,7 +332,7 @@ def _file_size_histogram(sizes: list[int]) -> dict[str, int]:
     return {"min": s[0], "p25": s[n // 4], "p50": s[n // 2], "p75": s[n * 3 // 4], "max": s[-1]}
 
 
-def _size_metrics(sizes: list[int]) -> tuple:
+def _size_metrics(sizes: list[int]) -> tuple[int | None, int | None, float, int, int]:
     if not sizes:
         return (None, None, 0.0, 0, 0)
     return (min(sizes), max(sizes), sum(sizes) / len(sizes), len(sizes), sum(sizes))

@@ -205,7 +205,9 @@ def _logical(predicate: Predicate, snapshot: Snapshot) -> Predicate:
     return rename_columns(predicate, _physical_to_logical(snapshot.schema))
 
 
-def _physical_to_logical(schema: StructType, parent: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> dict:
+def _physical_to_logical(
+    schema: StructType, parent: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+) -> dict[tuple[str, ...], tuple[str, ...]]:
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for field in schema.fields:
         phys, logical = parent[0] + (physical_name(field),), parent[1] + (field.name,)

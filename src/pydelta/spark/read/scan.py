@@ -21,6 +21,7 @@ from pydelta.protocol.internal_metadata import remove_internal_metadata
 from pydelta.protocol.partition_values import file_uri
 from pydelta.protocol.schema import (
     DecimalType,
+    StructField,
     StructType,
     column_mapping_mode,
     physical_name,
@@ -68,8 +69,9 @@ def reader_schema(schema: StructType) -> Any:
 
 
 def build_dataframe(
-    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
-    row_ids: bool = False, row_tracking_metadata: bool = False, read_options: Mapping[str, str] | None = None,
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False,
+    extra_fields: tuple[StructField, ...] = (), row_ids: bool = False, row_tracking_metadata: bool = False,
+    read_options: Mapping[str, str] | None = None,
 ) -> Any:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 

@@ -38,7 +38,7 @@ def _str_map(d: Any) -> dict[str, str | None] | None:
     return {str(k): (v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in d.items()}
 
 
-def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple]:
+def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple[Any, ...]]:
     rows = []
     for entry in history(snapshot, limit):
         ci = entry.commit_info

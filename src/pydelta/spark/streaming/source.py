@@ -321,7 +321,7 @@ def _struct_compatible(data: StructType, read: StructType, *, allow_missing: boo
     return True
 
 
-def _tree(schema: StructType, extra: tuple = ()) -> str:
+def _tree(schema: StructType, extra: tuple[Any, ...] = ()) -> str:
     import json
 
     from pyspark.sql.types import StructType as SparkStructType
@@ -396,7 +396,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         self._schema_boundary: int | None = None
 
     # -- offsets
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         """Where a fresh query starts: before the snapshot at query start, or before the starting version."""
         self._ready()
         version = self._starting_version()
@@ -404,7 +404,7 @@ class DeltaStreamReader(DataSourceStreamReader):
             return SourceOffset(self.table_id, self._latest().version, BASE_INDEX, True).to_dict()
         return SourceOffset(self.table_id, version, BASE_INDEX, False).to_dict()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         self._ready()
         begin, stop = parse_offset(start, self.table_id), parse_offset(end, self.table_id)
         if begin.initial_snapshot and begin.index == BASE_INDEX:
@@ -425,10 +425,10 @@ class DeltaStreamReader(DataSourceStreamReader):
         assert isinstance(partition, DeltaStreamPartition)
         return read_files(partition.spec, partition.files)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the source keeps no per-batch state."""
 
-    def _batch_end(self, start: dict, admission: _Admission | None) -> dict:
+    def _batch_end(self, start: dict[str, Any], admission: _Admission | None) -> dict[str, Any]:
         """The end of the batch after `start`: as far as `admission` lets it go (and, in a
         Trigger.AvailableNow run, no further than what was there when the run began)."""
         begin = parse_offset(start, self.table_id)
@@ -711,7 +711,7 @@ if HAS_ADMISSION_CONTROL:
             self._ready()
             self._available_now = True
 
-        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
             self._ready()
             return self._batch_end(start, _Admission.of(limit, self.opts))
 
