@@ -250,7 +250,7 @@ def _should_compact_for_deletes(row: dict[str, Any], max_ratio: float) -> bool:
         return True  # delta-spark: DVs without numRecords stats are always compacted
     if records == 0:
         return True
-    return (dv.get("cardinality") or 0) / records > max_ratio
+    return bool((dv.get("cardinality") or 0) / records > max_ratio)
 
 
 def _clustering_columns(snapshot: Snapshot, filters: Sequence[str], zorder_by: Sequence[str],
@@ -505,7 +505,7 @@ def optimize(
     from pydelta.txn.commit_checks import require_maintenance_permitted
     from pydelta.txn.row_tracking import check_row_ids_preserved
 
-    spark = table._spark
+    spark: SparkSession = table._spark
     start_ms = int(time.time() * 1000)
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()

@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -72,6 +72,9 @@ from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
 from pydelta.spark.streaming.source_storage import ZONE_OPTION
 from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 from pydelta.spark.streaming.trigger_marks import TOKEN_OPTION as TRIGGER_TOKEN_OPTION
+
+if TYPE_CHECKING:
+    from pydelta.log.snapshot import Snapshot
 
 
 def _hadoop_path(root: str) -> str:
@@ -470,7 +473,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         the user's consent to the non-additive changes the last evolution made."""
         from pydelta.spark.streaming.schema_tracking import TrackedSchema, check_consent, non_additive_changes
 
-        entries = self.tracking.entries()
+        entries: list[TrackedSchema] = self.tracking.entries()
         if not entries:
             self.tracking.add(TrackedSchema.of(self.metadata, self.snapshot.version))
             return self.snapshot.schema
@@ -662,7 +665,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         )
 
     # -- starting point
-    def _latest(self) -> Any:
+    def _latest(self) -> Snapshot:
         self.snapshot = self.snapshot.update()
         return self.snapshot
 
