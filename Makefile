@@ -33,7 +33,7 @@ dist: setup
 lint: setup
 	$(PY) -m ruff check src tests benchmarks
 
-# mypy as pyproject.toml configures it: strict on protocol/, log/ and txn/; every function typed in spark/.
+# mypy as pyproject.toml configures it: strict on protocol/, log/, txn/ and spark/.
 typecheck: setup
 	$(PY) -m mypy
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydelta.spark.base._typing import DataFrame, SparkSession
 
@@ -78,14 +78,15 @@ def analyzed_plan(df: DataFrame) -> tuple[str, str] | None:
 
 def reader_session(reader: Any) -> SparkSession:
     """The session behind a DataFrameReader (classic keeps it as `_spark`, Connect as `_client`)."""
-    return reader.__dict__.get("_spark") or reader._client
+    session: SparkSession = reader.__dict__.get("_spark") or reader._client
+    return session
 
 
 def writer_frame(writer: Any) -> DataFrame:
     """The DataFrame a DataFrameWriter writes (Connect's writer keeps only its plan)."""
     df = writer._df
     if hasattr(df, "sparkSession"):
-        return df
+        return cast("DataFrame", df)
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
     return ConnectDataFrame(df, writer._spark)

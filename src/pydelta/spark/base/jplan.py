@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydelta.spark.base._typing import JavaObject, SparkSession
+from pydelta.spark.base._typing import DataFrame, JavaObject, SparkSession
 from pydelta.spark.base.jvm import jvm
 
 NOT_DELTA = object()  # a statement handler's answer: this statement is not for pydelta
@@ -129,7 +129,7 @@ def string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def empty_result(spark: SparkSession) -> Any:
+def empty_result(spark: SparkSession) -> DataFrame:
     """The empty, column-less DataFrame DDL and most commands return."""
     from pyspark.sql.types import StructType
 

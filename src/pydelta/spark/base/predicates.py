@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from pydelta.protocol.predicates import FLIPPED, And, Cmp, Col, In, IsNotNull, IsNull, Lit, Not, Or, Predicate, Unknown
 from pydelta.spark.base import jplan
@@ -29,7 +29,7 @@ _NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double"}
 
 
 def _name(expr: Any) -> str:
-    return expr.getClass().getSimpleName()
+    return cast(str, expr.getClass().getSimpleName())
 
 
 def _children(expr: Any) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -29,7 +30,7 @@ def spark_to_arrow_schema(schema: Any, *, duplicated_field_names_error: bool = F
 
 def collect_arrow_batches(df: Any, large_types: bool) -> list[pa.RecordBatch]:
     """`df`'s rows as Arrow record batches, as `df.toArrow()` collects them (4.0 has no large-type switch)."""
-    collect = df._collect_as_arrow
+    collect: Callable[..., list[pa.RecordBatch]] = df._collect_as_arrow
     if "prefers_large_var_types" in inspect.signature(collect).parameters:
         return collect(split_batches=False, empty_list_if_zero_records=False, prefers_large_var_types=large_types)
     return collect(split_batches=False, empty_list_if_zero_records=False)

@@ -190,7 +190,8 @@ _classes: dict[tuple[type, type], type] = {}
 def _pyspark_class(name: str) -> type:
     import pyspark.errors as pe
 
-    return getattr(pe, name)
+    cls: type = getattr(pe, name)
+    return cls
 
 
 class _Mixin:
@@ -204,7 +205,7 @@ class _Mixin:
 
     def getMessage(self) -> str:  # noqa: N802
         cond = self._errorClass  # type: ignore[attr-defined]
-        msg = self._message  # type: ignore[attr-defined]
+        msg: str = self._message  # type: ignore[attr-defined]
         if cond is None or msg.startswith(f"[{cond}]"):
             return msg
         return f"[{cond}] {msg}"

@@ -9,7 +9,7 @@ _STATE = "_pydelta_state"
 
 
 def _state(obj: Any) -> dict[str, Any]:
-    st = obj.__dict__.get(_STATE)
+    st: dict[str, Any] | None = obj.__dict__.get(_STATE)
     if st is None:
         st = {"format": None, "options": {}, "mode": None, "partition_by": None, "cluster_by": None}
         obj.__dict__[_STATE] = st

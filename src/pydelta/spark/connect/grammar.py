@@ -15,6 +15,7 @@ REPLACE COLUMNS, and the partition/SerDe/location forms Delta refuses). Anything
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaParseError
 from pydelta.spark.base.tokens import TokenStream
@@ -255,7 +256,7 @@ class _Parser(TokenStream):
             depth += tok.text.count("(") + tok.text.count("<") - tok.text.count(")") - tok.text.count(">")
             end = tok.end
             self.pos += 1
-        column: dict = {"name": name, "type": self.text[type_start.start:end]}
+        column: dict[str, Any] = {"name": name, "type": self.text[type_start.start:end]}
         while True:
             if self.accept("NOT", "NULL"):
                 column["nullable"] = False
@@ -274,7 +275,7 @@ class _Parser(TokenStream):
             else:
                 return ColumnDefinition(**column)
 
-    def _generated(self, column: dict) -> None:
+    def _generated(self, column: dict[str, Any]) -> None:
         by_default = self.accept("BY", "DEFAULT")
         if not by_default:
             self.expect("ALWAYS")
@@ -461,7 +462,8 @@ def _create(p: _Parser) -> CreateTable | None:
             if not p.accept_punct(","):
                 break
         p.expect_punct(")")
-    spec: dict = {"partitioned_by": [], "clustered_by": None, "location": None, "comment": None, "properties": {}}
+    spec: dict[str, Any] = {"partitioned_by": [], "clustered_by": None, "location": None, "comment": None,
+                            "properties": {}}
     provider = None
     while not p.at_end() and not p.at("AS"):
         if p.accept("USING"):

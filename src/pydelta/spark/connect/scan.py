@@ -26,9 +26,10 @@ import pyarrow as pa
 
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
+from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.connect.lineage import Lineage, ScanBuilder, Step, rebuild
 
-_CLASSES: dict[str, type] = {}  # the Delta DataFrame classes, by the attribute they carry
+_CLASSES: dict[str, type[DataFrame]] = {}  # the Delta DataFrame classes, by the attribute they carry
 
 
 def _plain_name(column: Any) -> str | None:
@@ -77,7 +78,7 @@ def _visible_after(lineage: Lineage, method: str, args: tuple[Any, ...]) -> froz
     return names  # alias
 
 
-def _dataframe_class() -> type:
+def _dataframe_class() -> type[DataFrame]:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
     class DeltaScanConnectDataFrame(ConnectDataFrame):
@@ -137,7 +138,7 @@ def _dataframe_class() -> type:
     return DeltaScanConnectDataFrame
 
 
-def _join_dataframe_class() -> type:
+def _join_dataframe_class() -> type[DataFrame]:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
     class DeltaJoinConnectDataFrame(ConnectDataFrame):
@@ -162,7 +163,7 @@ def _join_dataframe_class() -> type:
     return DeltaJoinConnectDataFrame
 
 
-def _wrap_as(df: Any, attribute: str, value: Any) -> Any:
+def _wrap_as(df: Any, attribute: str, value: Any) -> DataFrame:
     """`df` as the Delta DataFrame class that carries `attribute` (each class made once: it
     subclasses Connect's DataFrame, imported on Connect sessions only)."""
     if attribute not in _CLASSES:
@@ -173,7 +174,7 @@ def _wrap_as(df: Any, attribute: str, value: Any) -> Any:
     return out
 
 
-def _wrap(df: Any, lineage: Lineage) -> Any:
+def _wrap(df: Any, lineage: Lineage) -> DataFrame:
     return _wrap_as(df, "_pydelta_lineage", lineage)
 
 
@@ -184,7 +185,8 @@ def wrap_join(df: Any, join: Any) -> Any:
 def lineage_of(df: Any) -> Lineage | None:
     """The lineage of a Delta read's DataFrame; None for any other DataFrame (whose attributes
     are its columns: getattr would give a Column)."""
-    return vars(df).get("_pydelta_lineage")
+    lineage: Lineage | None = vars(df).get("_pydelta_lineage")
+    return lineage
 
 
 def side_of(df: Any) -> Any:
@@ -212,7 +214,7 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
     return df if pruned is lineage else _wrap(rebuild(df.sparkSession, pruned), pruned)
 
 
-def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> Any:
+def wrap_scan(df: Any, snapshot: Snapshot, files: pa.Table, build: ScanBuilder) -> DataFrame:
     """`df` (a Connect DataFrame reading `files` of `snapshot`, made by `build`) as a Delta
     read whose filters skip files."""
     return _wrap(df, Lineage(snapshot, files, build, df._plan._plan_id))

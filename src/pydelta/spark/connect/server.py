@@ -39,7 +39,7 @@ def _free_port() -> int:
 class LocalConnectServer:
     """A Spark Connect server process on 127.0.0.1 (local mode)."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     port: int
     log_path: Path
     _log: object = field(repr=False, default=None)

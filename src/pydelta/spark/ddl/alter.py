@@ -431,7 +431,7 @@ def _only_type(change: ColumnChange) -> bool:
 
 
 def _widen_inside_collection(schema: StructType, full: Sequence[str], new_type: DataType,
-                             case_sensitive: bool) -> tuple[StructType, tuple]:
+                             case_sensitive: bool) -> tuple[StructType, tuple[list[str], StructField, Position | None]]:
     """ALTER COLUMN c.element / c.key / c.value TYPE t: recorded on the nearest struct field with its fieldPath."""
     k = max(i for i in range(len(full)) if isinstance(_resolve(schema, full[:i], case_sensitive)[1], StructType))
     holder_parent, holder = list(full[:k]), full[k]

@@ -14,7 +14,7 @@ from typing import Any
 from pydelta.errors import DeltaAnalysisError
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY as CURRENT_DEFAULT_KEY  # re-exported for the SQL fronts
 from pydelta.spark.base import jplan
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 
 
 def checked_default(spark: SparkSession, sql: str, type_sql: str, column: str, command: str) -> str:
@@ -55,7 +55,7 @@ def values_with_defaults(
 
 
 def values_frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], columns: Sequence[str],
-                 field_of: Callable[[str], Any]) -> Any:
+                 field_of: Callable[[str], Any]) -> DataFrame:
     """A VALUES list as a DataFrame: each cell SQL text, None for the DEFAULT keyword, which
     becomes the column's default (NULL without one), cast to the column's type."""
     texts = []

@@ -112,7 +112,7 @@ def total_bytes(files: pa.Table) -> int:
 def count_dvs(files: pa.Table) -> int:
     if files.num_rows == 0:
         return 0
-    return files.num_rows - files.column("deletion_vector").null_count
+    return int(files.num_rows - files.column("deletion_vector").null_count)
 
 
 def add_rows(adds: Iterable[Mapping[str, Any]]) -> int:

@@ -25,7 +25,7 @@ import logging
 import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow.compute as pc
 
@@ -55,7 +55,8 @@ _DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
 _DEFAULT_MIN_NUM_FILES = 50
 _DEFAULT_MAX_PARTITIONS = 128
 
-PartitionKey = frozenset  # of (physical column, value) pairs; {} for an unpartitioned table
+# (physical column, value) pairs; empty for an unpartitioned table
+PartitionKey: TypeAlias = frozenset[tuple[str, str | None]]
 
 _lock = threading.Lock()
 _compacted: dict[str, set[PartitionKey]] = {}  # table id -> partitions this process auto-compacted

@@ -250,7 +250,7 @@ def _should_compact_for_deletes(row: dict[str, Any], max_ratio: float) -> bool:
         return True  # delta-spark: DVs without numRecords stats are always compacted
     if records == 0:
         return True
-    return (dv.get("cardinality") or 0) / records > max_ratio
+    return bool((dv.get("cardinality") or 0) / records > max_ratio)
 
 
 def _clustering_columns(snapshot: Snapshot, filters: Sequence[str], zorder_by: Sequence[str],
@@ -270,7 +270,7 @@ def _clustering_columns(snapshot: Snapshot, filters: Sequence[str], zorder_by: S
     return clustering.logical_names(snapshot.schema, snapshot.configuration, physical)
 
 
-def _partition_key(row: dict[str, Any]) -> tuple:
+def _partition_key(row: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
     return tuple(sorted((k, v) for k, v in (row.get("partition_values") or [])))
 
 
@@ -284,7 +284,7 @@ def plan_bins(
 ) -> list[Bin]:
     """Group the candidate files into bins, as delta-spark's OptimizeExecutor does."""
     all_rows = files.to_pylist()
-    by_partition: dict[tuple, list[int]] = {}
+    by_partition: dict[tuple[tuple[str, str | None], ...], list[int]] = {}
     for i, r in enumerate(all_rows):
         if not zorder and not (r["size"] < min_file_size or _should_compact_for_deletes(r, max_deleted_rows_ratio)):
             continue
@@ -332,7 +332,7 @@ def _file_size_histogram(sizes: list[int]) -> dict[str, int]:
     return {"min": s[0], "p25": s[n // 4], "p50": s[n // 2], "p75": s[n * 3 // 4], "max": s[-1]}
 
 
-def _size_metrics(sizes: list[int]) -> tuple:
+def _size_metrics(sizes: list[int]) -> tuple[int | None, int | None, float, int, int]:
     if not sizes:
         return (None, None, 0.0, 0, 0)
     return (min(sizes), max(sizes), sum(sizes) / len(sizes), len(sizes), sum(sizes))
@@ -505,7 +505,7 @@ def optimize(
     from pydelta.txn.commit_checks import require_maintenance_permitted
     from pydelta.txn.row_tracking import check_row_ids_preserved
 
-    spark = table._spark
+    spark: SparkSession = table._spark
     start_ms = int(time.time() * 1000)
     snapshot = table.snapshot()
     snapshot.protocol.check_writable()

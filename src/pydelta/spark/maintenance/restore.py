@@ -19,6 +19,7 @@ from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
 from pydelta.protocol.action_types import as_add, as_remove
 from pydelta.protocol.deletion_vectors import dv_unique_id
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.read.time_travel import java_timestamp_string, parse_timestamp, session_zone
 from pydelta.txn.commit_info import Operation
 
@@ -55,7 +56,7 @@ def _version_at_timestamp(snapshot: Snapshot, ts_ms: int) -> int:
     return best
 
 
-def restore(table: Any, version: int | None = None, timestamp: Any = None) -> Any:
+def restore(table: Any, version: int | None = None, timestamp: Any = None) -> DataFrame:
     """Restore `table` to `version` or `timestamp`; returns delta-spark's one-row metrics DataFrame."""
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -64,7 +65,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> An
     from pydelta.spark.write.data_files import remove_action
     from pydelta.txn import protocol_upgrade as pu
 
-    spark = table._spark
+    spark: SparkSession = table._spark
     if (version is None) == (timestamp is None):
         raise DeltaIllegalArgumentError("Either the version or timestamp should be provided for restore")
     latest = table.snapshot()

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from pydelta.log.vacuum_plan import VacuumPlan, execute_plan, lite_plan, plan_vacuum
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import conf_bool, conf_value
 from pydelta.txn.commit_info import Operation
 
@@ -81,7 +81,7 @@ def vacuum(
     dry_run: bool = False,
     now_ms: int | None = None,
     lite: bool = False,
-) -> Any:
+) -> DataFrame:
     """Run VACUUM on `table`.
 
     Returns what delta-spark's Python `DeltaTable.vacuum` returns: an empty DataFrame. With
@@ -91,7 +91,7 @@ def vacuum(
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
-    spark = table._spark
+    spark: SparkSession = table._spark
     if not dry_run:  # a catalog-managed table: only where its catalog permits it (a dry run deletes nothing)
         from pydelta.txn.commit_checks import require_maintenance_permitted
 

@@ -35,7 +35,7 @@ def _record_columns(original: Any, key: str) -> Any:
     return record
 
 
-def _settings(self: Any, mode: Any, partitionBy: Any, options: dict) -> tuple[Any, Any, dict]:
+def _settings(self: Any, mode: Any, partitionBy: Any, options: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
     st = _state(self)
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -129,7 +129,7 @@ def _insert_into(original: Any) -> Any:
     return insertInto
 
 
-def _by_position(df: DataFrame, snapshot: Any, table_name: str, options: dict) -> Any:
+def _by_position(df: DataFrame, snapshot: Any, table_name: str, options: dict[str, Any]) -> Any:
     """insertInto's data as an INSERT stores it: columns matched by position, cast (checked) to the
     table's types, or kept wider where schema evolution widens a type-widening table (delta-spark)."""
     from pydelta.spark.read.scan import spark_schema

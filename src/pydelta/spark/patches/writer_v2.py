@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.base.spark_errors import boundary
@@ -23,7 +23,7 @@ _STATE = "_pydelta_v2"
 
 
 def _state(writer: Any) -> dict[str, Any]:
-    st = writer.__dict__.get(_STATE)
+    st: dict[str, Any] | None = writer.__dict__.get(_STATE)
     if st is None:
         st = {"provider": None, "options": {}, "properties": {}, "partition_by": None, "cluster_by": None}
         writer.__dict__[_STATE] = st
@@ -157,7 +157,8 @@ def _hook_terminals(writer_class: Any, describe: Callable[[Any], _V2Write]) -> N
     for name, run in _TERMINALS.items():
         original = getattr(writer_class, name)
 
-        def method(self: Any, *args: Any, _original: Any = original, _run: Any = run) -> None:
+        def method(self: Any, *args: Any, _original: Callable[..., None] = original,
+                   _run: Callable[..., None] = run) -> None:
             write = describe(self)
             if not write.is_delta():
                 return _original(self, *args)
@@ -217,4 +218,4 @@ def _condition_sql(df: DataFrame, condition: Any) -> str:
                                        "a SQL string or F.expr(...) (a Connect client cannot render a Column as SQL)")
     from pydelta.spark.base.predicates import filter_condition
 
-    return filter_condition(df._jdf, condition._jc).sql()
+    return cast(str, filter_condition(df._jdf, condition._jc).sql())

@@ -27,7 +27,7 @@ from pydelta.log.changes import (
 )
 from pydelta.log.snapshot import Snapshot, files_table, load_snapshot
 from pydelta.protocol.schema import STRING, StructField, StructType, column_mapping_mode, quote_identifier
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.read.scan import FILE_COL, ROW_COL, _arrow_df, build_dataframe, reader_schema, spark_file_uri
 
 _VERSION = "__pydelta_cdf_version"
@@ -44,7 +44,7 @@ def cdf_schema(schema: StructType) -> Any:
     return out.add(CHANGE_TYPE, StringType()).add(COMMIT_VERSION, LongType()).add(COMMIT_TIMESTAMP, TimestampType())
 
 
-def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str, Any]) -> Any:
+def read_change_feed(spark: SparkSession, snapshot: Snapshot, options: dict[str, Any]) -> DataFrame:
     """The changes of the versions `options` name (startingVersion/Timestamp, endingVersion/Timestamp)."""
     snapshot.protocol.check_readable()
     allow_out_of_range = (
@@ -75,7 +75,7 @@ def _unsafe_schema_reads(spark: SparkSession) -> bool:
     return str(spark.conf.get(key, "false")).lower() == "true"
 
 
-def changes_dataframe(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+def changes_dataframe(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> DataFrame:
     """A DataFrame of the rows of `files`, with the CDF columns, read with the schema of `snapshot`."""
     schema = snapshot.schema
     frames = [_read_round(spark, snapshot, group) for group in _rounds(files)]
@@ -113,7 +113,7 @@ def _selected_rows(f: ChangeFile) -> np.ndarray:
     return f.only_rows
 
 
-def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> Any:
+def _read_round(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> DataFrame:
     from pyspark.sql import functions as F
 
     is_cdc = files[0].change_type is None

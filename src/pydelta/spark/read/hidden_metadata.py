@@ -39,7 +39,7 @@ def metadata_struct(extra: dict[str, Any]) -> Any:
     return F.struct(*fields).alias(METADATA_COLUMN, metadata=METADATA_MARKER)
 
 
-def hide_last_column(df: DataFrame) -> Any:
+def hide_last_column(df: DataFrame) -> DataFrame:
     """`df` without its last column in the output, which stays selectable as a hidden column.
 
     The last column must carry the metadata-column marker (see `metadata_struct`).

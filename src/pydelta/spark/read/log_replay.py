@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, conform
 from pydelta.log.checkpoint_reader import sidecar_files, stats_from_parsed_stats, with_stats
-from pydelta.log.commits import parse_actions
+from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
@@ -186,7 +186,7 @@ def _file_key(table_root: str) -> Any:
     return F.concat(canonical, F.lit("\x00"), uid)
 
 
-def _small_commits(actions: Any, table_root: str) -> list:
+def _small_commits(actions: Any, table_root: str) -> list[CommitActions]:
     """The non-file actions, per version, parsed by the log core (as the driver replay would)."""
     from pyspark.sql import functions as F
 

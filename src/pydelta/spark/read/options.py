@@ -17,7 +17,7 @@ from pydelta.errors import (
     DeltaUnsupportedOptionError,
 )
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base.option_keys import IGNORE_UNKNOWN_CONF, option_value, reject_unsupported_options
 from pydelta.spark.base.spark_errors import no_table_to_read
@@ -62,7 +62,7 @@ def is_change_feed_read(opts: dict[str, Any]) -> bool:
     return _flag(opts, "readChangeFeed") or _flag(opts, "readChangeData")
 
 
-def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> Any:
+def read_delta(spark: SparkSession, path: str, opts: dict[str, Any]) -> DataFrame:
     """The Delta table at `path` as a DataFrame, honouring the read options in `opts`."""
     ignore = str(spark.conf.get(IGNORE_UNKNOWN_CONF, "false")).lower() == "true"
     reject_unsupported_options(opts, READ_UNSUPPORTED, "read", READ_SUPPORTED, ignore)

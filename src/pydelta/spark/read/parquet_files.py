@@ -8,7 +8,7 @@ from typing import Any
 
 from pydelta.errors import MissingDataFileError
 from pydelta.protocol.partition_values import hadoop_path
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import held_session_conf
 
 _NO_LISTING_JOB = str(2**31 - 1)
@@ -32,7 +32,7 @@ def reader_paths(paths: list[str]) -> tuple[list[str], str]:
 
 
 def read_parquet_files(spark: SparkSession, read_schema: Any, paths: list[str], base_path: str | None = None,
-                       options: Mapping[str, str] | None = None) -> Any:
+                       options: Mapping[str, str] | None = None) -> DataFrame:
     """Spark's Parquet reader over exactly `paths` (decoded absolute paths, listed in the driver),
     with `read_schema` (None: the files' own) and `options` as the scan's own; a file gone since
     the snapshot (vacuumed, deleted by hand) is a MissingDataFileError."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,7 +205,9 @@ def _logical(predicate: Predicate, snapshot: Snapshot) -> Predicate:
     return rename_columns(predicate, _physical_to_logical(snapshot.schema))
 
 
-def _physical_to_logical(schema: StructType, parent: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> dict:
+def _physical_to_logical(
+    schema: StructType, parent: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+) -> dict[tuple[str, ...], tuple[str, ...]]:
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for field in schema.fields:
         phys, logical = parent[0] + (physical_name(field),), parent[1] + (field.name,)
@@ -275,8 +277,9 @@ def _pruning(method: Any) -> Any:
     return pruned
 
 
-def unpruned(df: DataFrame, method: str, *args: Any) -> Any:
+def unpruned(df: DataFrame, method: str, *args: Any) -> DataFrame:
     """`df.<method>(*args)` (filter or join) without the pruning pass: for plans pydelta builds
     itself over files it already chose (deletion vectors, partition values, DML row matching)."""
     plain = getattr(type(df), method)  # classic's or Spark Connect's DataFrame class
-    return getattr(plain, "_pydelta_unpruned", plain)(df, *args)
+    run: Callable[..., DataFrame] = getattr(plain, "_pydelta_unpruned", plain)
+    return run(df, *args)

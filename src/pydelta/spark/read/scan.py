@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +21,7 @@ from pydelta.protocol.internal_metadata import remove_internal_metadata
 from pydelta.protocol.partition_values import file_uri
 from pydelta.protocol.schema import (
     DecimalType,
+    StructField,
     StructType,
     column_mapping_mode,
     physical_name,
@@ -37,6 +38,7 @@ from pydelta.spark.read.parquet_files import read_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+    from pyspark.sql.types import StructType as SparkStructType
 
 FILE_COL = "__pydelta_file_path"
 ROW_COL = "__pydelta_row_index"
@@ -53,7 +55,7 @@ def spark_file_uri(path: str) -> str:
     return file_uri(path)
 
 
-def spark_schema(schema: StructType) -> Any:
+def spark_schema(schema: StructType) -> SparkStructType:
     """The Spark form of a Delta schema (geospatial columns need Spark 4.2: a clear error before)."""
     from pyspark.sql.types import StructType as SparkStructType
 
@@ -68,9 +70,10 @@ def reader_schema(schema: StructType) -> Any:
 
 
 def build_dataframe(
-    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False, extra_fields: tuple = (),
-    row_ids: bool = False, row_tracking_metadata: bool = False, read_options: Mapping[str, str] | None = None,
-) -> Any:
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, with_file: bool = False,
+    extra_fields: tuple[StructField, ...] = (), row_ids: bool = False, row_tracking_metadata: bool = False,
+    read_options: Mapping[str, str] | None = None,
+) -> DataFrame:
     """A DataFrame of exactly the rows of `files` (a subset of `snapshot.files()`).
 
     With `with_file`, each row also carries its file's URI (FILE_COL) and its row
@@ -197,7 +200,7 @@ def build_dataframe(
     return df.select(*columns)
 
 
-def _empty_read(spark: SparkSession, snapshot: Snapshot, logical: Any, row_tracking_metadata: bool) -> Any:
+def _empty_read(spark: SparkSession, snapshot: Snapshot, logical: Any, row_tracking_metadata: bool) -> DataFrame:
     """A user read of a version without files: no rows, the table's columns as declared (NOT NULL
     kept, as delta-spark shows them), and the hidden `_metadata` column selectable as on any read
     (delta-spark returns no rows with those columns), with row tracking's fields where the table
@@ -310,7 +313,7 @@ def _scan_files(
     spark: SparkSession, snapshot: Snapshot, read_schema: Any, files: pa.Table, paths: list[str], *,
     base_path: str | None, read_options: Mapping[str, str] | None, with_path: bool, with_row: bool,
     dv: bool = False, file_metadata: bool = False,
-) -> Any:
+) -> DataFrame:
     """Spark's Parquet scan of `files` (registered for skipping), with the per-row columns asked for:
     FILE_COL, ROW_COL, Spark's `_metadata` struct as an ordinary last column, and with `dv` the rows
     the files' deletion vectors delete dropped."""
@@ -400,7 +403,7 @@ def _local_mtimes_us(paths: list[str]) -> list[int] | None:
 
 def _drop_deleted_rows(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, paths: list[str], df: DataFrame
-) -> Any:
+) -> DataFrame:
     """`df` without the rows the files' deletion vectors delete.
 
     A broadcast anti join on one long per row, file size + (row index << shift), which Spark
@@ -460,7 +463,7 @@ def _drop_deleted_rows(
     return _join_on_file(df, deleted_df, "left_anti", with_row=True)
 
 
-def _join_on_file(df: DataFrame, small: Any, how: str, with_row: bool = False) -> Any:
+def _join_on_file(df: DataFrame, small: Any, how: str, with_row: bool = False) -> DataFrame:
     """`df` joined with a small per-file (or per-row) frame keyed by FILE_COL (and ROW_COL).
 
     An explicit condition, not a USING join: the Project a USING join adds hides the scan's
@@ -539,22 +542,22 @@ def to_arrow(df: ClassicDataFrame) -> pa.Table:
 _CLASS: type | None = None
 
 
-def wrap(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> Any:
+def wrap(df: DataFrame, snapshot: Snapshot, files: pa.Table) -> DataFrame:
     global _CLASS
     if _CLASS is None:
         _CLASS = _dataframe_class()
     out = _CLASS(df._jdf, df.sparkSession)
     out._pydelta_snapshot = snapshot
     out._pydelta_files = files
-    return out
+    return cast("DataFrame", out)  # a DeltaScanDataFrame, a class made at run time
 
 
 def _user_read(spark: SparkSession, snapshot: Snapshot, files: pa.Table,
-               read_options: Mapping[str, str] | None = None) -> Any:
+               read_options: Mapping[str, str] | None = None) -> DataFrame:
     return build_dataframe(spark, snapshot, files, row_tracking_metadata=True, read_options=read_options)
 
 
-def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping[str, str] | None = None) -> Any:
+def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping[str, str] | None = None) -> DataFrame:
     """The DataFrame of a snapshot: what `spark.read.format("delta").load()` returns.
 
     `read_options` go to every Parquet scan of it, skipping's rebuilt scans included.

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.txn import protocol_upgrade as pu
 
 HISTORY_SCHEMA = (
@@ -38,7 +38,7 @@ def _str_map(d: Any) -> dict[str, str | None] | None:
     return {str(k): (v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in d.items()}
 
 
-def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple]:
+def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple[Any, ...]]:
     rows = []
     for entry in history(snapshot, limit):
         ci = entry.commit_info
@@ -67,11 +67,11 @@ def history_rows(snapshot: Snapshot, limit: int | None = None) -> list[tuple]:
     return rows
 
 
-def history_dataframe(spark: SparkSession, snapshot: Snapshot, limit: int | None = None) -> Any:
+def history_dataframe(spark: SparkSession, snapshot: Snapshot, limit: int | None = None) -> DataFrame:
     return spark.createDataFrame(history_rows(snapshot, limit), HISTORY_SCHEMA)
 
 
-def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> Any:
+def detail_dataframe(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     """DESCRIBE DETAIL's row: from the version checksum alone when the snapshot has one (no replay)."""
     md = snapshot.metadata
     clustering = None

@@ -9,12 +9,11 @@ and returns delta-spark's one-row metrics result.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
 from pydelta.log.history import history
 from pydelta.log.snapshot import Snapshot
-from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.sql import utility_grammar as g
 
@@ -24,7 +23,7 @@ _METRICS = ("sourceTableSize", "sourceNumOfFiles", "numRemovedFiles", "numCopied
             "removedFilesSize", "copiedFilesSize")
 
 
-def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> Any:
+def run_clone(spark: SparkSession, stmt: g.Clone, source_path: str) -> DataFrame:
     """Clone the Delta table at `source_path` as `stmt` says; returns the metrics row."""
     if stmt.from_parquet:
         raise DeltaNotImplementedError("CLONE of a Parquet directory (parquet.`path`) is not supported in pydelta; "

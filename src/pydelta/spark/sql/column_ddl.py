@@ -8,11 +8,14 @@ string's collation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydelta.protocol.column_names import quote_if_needed
 from pydelta.protocol.internal_metadata import GENERATION_EXPRESSION_KEY
 from pydelta.protocol.schema import CURRENT_DEFAULT_KEY
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType
 
 RAW_TYPE = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata key: a char/varchar column's declared type
 
@@ -22,7 +25,7 @@ def escape_single_quoted(text: str) -> str:
     return text.replace("'", "\\'")
 
 
-def type_sql(data_type: Any) -> str:
+def type_sql(data_type: DataType) -> str:
     """DataType.sql of a PySpark type."""
     from pyspark.sql.types import ArrayType, DecimalType, MapType, StringType, StructType
 

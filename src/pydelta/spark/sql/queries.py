@@ -23,7 +23,7 @@ from pydelta.spark.base.jvm import gateway, jvm
 from pydelta.spark.base.raw import raw_sql
 from pydelta.spark.read.hidden_metadata import under_alias
 from pydelta.spark.read.time_travel import stamp_text
-from pydelta.spark.sql.targets import DeltaTarget, resolve
+from pydelta.spark.sql.targets import DeltaTarget, TargetCache, resolve
 
 _counter = itertools.count()
 _PASS_THROUGH = {"SubqueryAlias", "RelationTimeTravel"}
@@ -92,7 +92,7 @@ def _timestamp_sql(sql: str) -> str:
 
 
 def find_delta_relations(spark: SparkSession, text: str, plan: JavaObject, skip: Any = None,
-                         subqueries: bool = True, cache: dict | None = None) -> list[DeltaRelation]:
+                         subqueries: bool = True, cache: TargetCache | None = None) -> list[DeltaRelation]:
     """The Delta relations of `plan` with their spans; `skip` is a node to leave alone (a DML target)."""
     nodes = _walk_with_parents(plan, subqueries)
     ctes = _cte_names(nodes)
@@ -153,7 +153,7 @@ def is_table_changes(parts: tuple[str, ...] | list[str]) -> bool:
     return bool(parts) and parts[-1].lower() in TABLE_CHANGES
 
 
-def _table_changes(spark: SparkSession, node: Any, cache: dict | None) -> DeltaRelation | None:
+def _table_changes(spark: SparkSession, node: Any, cache: TargetCache | None) -> DeltaRelation | None:
     """`table_changes('t', start[, end])` / `table_changes_by_path('/p', start[, end])` as a change-feed relation.
 
     As delta-spark: the first argument names the table (a path for the _by_path form), start and

@@ -29,6 +29,7 @@ from pydelta.spark.sql.queries import (
     substitute_plan,
 )
 from pydelta.spark.sql.statements import parse_utility, run_utility
+from pydelta.spark.sql.targets import TargetCache
 
 # Statements whose views must outlive the statement (they store SQL text referring to them).
 _KEEPS_VIEWS = {"CreateViewCommand", "CreateView", "CacheTableAsSelect", "CacheTable"}
@@ -67,7 +68,7 @@ def run_sql(spark: SparkSession, text: str, original: Callable[[str], Any], *, h
 
     kind = jplan.node_kind(plan)
     summary = jplan.summarize(plan)
-    resolved: dict = {}  # name -> Delta target, for this statement
+    resolved: TargetCache = {}  # name -> Delta target, for this statement
     changes = any(k == "UnresolvedTableValuedFunction" and is_table_changes(p) for k, p in summary.names)
     handler = HANDLERS.get(kind)
     if handler is not None:
@@ -103,7 +104,7 @@ _STATEMENT_NAMES = {"RecoverPartitions": "MSCK REPAIR TABLE",
                     "ShowTableExtended": "SHOW TABLE EXTENDED"}
 
 
-def refuse_unserved_delta_command(spark: SparkSession, plan: JavaObject, cache: dict) -> None:
+def refuse_unserved_delta_command(spark: SparkSession, plan: JavaObject, cache: TargetCache) -> None:
     """A command pydelta does not serve, aimed at a Delta table: a clear error, never a JVM stack."""
     kind = jplan.kind(plan)
     if kind in _SPARK_SERVES or not jplan.is_command(spark, plan):
@@ -125,7 +126,7 @@ def refuse_unserved_delta_command(spark: SparkSession, plan: JavaObject, cache: 
 
 
 def run_with_delta_relations(spark: SparkSession, text: str, plan: JavaObject, original: Callable[[str], Any],
-                              has_subqueries: bool = True, resolved: dict | None = None,
+                              has_subqueries: bool = True, resolved: TargetCache | None = None,
                               plan_substitution: bool = False) -> Any:
     """Run `text` in Spark with every Delta relation in it replaced by pydelta's scan."""
     relations = find_delta_relations(spark, text, plan, subqueries=has_subqueries, cache=resolved)
@@ -148,7 +149,7 @@ class _ParametersNeedBinding(Exception):
     """A statement pydelta serves from its text carries parameter markers: bind them first."""
 
 
-def _names_delta_table(spark: SparkSession, summary: jplan.TreeSummary, cache: dict) -> bool:
+def _names_delta_table(spark: SparkSession, summary: jplan.TreeSummary, cache: TargetCache) -> bool:
     """Whether any table the statement names is a Delta table (statements with odd names count as yes)."""
     from pydelta.spark.sql.targets import resolve
 

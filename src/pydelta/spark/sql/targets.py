@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from pydelta.log.storage import to_local_path
 from pydelta.spark.base import catalog
@@ -18,6 +19,10 @@ class DeltaTarget:
 
     def display(self) -> str:
         return self.name if self.name is not None else f"delta.`{self.path}`"
+
+
+# One statement's lookups: a name's lowercased parts -> its Delta table (None: not a Delta table).
+TargetCache: TypeAlias = dict[tuple[str, ...], DeltaTarget | None]
 
 
 def looks_like_path(text: str) -> bool:
@@ -49,7 +54,8 @@ def _is_temp_view(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> bo
         spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(quote_parts(parts))))
 
 
-def resolve(spark: SparkSession, parts: list[str] | tuple[str, ...], cache: dict | None = None) -> DeltaTarget | None:
+def resolve(spark: SparkSession, parts: list[str] | tuple[str, ...],
+            cache: TargetCache | None = None) -> DeltaTarget | None:
     """The Delta table `parts` names, or None when it names something else (or nothing).
 
     `cache` (one per statement) saves repeated catalog round trips for the same name.

@@ -10,6 +10,7 @@ their runners; any other statement goes to Spark's parser.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydelta.spark.base.tokens import TokenStream
 
@@ -160,7 +161,7 @@ class Unsupported:
 
     statement: str
     table: TableRef | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def _table(ts: TokenStream, path_prefixes: tuple[str, ...] = ("delta",)) -> TableRef:

@@ -428,7 +428,7 @@ def _start_connect_delta(writer: Any, path: str | None, table_name: str | None,
     return writer._pydelta_start_internal()
 
 
-def _names_delta_table(spark: Any, args: tuple, kwargs: dict) -> bool:
+def _names_delta_table(spark: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     name = kwargs.get("tableName") or (args[0] if args else None)
     if not isinstance(name, str):
         return False

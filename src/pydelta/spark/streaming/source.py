@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -72,6 +72,9 @@ from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
 from pydelta.spark.streaming.source_storage import ZONE_OPTION
 from pydelta.spark.streaming.source_storage import apply as apply_storage_options
 from pydelta.spark.streaming.trigger_marks import TOKEN_OPTION as TRIGGER_TOKEN_OPTION
+
+if TYPE_CHECKING:
+    from pydelta.log.snapshot import Snapshot
 
 
 def _hadoop_path(root: str) -> str:
@@ -321,7 +324,7 @@ def _struct_compatible(data: StructType, read: StructType, *, allow_missing: boo
     return True
 
 
-def _tree(schema: StructType, extra: tuple = ()) -> str:
+def _tree(schema: StructType, extra: tuple[Any, ...] = ()) -> str:
     import json
 
     from pyspark.sql.types import StructType as SparkStructType
@@ -396,7 +399,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         self._schema_boundary: int | None = None
 
     # -- offsets
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         """Where a fresh query starts: before the snapshot at query start, or before the starting version."""
         self._ready()
         version = self._starting_version()
@@ -404,7 +407,7 @@ class DeltaStreamReader(DataSourceStreamReader):
             return SourceOffset(self.table_id, self._latest().version, BASE_INDEX, True).to_dict()
         return SourceOffset(self.table_id, version, BASE_INDEX, False).to_dict()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         self._ready()
         begin, stop = parse_offset(start, self.table_id), parse_offset(end, self.table_id)
         if begin.initial_snapshot and begin.index == BASE_INDEX:
@@ -425,10 +428,10 @@ class DeltaStreamReader(DataSourceStreamReader):
         assert isinstance(partition, DeltaStreamPartition)
         return read_files(partition.spec, partition.files)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the source keeps no per-batch state."""
 
-    def _batch_end(self, start: dict, admission: _Admission | None) -> dict:
+    def _batch_end(self, start: dict[str, Any], admission: _Admission | None) -> dict[str, Any]:
         """The end of the batch after `start`: as far as `admission` lets it go (and, in a
         Trigger.AvailableNow run, no further than what was there when the run began)."""
         begin = parse_offset(start, self.table_id)
@@ -470,7 +473,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         the user's consent to the non-additive changes the last evolution made."""
         from pydelta.spark.streaming.schema_tracking import TrackedSchema, check_consent, non_additive_changes
 
-        entries = self.tracking.entries()
+        entries: list[TrackedSchema] = self.tracking.entries()
         if not entries:
             self.tracking.add(TrackedSchema.of(self.metadata, self.snapshot.version))
             return self.snapshot.schema
@@ -662,7 +665,7 @@ class DeltaStreamReader(DataSourceStreamReader):
         )
 
     # -- starting point
-    def _latest(self) -> Any:
+    def _latest(self) -> Snapshot:
         self.snapshot = self.snapshot.update()
         return self.snapshot
 
@@ -711,7 +714,7 @@ if HAS_ADMISSION_CONTROL:
             self._ready()
             self._available_now = True
 
-        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
             self._ready()
             return self._batch_end(start, _Admission.of(limit, self.opts))
 

@@ -31,8 +31,8 @@ class PacedStreamReader(DeltaStreamReader):
     """A Delta stream reader that remembers where the next batch starts."""
 
     def _setup(self, options: Mapping[str, Any], schema: Any) -> None:
-        self._start: dict | None = None
-        self._initial_offset: dict | None = None
+        self._start: dict[str, Any] | None = None
+        self._initial_offset: dict[str, Any] | None = None
         self._options = dict(options)
         super()._setup(options, schema)
         if self.opts.schema_tracking is not None:
@@ -42,17 +42,17 @@ class PacedStreamReader(DeltaStreamReader):
                 "The Delta streaming source option schemaTrackingLocation needs PySpark 4.2 or newer (Python "
                 f"streaming sources learn where each batch starts there); this is PySpark {pyspark.__version__}")
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         offset = self._initial()
         self._start = offset
         return offset
 
-    def _initial(self) -> dict:
+    def _initial(self) -> dict[str, Any]:
         if self._initial_offset is None:  # computed once: the first end and the batch's start must agree
             self._initial_offset = super().initialOffset()
         return self._initial_offset
 
-    def latestOffset(self) -> dict:  # type: ignore[override]  # PySpark < 4.2 passes no start and no limit
+    def latestOffset(self) -> dict[str, Any]:  # type: ignore[override]  # PySpark < 4.2 passes no start and no limit
         self._ready()
         if trigger_marks.runs_to_end(self._options):  # Once / AvailableNow: delta-spark reads everything
             return self._everything()
@@ -63,15 +63,15 @@ class PacedStreamReader(DeltaStreamReader):
             return self._batch_end(self._initial(), admission)
         return self._everything()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         planned = super().partitions(start, end)
         self._start = end
         return planned
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         if self._start is None:
             self._start = end
 
-    def _everything(self) -> dict:
+    def _everything(self) -> dict[str, Any]:
         """The offset after the latest commit: a batch ending there takes all there is."""
         return SourceOffset(self.table_id, self._latest().version + 1, BASE_INDEX, False).to_dict()

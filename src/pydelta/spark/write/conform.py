@@ -12,7 +12,7 @@ from pydelta.spark.read.scan import spark_schema
 from pydelta.spark.write.store_assignment import nullable_type, store_cast
 
 
-def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> Any:
+def conform(df: DataFrame, schema: StructType, keep: Sequence[str] = ()) -> DataFrame:
     """`df` shaped to `schema`: table column names/order, safe casts, nulls for missing columns.
 
     `keep`: columns of `df` that are not table columns to carry along after them unchanged.

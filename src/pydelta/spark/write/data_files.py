@@ -17,7 +17,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
@@ -39,6 +39,9 @@ from pydelta.protocol.schema import (
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import held_session_conf
 from pydelta.spark.base.pyspark_compat import alias
+
+if TYPE_CHECKING:
+    from pydelta.spark.base.hadoop_storage import HadoopDataFiles
 
 
 def physical_dataframe(df: DataFrame, schema: StructType, mode: str, passthrough: Sequence[str] = (),
@@ -229,7 +232,7 @@ class _LocalFiles:
 
 
 class _HadoopFiles:
-    def __init__(self, files: Any) -> None:
+    def __init__(self, files: HadoopDataFiles) -> None:
         self.files = files
 
     def list_staged(self, staging: str) -> list[Any]:

@@ -183,7 +183,7 @@ def files_matching_partitions(
     return files.take(pa.array(sorted(r[0] for r in rows), pa.int64()))
 
 
-def _partition_predicate(snapshot_md: Metadata, touched: set[tuple]) -> Predicate:
+def _partition_predicate(snapshot_md: Metadata, touched: set[tuple[str | None, ...]]) -> Predicate:
     schema = snapshot_md.schema
     cols = list(snapshot_md.partition_columns)
     disjuncts: list[Predicate] = []

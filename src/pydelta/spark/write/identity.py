@@ -37,7 +37,7 @@ def columns_to_generate(df: DataFrame, metadata: Metadata) -> list[IdentitySpec]
     return out
 
 
-def with_identity_values(df: DataFrame, specs: Sequence[IdentitySpec]) -> Any:
+def with_identity_values(df: DataFrame, specs: Sequence[IdentitySpec]) -> DataFrame:
     """`df` plus a generated BIGINT column for each spec."""
     from pyspark.sql import functions as F
 
