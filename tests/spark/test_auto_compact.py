@@ -122,6 +122,24 @@ def test_only_partitions_the_commit_wrote_to_are_compacted(spark, tmp_path):
     assert _ids(path) == [*range(40), 100, 101, 102]
 
 
+def test_a_write_to_more_partitions_than_allowed_compacts_some_of_them_nulls_included(spark, tmp_path, conf):
+    """maxNumModifiedPartitions picks among the partitions written, a null partition value among
+    them (picking sorts them: None beside strings must not break it)."""
+    path = str(tmp_path / "many")
+    rows = spark.range(0, 12, 1, 4).selectExpr(
+        "id", "CASE WHEN id % 3 = 0 THEN NULL ELSE CAST(id % 3 AS STRING) END AS p")
+    rows.write.format("delta").partitionBy("p").save(path)
+    conf(ENABLED, "true")
+    conf(MIN_NUM_FILES, "2")
+    conf("spark.databricks.delta.autoCompact.maxNumModifiedPartitions", "2")
+    rows.write.format("delta").mode("append").save(path)
+    last = _commits(path)[-1]
+    assert last["operation"] == "OPTIMIZE"
+    (predicate,) = json.loads(last["operationParameters"]["predicate"])
+    assert predicate.count("<=>") == 2  # two of the three partitions
+    assert _ids(path) == sorted(list(range(12)) * 2)
+
+
 def test_once_compacted_a_partition_waits_for_min_num_files(spark, tmp_path, conf):
     path = str(tmp_path / "min")
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING DELTA "

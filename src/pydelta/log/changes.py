@@ -241,8 +241,7 @@ def resolve_range(snapshot: Any, options: dict[str, Any], allow_out_of_range: bo
     `allow_out_of_range` is delta-spark's changeDataFeed.timestampOutOfRange.enabled: a start
     after the latest version gives no changes and an end after it means the latest.
     """
-    from pydelta.log.snapshot import ict_enablement_version
-    from pydelta.log.timestamps import commit_timestamps, version_at
+    from pydelta.log.timestamps import commit_timestamps, ict_enablement_version, version_at
 
     opts = {k.lower(): v for k, v in options.items()}
     stamps: list[tuple[int, int]] | None = None

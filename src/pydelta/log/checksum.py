@@ -287,7 +287,7 @@ def compute_checksum(snapshot: Any, *, txn_id: str | None = None) -> VersionChec
 
 
 def _in_commit_timestamp(snapshot: Any) -> int | None:
-    from pydelta.log.snapshot import ict_enablement_version
+    from pydelta.log.timestamps import ict_enablement_version
 
     enabled = ict_enablement_version(snapshot.metadata)
     info = snapshot.latest_commit_info or {}

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydelta.log.segment import list_log
-from pydelta.log.snapshot import Snapshot, ict_enablement_version
+from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import Storage
-from pydelta.log.timestamps import commit_timestamps
+from pydelta.log.timestamps import commit_timestamps, ict_enablement_version
 
 
 @dataclass(frozen=True)

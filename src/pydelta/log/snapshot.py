@@ -22,7 +22,7 @@ from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
 from pydelta.log.segment import LogSegment, build_segment, list_log
 from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
-from pydelta.log.timestamps import commit_timestamps, to_millis, version_at
+from pydelta.log.timestamps import commit_timestamps, ict_enablement_version, to_millis, version_at
 from pydelta.protocol.actions import Metadata, Protocol
 
 if TYPE_CHECKING:
@@ -101,14 +101,6 @@ def files_table(actions: Sequence[Mapping[str, Any]]) -> pa.Table:
     sized = pc.fill_null(pc.greater(sizes, 0), False)
     records = parse_num_records(table.column("stats"))
     return table.append_column("num_records", pc.if_else(sized, records, pa.scalar(None, pa.int64())))
-
-
-def ict_enablement_version(metadata: Metadata) -> int | None:
-    """First version whose commit timestamp is its in-commit timestamp, or None."""
-    conf = metadata.configuration
-    if conf.get("delta.enableInCommitTimestamps", "false").lower() != "true":
-        return None
-    return int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
 
 
 class Snapshot:

@@ -10,11 +10,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydelta.errors import DeltaIllegalArgumentError, VersionNotFoundError
 from pydelta.log.segment import list_log
 from pydelta.log.storage import FileInfo, Storage
+
+if TYPE_CHECKING:
+    from pydelta.protocol.actions import Metadata
+
+
+
+def ict_enablement_version(metadata: Metadata) -> int | None:
+    """First version whose commit timestamp is its in-commit timestamp, or None."""
+    conf = metadata.configuration
+    if conf.get("delta.enableInCommitTimestamps", "false").lower() != "true":
+        return None
+    return int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
 
 
 @dataclass(frozen=True)

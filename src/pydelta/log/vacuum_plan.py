@@ -343,8 +343,7 @@ def lite_plan(snapshot: Snapshot, plan: VacuumPlan) -> VacuumPlan:
 
     from pydelta.log.last_vacuum_info import read_watermark
     from pydelta.log.segment import list_log
-    from pydelta.log.snapshot import ict_enablement_version
-    from pydelta.log.timestamps import commit_timestamps
+    from pydelta.log.timestamps import commit_timestamps, ict_enablement_version
 
     storage = snapshot.storage
     commits = list_log(storage, snapshot.table_root).commits

@@ -67,7 +67,7 @@ FEATURES: dict[str, FeatureSpec] = {
         _writer("clustering", requires=("domainMetadata",), writes=True),
         _writer("checkpointProtection", writes=True),
         _writer("allowColumnDefaults", writes=True),
-        _writer("materializePartitionColumns", auto=True),
+        _writer("materializePartitionColumns", auto=True, writes=True),  # spark/write/data_files.py
         _writer("icebergCompatV1", auto=True, requires=("columnMapping",), fail=False),
         _writer("icebergCompatV2", auto=True, requires=("columnMapping",), fail=False),
         _writer("icebergCompatV3", auto=True, requires=("columnMapping",), fail=False),

@@ -204,6 +204,8 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("catalogManaged")  # a table pydelta's catalog manages (PROTOCOL.md: catalog-managed tables)
     if P.flag(conf, "delta.enableRowTracking"):
         out.add("rowTracking")
+    if P.flag(conf, "delta.enableMaterializePartitionColumnsFeature"):
+        out.add("materializePartitionColumns")
     for v in ("V1", "V2", "V3"):
         if P.flag(conf, f"delta.enableIcebergCompat{v}"):
             out.add(f"icebergCompat{v}")

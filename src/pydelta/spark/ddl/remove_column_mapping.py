@@ -70,7 +70,12 @@ def rewrite_and_commit(spark: SparkSession, snapshot: Snapshot, metadata: Metada
 def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tuple[list[AddFile], list[RemoveFile]]:
     """Every live row (deletion vectors applied) written again under `metadata`, by logical name."""
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
-    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.write.data_files import (
+        file_rows_to_adds,
+        materializes_partitions,
+        remove_action,
+        write_data_files,
+    )
     from pydelta.txn.row_tracking import materialized_names, materializes_row_ids
 
     files = snapshot.files()
@@ -83,7 +88,8 @@ def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tup
         df = df.withColumnRenamed(ROW_ID_COL, hidden[0]).withColumnRenamed(ROW_VERSION_COL, hidden[1])
     adds = write_data_files(df, snapshot.table_root, metadata, data_change=False, hidden=hidden,
                             session_time_zone=session_time_zone(spark),
-                            hadoop_options=table_hadoop_options(snapshot.storage))
+                            hadoop_options=table_hadoop_options(snapshot.storage),
+                            materialize_partition_columns=materializes_partitions(snapshot.protocol))
     now = int(time.time() * 1000)
     removes = [remove_action(a, data_change=False, timestamp_ms=now) for a in file_rows_to_adds(files)]
     return adds, removes

@@ -125,9 +125,14 @@ def _choose(table_id: str, added: set[PartitionKey], counts: Mapping[PartitionKe
         chosen = {p for p in added - busy
                   if counts.get(p, 0) >= min_num_files or (p not in done and counts.get(p, 0) > 0)}
         if len(chosen) > max_partitions:
-            chosen = set(random.sample(sorted(chosen, key=sorted), max_partitions))
+            chosen = set(random.sample(sorted(chosen, key=_sort_key), max_partitions))
         busy |= chosen
     return chosen
+
+
+def _sort_key(partition: PartitionKey) -> list[tuple[str, bool, str]]:
+    """A total order of partitions whose values may be null (a plain sort cannot compare None)."""
+    return sorted((column, value is None, value or "") for column, value in partition)
 
 
 def _release(table_id: str, partitions: set[PartitionKey], compacted: bool) -> None:

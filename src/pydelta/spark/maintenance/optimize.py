@@ -407,7 +407,12 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
                  timestamp_ms: int) -> tuple[list[AddFile], list[RemoveFile]]:
     """Rewrite one bin (one Spark job); returns its add and remove actions (dataChange=false)."""
     from pydelta.spark.read.scan import build_dataframe
-    from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
+    from pydelta.spark.write.data_files import (
+        file_rows_to_adds,
+        materializes_partitions,
+        remove_action,
+        write_data_files,
+    )
 
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
@@ -438,6 +443,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
             df, snapshot.table_root, metadata, data_change=False,
             session_time_zone=session_time_zone(spark), hidden=hidden,
             hadoop_options=table_hadoop_options(snapshot.storage),
+            materialize_partition_columns=materializes_partitions(snapshot.protocol),
         )
     finally:
         if sc is not None:

@@ -16,7 +16,8 @@ from typing import Any
 from pydelta.errors import DeltaIllegalArgumentError, RestoreMissingFilesError
 from pydelta.log.file_actions import add_action_from_file_row as _add_action
 from pydelta.log.replay import canonical_path
-from pydelta.log.snapshot import Snapshot, ict_enablement_version, load_snapshot
+from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.timestamps import ict_enablement_version
 from pydelta.protocol.action_types import as_add, as_remove
 from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.spark.base._typing import DataFrame, SparkSession

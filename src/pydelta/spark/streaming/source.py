@@ -687,8 +687,7 @@ class DeltaStreamReader(DataSourceStreamReader):
             return version
         if self.opts.starting_timestamp is not None:
             from pydelta.log.changes import version_from_start_timestamp
-            from pydelta.log.snapshot import ict_enablement_version
-            from pydelta.log.timestamps import commit_timestamps
+            from pydelta.log.timestamps import commit_timestamps, ict_enablement_version
             from pydelta.spark.read.time_travel import timestamp_ms_in, zone_named
 
             stamps = commit_timestamps(self.snapshot.storage, self.table_root, ict_enablement_version(self.metadata))

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, cast
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol.action_types import AddFile, DeletionVectorDict, RemoveFile
-from pydelta.protocol.actions import Metadata
+from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.partition_values import (
     deserialize_partition_value,
+    escape_path_name,
     parse_hive_partition_path,
     serialize_partition_value,
     to_uri_path,
@@ -108,8 +109,13 @@ def write_data_files(
     passthrough: Sequence[str] = (),
     hidden: Sequence[str] = (),
     hadoop_options: Mapping[str, str] | None = None,
+    materialize_partition_columns: bool = False,
 ) -> list[AddFile]:
     """Write `df` (logical table columns, in table order) as data files; return their add actions.
+
+    `materialize_partition_columns` (the table has the materializePartitionColumns feature, or an
+    Iceberg compatibility that requires it): the partition columns are written into the files
+    too, after the data columns, as well as into the directory names and the log.
 
     `hadoop_options`: the table's own Hadoop options (its `hadoopConf`), given to Spark's write
     as the relation's options and to the staging moves: the session's conf stays as it is.
@@ -124,6 +130,20 @@ def write_data_files(
     fields = {f.name: f for f in schema.fields}
     phys_of = {f.name: (physical_name(f) if mode != "none" else f.name) for f in schema.fields}
     pdf = physical_dataframe(df, schema, mode, passthrough, hidden)
+    # Spark leaves partitionBy's columns out of the files: to keep them in, it partitions by
+    # copies of them, whose directory names become the columns' own when the files are moved.
+    by = [phys_of[c] for c in partition_cols]
+    if materialize_partition_columns and partition_cols:
+        from pyspark.sql import functions as F
+
+        copies = [f"{_MATERIALIZED_PREFIX}{i}" for i in range(len(by))]
+        kept = [F.col(quote_identifier(c)) for c in pdf.columns if c not in by]
+        pdf = pdf.select(*kept, *[F.col(quote_identifier(c)) for c in by],
+                         *[F.col(quote_identifier(c)).alias(copy) for c, copy in zip(by, copies, strict=True)])
+        directory_names = dict(zip(copies, by, strict=True))
+        by = copies
+    else:
+        directory_names = {}
 
     files = _DataFiles.for_table(df.sparkSession, table_root, hadoop_options)
     staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4().hex}"
@@ -143,7 +163,7 @@ def write_data_files(
         if max_records_per_file:
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:
-            writer = writer.partitionBy(*[phys_of[c] for c in partition_cols])
+            writer = writer.partitionBy(*by)
         writer.parquet(staging)
         staged = files.list_staged(staging)
         data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
@@ -160,7 +180,7 @@ def write_data_files(
             if num_rows == 0:
                 files.remove(path)
                 continue
-            rel = files.relative(path, staging)
+            rel = _directory_names_renamed(files.relative(path, staging), directory_names)
             raw = parse_hive_partition_path(posixpath.dirname(rel)) if partition_cols else {}
             partition_values = {}
             for col in partition_cols:
@@ -182,6 +202,27 @@ def write_data_files(
     finally:
         holds.close()
         files.remove_staging(staging, f"{table_root.rstrip('/')}/{STAGING_DIR}")
+
+
+_MATERIALIZED_PREFIX = "pydelta-partition-copy-"  # no leading _ or .: listings skip those
+MATERIALIZE_FEATURE = "materializePartitionColumns"
+
+
+def materializes_partitions(protocol: Protocol | None) -> bool:
+    """Whether new data files of a table with `protocol` must hold its partition columns too."""
+    return protocol is not None and MATERIALIZE_FEATURE in protocol.effective_writer_features
+
+
+def _directory_names_renamed(rel: str, names: Mapping[str, str]) -> str:
+    """`rel` (a staged file's path) with each `copy=value` directory named `column=value`."""
+    if not names:
+        return rel
+    parts = rel.split("/")
+    for i, part in enumerate(parts[:-1]):
+        key, sep, value = part.partition("=")
+        if sep and key in names:
+            parts[i] = f"{escape_path_name(names[key])}={value}"
+    return "/".join(parts)
 
 
 class _DataFiles:
