@@ -86,7 +86,7 @@ PY
                "${SUBSET[@]}")
   fi
   PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    -n "${PYTEST_WORKERS:-2}" "${selection[@]}"
+    -n "${PYTEST_WORKERS:-2}" --durations=8 "${selection[@]}"
   if [ "$version" = "$oldest" ]; then
     PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${CONNECT_SUBSET[@]}"
   fi

@@ -4,6 +4,7 @@ and the in-commit timestamp without a replay; the files replay on first use and 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from pydelta.errors import ChecksumMismatchError
 from pydelta.log import snapshot as snapshot_module
+from pydelta.log.checksum import validate_checksum
 from pydelta.log.snapshot import load_snapshot
 from tests.golden_paths import DELTA_RS
 
@@ -48,15 +50,20 @@ def test_it_answers_as_a_replay_does(table: Path, monkeypatch: pytest.MonkeyPatc
     assert lazy.protocol == eager.protocol
 
 
-def test_a_checksum_whose_metadata_the_log_contradicts_is_an_integrity_error(table: Path) -> None:
+def test_a_checksum_whose_metadata_the_log_contradicts_gives_way_to_the_log(table: Path, caplog) -> None:
     crc = table / "_delta_log/00000000000000000003.crc"
     body = json.loads(crc.read_text())
+    logged_id = body["metadata"]["id"]
     body["metadata"]["id"] = "00000000-0000-0000-0000-000000000000"
     crc.write_text(json.dumps(body) + "\n")
     snap = load_snapshot(str(table))
     assert snap.metadata.id == "00000000-0000-0000-0000-000000000000"  # what the checksum says
-    with pytest.raises(ChecksumMismatchError, match="DELTA_TXN_LOG_FAILED_INTEGRITY"):
+    with caplog.at_level(logging.WARNING, logger="pydelta.log.snapshot"):
         snap.files()
+    assert snap.metadata.id == logged_id  # the replay wins
+    assert "DELTA_TXN_LOG_FAILED_INTEGRITY" in caplog.text and "metadata" in caplog.text
+    with pytest.raises(ChecksumMismatchError, match="DELTA_TXN_LOG_FAILED_INTEGRITY"):
+        validate_checksum(snap)  # what a checkpoint checks first
 
 
 def test_an_old_writers_checksum_without_metadata_means_a_replay(tmp_path: Path) -> None:

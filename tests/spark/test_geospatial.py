@@ -231,6 +231,9 @@ def test_delta_kernel_spelling_is_read_and_rewritten_as_spark_writes_it(spark, t
     assert "geography(OGC:CRS84, SPHERICAL)" in text
     with open(first, "w") as f:
         f.write(text.replace("geography(OGC:CRS84, SPHERICAL)", "geography(OGC:CRS84, spherical)"))
+    for name in os.listdir(os.path.join(path, "_delta_log")):  # as delta-kernel left them: no checksums
+        if name.endswith(".crc"):
+            os.remove(os.path.join(path, "_delta_log", name))
     assert _wkb_rows(spark, path, "h") == [(1, P11)]
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('k' = 'v')")
     assert _one(_commit(path, 2), "metaData")["schemaString"] == _schema(

@@ -46,7 +46,7 @@ def test_delta_lake_101_tutorial(spark, mydb):
 ) USING DELTA""").collect() == []
     location = Path(spark.sql("DESCRIBE DETAIL mydb.employees").first().location.removeprefix("file:"))
     log = location / "_delta_log"
-    assert sorted(os.listdir(log)) == ["00000000000000000000.json"]
+    assert sorted(os.listdir(log)) == ["00000000000000000000.crc", "00000000000000000000.json"]  # as delta-spark
     v0 = _commit(log, 0)
     info = _action(v0, "commitInfo")[0]
     assert info["operation"] == "CREATE TABLE"

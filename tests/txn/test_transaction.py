@@ -506,7 +506,7 @@ def fake_checkpointing(monkeypatch: pytest.MonkeyPatch):
     calls: dict[str, list] = {"checkpoint": [], "cleanup": []}
     state = {"fail": False}
 
-    def write_checkpoint(snapshot, *, parts=None, v2=None, now_ms=None):
+    def write_checkpoint(snapshot, *, parts=None, v2=None, now_ms=None, checksum_mismatch_fatal=True):
         calls["checkpoint"].append(snapshot.version)
         if state["fail"]:
             raise OSError("disk full")

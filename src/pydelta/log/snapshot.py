@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -28,6 +29,8 @@ from pydelta.protocol.actions import Metadata, Protocol
 if TYPE_CHECKING:
     from pydelta.log.checksum import VersionChecksum
     from pydelta.protocol.schema import StructType
+
+logger = logging.getLogger(__name__)
 
 _FILE_COLUMNS = {
     "path": "path",
@@ -330,8 +333,11 @@ class Snapshot:
 
 
 def _check_against_checksum(snapshot: Snapshot, state: TableState) -> None:
-    """A snapshot that answered from its checksum must replay to the same protocol and metadata:
-    otherwise what it already said was wrong (ChecksumMismatchError, DELTA_TXN_LOG_FAILED_INTEGRITY)."""
+    """A snapshot that answered from its checksum should replay to the same protocol and metadata.
+    When it does not (a checksum another writer got wrong, a commit edited by hand) the replay
+    wins from here on and the difference is logged as DELTA_TXN_LOG_FAILED_INTEGRITY; delta-spark
+    trusts the checksum's without checking at all. Checkpoints check the whole checksum and stop
+    on a difference (`checksum.validate_checksum`)."""
     checksum = snapshot.checksum
     if checksum is None:
         return
@@ -339,12 +345,10 @@ def _check_against_checksum(snapshot: Snapshot, state: TableState) -> None:
                                              ("metadata", state.metadata, checksum.metadata))
              if theirs is not None and ours.to_dict() != theirs.to_dict()]
     if wrong:
-        from pydelta.errors import ChecksumMismatchError
-
-        raise ChecksumMismatchError(
-            f"[DELTA_TXN_LOG_FAILED_INTEGRITY] The transaction log has failed integrity checks. Failed verification "
-            f"at version {snapshot.version} of {snapshot.table_root}: the version checksum's {' and '.join(wrong)} "
-            "differ from the log's")
+        logger.warning(
+            "[DELTA_TXN_LOG_FAILED_INTEGRITY] The transaction log has failed integrity checks. Failed verification "
+            "at version %d of %s: the version checksum's %s differ from the log's; the log's are used",
+            snapshot.version, snapshot.table_root, " and ".join(wrong))
 
 
 def _usable_checksum(storage: Storage, root: str, segment: LogSegment) -> VersionChecksum | None:
