@@ -84,6 +84,7 @@ def cmd_append_stream(root: str, worker: int, count: int, ready_file: str | None
     so a parent can kill it at a random point of the commit loop rather than during start-up.
     """
     snapshot = pydelta.load_snapshot(root)
+    snapshot.files()  # replayed now (a snapshot from a checksum replays on first use), not after `ready`
     if ready_file:
         Path(ready_file).touch()
     for i in range(count):
