@@ -15,6 +15,7 @@ interleaved deterministically (tests, conflict handling).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pydelta.errors import (
     DeltaError,
 )
 from pydelta.log.snapshot import Snapshot
+from pydelta.log.storage import Storage
 from pydelta.protocol import properties as P
 from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import Metadata
@@ -134,7 +136,7 @@ class PreparedCommit:
                 int(self.metrics["executionTimeMs"]), int((time.monotonic() - self.started) * 1000)
             )
         if self.spark is not None and self._idempotent_run_done(self.spark):
-            discard_files(self.txn.table_root, self.actions)
+            discard_files(self.txn.storage, self.txn.table_root, self.actions)
             return None
         if not self.actions and not self.txn.metadata_changed and not self.txn.has_app_transactions:
             # delta-spark's DML commits with commitIfNeeded: a DELETE, UPDATE or MERGE that touched no row
@@ -143,7 +145,7 @@ class PreparedCommit:
         try:
             version = self.txn.commit(self.actions, self.operation, operation_metrics=self.metrics, data_change=True)
         except DeltaConcurrentModificationException:
-            discard_files(self.txn.table_root, self.actions)
+            discard_files(self.txn.storage, self.txn.table_root, self.actions)
             raise
         if self.spark is not None:
             run_post_commit_hooks(self.spark, self.txn, version, self.actions)
@@ -175,16 +177,13 @@ class PreparedCommit:
         return False
 
 
-def discard_files(table_root: str, actions: Iterable[Action]) -> None:
+def discard_files(storage: Storage, table_root: str, actions: Iterable[Action]) -> None:
     """Delete the data / change files of uncommitted `add` and `cdc` actions (best effort).
 
     An `add` of a path the same actions remove is an existing file getting a new deletion
     vector: the data file stays, only the new DV file goes.
     """
-    import os
-
     from pydelta.log.replay import canonical_path
-    from pydelta.log.storage import is_remote_uri, storage_for
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     actions = list(actions)
@@ -200,10 +199,7 @@ def discard_files(table_root: str, actions: Iterable[Action]) -> None:
                 path = DeletionVectorDescriptor.from_dict(dv).absolute_path(table_root) if dv else None
             if path is None:
                 continue
-            try:
-                if is_remote_uri(path):
-                    storage_for(path).delete(path)
-                else:
-                    os.remove(path)
-            except OSError:
-                pass
+            # Through the table's storage (its Hadoop options, its object-store settings); best
+            # effort, often inside an error being raised already.
+            with contextlib.suppress(Exception):
+                storage.delete(path)

@@ -132,7 +132,7 @@ def prepare_delete(
                     try:
                         cdc = write_cdc(spark, changes, snapshot, metadata)
                     except BaseException:
-                        discard_files(root, added)
+                        discard_files(snapshot.storage, root, added)
                         raise
                 rewrite_ms = elapsed_ms(rewrite_started)
 

@@ -320,7 +320,7 @@ def prepare_merge(
             if found.unverified and found.expected_target_rows != writes.target_rows_out():
                 # A target row met several source rows: start over with the uniqueness check,
                 # which decides between the error and copying the row once.
-                discard_files(plan.root, writes.added + writes.cdc)
+                discard_files(plan.snapshot.storage, plan.root, writes.added + writes.cdc)
                 writes.added, writes.cdc = [], []
                 return prepare_merge(spark, snapshot, source, condition, clauses, schema_evolution=schema_evolution,
                                      alias=alias, check_source_first=True)
@@ -329,7 +329,7 @@ def prepare_merge(
         if found.num_source_rows is None:
             found.num_source_rows = source.count()
     except BaseException:
-        discard_files(plan.root, writes.added + writes.cdc)
+        discard_files(plan.snapshot.storage, plan.root, writes.added + writes.cdc)
         raise
     finally:
         if persisted:

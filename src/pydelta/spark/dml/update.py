@@ -249,13 +249,13 @@ def prepare_update(
             try:
                 cdc = write_cdc(spark, changes, snapshot, metadata)
             except BaseException:
-                discard_files(root, added)
+                discard_files(snapshot.storage, root, added)
                 raise
         if dv_rows:
             try:
                 dv_update = mark_deleted(snapshot, to_rewrite, dv_rows)
             except BaseException:
-                discard_files(root, added + cdc)
+                discard_files(snapshot.storage, root, added + cdc)
                 raise
         rewrite_ms = elapsed_ms(rewrite_started)
     written = add_rows([a["add"] for a in added])
