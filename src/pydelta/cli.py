@@ -66,7 +66,7 @@ def cmd_describe(args: argparse.Namespace) -> dict:
         "protocol": snap.protocol.to_dict(),
         "tableFeatures": _features(snap.protocol),
         "numFiles": files.num_rows,
-        "sizeInBytes": int(sum(files.column("size").to_pylist())) if files.num_rows else 0,
+        "sizeInBytes": snap.size_in_bytes,
         "numRecords": physical - deleted,  # live rows: what a query of the table returns
         "numDeletedRecords": deleted,  # rows hidden by deletion vectors, still in the files
         "numFilesWithDeletionVectors": sum(1 for dv in dvs if dv),

@@ -15,6 +15,7 @@ writers' `histogramOpt` is read too).
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pydelta.log.storage import Storage
+from pydelta.protocol import properties as P
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 from pydelta.protocol.deletion_vectors import dv_unique_id
 
@@ -64,14 +66,7 @@ def checksum_path(table_root: str, version: int) -> str:
 
 def _bin_index(bins: Sequence[int], value: int) -> int:
     """The last bin whose boundary is <= value (a value on a boundary opens that bin)."""
-    lo, hi = 0, len(bins) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if bins[mid] <= value:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return max(bisect.bisect_right(bins, value) - 1, 0)
 
 
 @dataclass
@@ -215,7 +210,7 @@ def read_checksum(storage: Storage, table_root: str, version: int) -> VersionChe
     MUST work without one; delta-spark and kernel-rs ignore a malformed file the same way)."""
     try:
         data = storage.read(checksum_path(table_root, version))
-    except (FileNotFoundError, OSError):
+    except OSError:
         return None
     except Exception as e:  # noqa: BLE001 - any store error: there is no checksum to use
         logger.debug("could not read the checksum of version %d of %s: %s", version, table_root, e)
@@ -349,11 +344,12 @@ def derive_checksum(previous: VersionChecksum, actions: Sequence[Mapping[str, An
     removed = {_file_key(a["remove"]) for a in actions if "remove" in a}
     for action in actions:
         kind, body = next(iter(action.items()))
-        if kind == "add" and not counts_adds:
-            if files is not None and _file_key(body) in files:
-                files[_file_key(body)] = _all_files_entry(body)  # the same file, its new fields
-        elif kind == "add" and files is not None and _file_key(body) in files and _file_key(body) not in removed:
-            files[_file_key(body)] = _all_files_entry(body)  # re-added without a remove: it replaces itself
+        known = kind == "add" and files is not None and _file_key(body) in files
+        if kind == "add" and (not counts_adds or (known and _file_key(body) not in removed)):
+            # A file already in the table added again (by an operation that re-adds files, or
+            # without a remove): it replaces itself, its new fields recorded; nothing is counted.
+            if files is not None and known:
+                files[_file_key(body)] = _all_files_entry(body)
         elif kind == "add":
             size += int(body["size"])
             count += 1
@@ -396,8 +392,7 @@ def derive_checksum(previous: VersionChecksum, actions: Sequence[Mapping[str, An
         metadata=metadata,
         protocol=protocol,
         txn_id=txn_id,
-        in_commit_timestamp=ict if metadata.configuration.get("delta.enableInCommitTimestamps", "").lower() == "true"
-        else None,
+        in_commit_timestamp=ict if P.flag(metadata.configuration, "delta.enableInCommitTimestamps") else None,
         set_transactions=None if txns is None else _live_txns(txns.values(), metadata),
         domain_metadata=None if domains is None else _live_domains(domains.values()),
         file_size_histogram=histogram,

@@ -462,14 +462,13 @@ class OptimisticTransaction:
             return
         from pydelta.log import checksum as crc
 
-        if owner_spec(self.metadata, self.protocol) is not None and not self.storage.exists(
-                f"{log_dir_of(self.table_root)}/{version:020d}.json"):
-            # A commit its owner (or catalog) holds unpublished: the protocol allows its checksum
-            # now, but readers that list only _delta_log (delta-rs' kernel) refuse a checksum newer
-            # than the last published commit, so there is none for it.
-            return
-
         try:
+            if owner_spec(self.metadata, self.protocol) is not None and not self.storage.exists(
+                    f"{log_dir_of(self.table_root)}/{version:020d}.json"):
+                # A commit its owner (or catalog) holds unpublished: the protocol allows its checksum
+                # now, but readers that list only _delta_log (delta-rs' kernel) refuse a checksum
+                # newer than the last published commit, so there is none for it.
+                return
             actions = [json.loads(line) for line in self._committed_payload.decode("utf-8").splitlines() if line]
             previous = crc.EMPTY_TABLE if version == 0 else crc.read_checksum(self.storage, self.table_root,
                                                                                 version - 1)
