@@ -618,6 +618,12 @@ def rw(feature: str, *more: str) -> Protocol:
         ({"delta.feature.domainMetadata": "supported"}, None, P(1, 7, None, ["domainMetadata", *AO_INV])),
         ({"delta.feature.vacuumProtocolCheck": "supported"}, None, rw("vacuumProtocolCheck")),
         ({"delta.enableRowTracking": "true"}, None, P(1, 7, None, ["rowTracking", "domainMetadata", *AO_INV])),
+        # Variant shredding: the preview name by default, as delta-spark 4.4 attaches it; the
+        # stable one (which needs variantType) when asked for; a "false" property adds nothing.
+        ({"delta.enableVariantShredding": "true"}, None, rw("variantShredding-preview")),
+        ({"delta.enableVariantShredding": "true", "delta.feature.variantShredding": "supported"}, None,
+         P(3, 7, ["variantShredding", "variantType"], ["variantShredding", "variantType", *AO_INV])),
+        ({"delta.enableVariantShredding": "false"}, None, P(1, 2)),
         (
             {"delta.enableChangeDataFeed": "true", "delta.enableInCommitTimestamps": "true"},
             None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
@@ -342,18 +342,28 @@ class StructType:
 DataType = PrimitiveType | DecimalType | GeometryType | GeographyType | ArrayType | MapType | StructType
 
 
-def contains_geospatial(dt: DataType) -> bool:
-    """Whether a geometry or geography type occurs anywhere in `dt` (delta-spark's
-    ``DeltaGeoSpatial.containsGeoColumns``: through structs, arrays and maps)."""
-    if is_geospatial(dt):
+def contains_type(dt: DataType, matches: Callable[[DataType], bool]) -> bool:
+    """Whether a type `matches` anywhere in `dt`: itself, or through structs, arrays and maps."""
+    if matches(dt):
         return True
     if isinstance(dt, StructType):
-        return any(contains_geospatial(f.type) for f in dt.fields)
+        return any(contains_type(f.type, matches) for f in dt.fields)
     if isinstance(dt, ArrayType):
-        return contains_geospatial(dt.element_type)
+        return contains_type(dt.element_type, matches)
     if isinstance(dt, MapType):
-        return contains_geospatial(dt.key_type) or contains_geospatial(dt.value_type)
+        return contains_type(dt.key_type, matches) or contains_type(dt.value_type, matches)
     return False
+
+
+def contains_geospatial(dt: DataType) -> bool:
+    """Whether a geometry or geography type occurs anywhere in `dt` (delta-spark's
+    ``DeltaGeoSpatial.containsGeoColumns``)."""
+    return contains_type(dt, is_geospatial)
+
+
+def contains_variant(dt: DataType) -> bool:
+    """Whether a variant type occurs anywhere in `dt`."""
+    return contains_type(dt, lambda t: isinstance(t, PrimitiveType) and t.name == "variant")
 
 
 STRING = PrimitiveType("string")

@@ -80,11 +80,12 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("typeWidening-preview", fail=False, reads=True, writes=True),
         _rw("v2Checkpoint", auto=True, fail=False, reads=True, writes=True),
         _rw("vacuumProtocolCheck", fail=False, reads=True, writes=True),
-        # Written unshredded (spark/write/data_files.py): pydelta does not write variantShredding.
         _rw("variantType", auto=True, reads=True, writes=True),
         _rw("variantType-preview", auto=True, reads=True, writes=True),
-        _rw("variantShredding", auto=True, requires=("variantType",)),
-        _rw("variantShredding-preview", auto=True),
+        # Shredded files are Spark's to read and write (4.1+; spark/write/data_files.py
+        # shreds_variants, spark/base/pyspark_compat.py refuses them before 4.1).
+        _rw("variantShredding", auto=True, requires=("variantType",), reads=True, writes=True),
+        _rw("variantShredding-preview", auto=True, reads=True, writes=True),
         # Catalog-managed tables (the successor of managed commits): readable up to their
         # published version, writable only through the catalog's committer.
         _rw("catalogManaged", requires=("inCommitTimestamp", "vacuumProtocolCheck"), fail=True, reads=True,

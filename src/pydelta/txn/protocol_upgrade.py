@@ -16,7 +16,7 @@ exactly, e.g. CDF gives (1,7) with [appendOnly, invariants, changeDataFeed].
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -161,13 +161,17 @@ def _walk_types(dt: Any) -> Iterable[Any]:
         yield from _walk_types(dt.value_type)
 
 
-def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> set[str]:
-    """Features the metadata actively uses (delta-spark's FeatureAutomaticallyEnabledByMetadata)."""
+def metadata_features(metadata: Metadata, protocol: Protocol | None = None,
+                      requested: Collection[str] = ()) -> set[str]:
+    """Features the metadata actively uses (delta-spark's FeatureAutomaticallyEnabledByMetadata).
+
+    Where a feature has a preview and a stable name, one the protocol supports (or the same
+    commit `requested` by `delta.feature.<name>`) is kept rather than adding the other."""
     conf = metadata.configuration
     schema = metadata.schema
     fields = list(walk_fields(schema))
     type_names = {getattr(t, "name", "") for t in _walk_types(schema)}
-    supported = all_features(protocol)
+    supported = set(all_features(protocol)) | set(requested)
     out: set[str] = set()
     if P.flag(conf, "delta.appendOnly"):
         out.add("appendOnly")
@@ -194,6 +198,11 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None) -> s
         out.add("v2Checkpoint")
     if "variant" in type_names and "variantType-preview" not in supported:
         out.add("variantType")
+    shredding = {"variantShredding", "variantShredding-preview"}
+    if P.flag(conf, "delta.enableVariantShredding") and not shredding & supported:
+        # delta-spark 4.4 attaches the preview name (its variantShredding.forceUsePreviewTableFeature
+        # defaults to true), which older clients know too; `delta.feature.variantShredding` picks the stable one.
+        out.add("variantShredding-preview")
     if contains_geospatial(schema) and geospatial.PREVIEW_FEATURE not in supported:
         out.add(geospatial.FEATURE)  # not over the preview feature, which old clients may only know
     if P.flag(conf, "delta.enableInCommitTimestamps"):
@@ -326,7 +335,7 @@ def required_features(metadata: Metadata, current: Protocol | None) -> tuple[set
     requested = requested_features(conf)
     _check_column_defaults(metadata, base | requested, current is None)
     geospatial.check_metadata(metadata.schema, metadata.partition_columns)
-    from_metadata = metadata_features(metadata, current)
+    from_metadata = metadata_features(metadata, current, requested)
     needed = _closure(base | requested | from_metadata)
     if current is not None:
         # Only features switched on by the metadata itself are checked, as in delta-spark;

@@ -94,3 +94,22 @@ def refuse_geospatial_before_4_2(schema: Any) -> None:
         raise DeltaNotImplementedError(
             f"geospatial columns ({', '.join(path for path, _ in columns)}) need Spark 4.2 or newer "
             f"(this is Spark {pyspark.__version__})")
+
+
+def refuse_shredded_variants_before_4_1(protocol: Any, data_schema: Any) -> None:
+    """Files of a table supporting variant shredding may hold shredded variants, which Spark
+    reads from 4.1 on; Spark 4.0's Parquet reader fails on them with a NullPointerException
+    (measured), so a clear error names the version first."""
+    if not pyspark_before(4, 1):
+        return
+    from pydelta.protocol.schema import contains_variant
+
+    shredding = {"variantShredding", "variantShredding-preview"} & set(protocol.effective_reader_features)
+    if shredding and contains_variant(data_schema):
+        import pyspark
+
+        from pydelta.errors import DeltaNotImplementedError
+
+        raise DeltaNotImplementedError(
+            f"reading a table with variant shredding ({', '.join(sorted(shredding))}) needs Spark 4.1 or "
+            f"newer: its files may hold shredded variants, which Spark {pyspark.__version__} cannot read")

@@ -72,7 +72,6 @@ def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tup
     from pydelta.spark.read.scan import ROW_ID_COL, ROW_VERSION_COL, build_dataframe
     from pydelta.spark.write.data_files import (
         file_rows_to_adds,
-        materializes_partitions,
         remove_action,
         write_data_files,
     )
@@ -89,7 +88,7 @@ def _rewrite(spark: SparkSession, snapshot: Snapshot, metadata: Metadata) -> tup
     adds = write_data_files(df, snapshot.table_root, metadata, data_change=False, hidden=hidden,
                             session_time_zone=session_time_zone(spark),
                             hadoop_options=table_hadoop_options(snapshot.storage),
-                            materialize_partition_columns=materializes_partitions(snapshot.protocol))
+                            protocol=snapshot.protocol)
     now = int(time.time() * 1000)
     removes = [remove_action(a, data_change=False, timestamp_ms=now) for a in file_rows_to_adds(files)]
     return adds, removes

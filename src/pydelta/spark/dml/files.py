@@ -29,7 +29,6 @@ from pydelta.spark.write.conform import conform
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.write.data_files import (
     file_rows_to_adds,
-    materializes_partitions,
     remove_action,
     write_data_files,
 )
@@ -160,7 +159,7 @@ def write_rows(spark: SparkSession, df: DataFrame, snapshot: Snapshot, metadata:
             data, snapshot.table_root, metadata, data_change=True,
             session_time_zone=session_time_zone(spark), hidden=hidden,
             hadoop_options=table_hadoop_options(snapshot.storage),
-            materialize_partition_columns=materializes_partitions(snapshot.protocol),
+            protocol=snapshot.protocol,
         )
     return [as_add(a) for a in adds]
 

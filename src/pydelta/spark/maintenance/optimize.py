@@ -409,7 +409,6 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     from pydelta.spark.read.scan import build_dataframe
     from pydelta.spark.write.data_files import (
         file_rows_to_adds,
-        materializes_partitions,
         remove_action,
         write_data_files,
     )
@@ -443,7 +442,7 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
             df, snapshot.table_root, metadata, data_change=False,
             session_time_zone=session_time_zone(spark), hidden=hidden,
             hadoop_options=table_hadoop_options(snapshot.storage),
-            materialize_partition_columns=materializes_partitions(snapshot.protocol),
+            protocol=snapshot.protocol,
         )
     finally:
         if sc is not None:

@@ -31,7 +31,7 @@ from pydelta.protocol.schema import (
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.connect_session import is_connect
 from pydelta.spark.base.predicates import filter_condition, translate
-from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2
+from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2, refuse_shredded_variants_before_4_1
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
 from pydelta.spark.read.parquet_files import read_parquet_files
@@ -117,6 +117,7 @@ def build_dataframe(
     mode = column_mapping_mode(snapshot.configuration)
     partition_cols = snapshot.partition_columns
     data_schema = StructType(tuple(f for f in snapshot.schema.fields if f.name not in partition_cols))
+    refuse_shredded_variants_before_4_1(snapshot.protocol, data_schema)
     # Without column mapping the scan's columns are the output's, so they get the exposed metadata.
     physical = remove_internal_metadata(data_schema) if mode == "none" else to_physical_schema(
         data_schema, mode, field_ids=mode == "id")

@@ -109,13 +109,14 @@ def write_data_files(
     passthrough: Sequence[str] = (),
     hidden: Sequence[str] = (),
     hadoop_options: Mapping[str, str] | None = None,
-    materialize_partition_columns: bool = False,
+    protocol: Protocol | None = None,
 ) -> list[AddFile]:
     """Write `df` (logical table columns, in table order) as data files; return their add actions.
 
-    `materialize_partition_columns` (the table has the materializePartitionColumns feature, or an
-    Iceberg compatibility that requires it): the partition columns are written into the files
-    too, after the data columns, as well as into the directory names and the log.
+    `protocol` (the table's) decides what the files hold beyond the columns: with the
+    materializePartitionColumns feature the partition columns are written into the files too,
+    after the data columns, as well as into the directory names and the log; with variant
+    shredding enabled Spark may shred variant columns (`shreds_variants`).
 
     `hadoop_options`: the table's own Hadoop options (its `hadoopConf`), given to Spark's write
     as the relation's options and to the staging moves: the session's conf stays as it is.
@@ -133,6 +134,7 @@ def write_data_files(
     # Spark leaves partitionBy's columns out of the files: to keep them in, it partitions by
     # copies of them, whose directory names become the columns' own when the files are moved.
     by = [phys_of[c] for c in partition_cols]
+    materialize_partition_columns = materializes_partitions(protocol)
     if materialize_partition_columns and partition_cols:
         from pyspark.sql import functions as F
 
@@ -155,11 +157,12 @@ def write_data_files(
     holds.enter_context(held_session_conf(df.sparkSession, FIELD_ID_WRITE, "true" if mode == "id" else "false"))
     try:
         writer = pdf.write.options(**(hadoop_options or {})).option("compression", compression or "snappy")
-        # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table without
-        # the variantShredding feature must get them unshredded (PROTOCOL.md, "Writer
-        # Requirements for Variant Data Type"), so switch the inference off for this write, as
-        # delta-spark's TransactionalWrite does. Spark 4.0 has no such option and ignores it.
-        writer = writer.option(VARIANT_INFER_SHREDDING, "false")
+        # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table that does
+        # not enable variant shredding must get them unshredded (PROTOCOL.md, "Writer
+        # Requirements for Variant Shredding"), so the option follows the table for this write,
+        # as delta-spark's TransactionalWrite sets it. Spark 4.0 has no such option (and no
+        # shredding): it ignores it and writes unshredded variants, which every table allows.
+        writer = writer.option(VARIANT_INFER_SHREDDING, "true" if shreds_variants(metadata, protocol) else "false")
         if max_records_per_file:
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:
@@ -211,6 +214,20 @@ MATERIALIZE_FEATURE = "materializePartitionColumns"
 def materializes_partitions(protocol: Protocol | None) -> bool:
     """Whether new data files of a table with `protocol` must hold its partition columns too."""
     return protocol is not None and MATERIALIZE_FEATURE in protocol.effective_writer_features
+
+
+SHREDDING_PROPERTY = "delta.enableVariantShredding"
+SHREDDING_FEATURES = frozenset({"variantShredding", "variantShredding-preview"})
+
+
+def shreds_variants(metadata: Metadata, protocol: Protocol | None) -> bool:
+    """Whether new data files of the table may hold shredded variants (PROTOCOL.md, "Variant
+    Shredding"): only when `delta.enableVariantShredding` is true and the protocol supports
+    the feature; a table that only supports it gets unshredded variants."""
+    from pydelta.protocol import properties as P
+
+    return (protocol is not None and P.flag(metadata.configuration, SHREDDING_PROPERTY)
+            and bool(SHREDDING_FEATURES & set(protocol.effective_writer_features)))
 
 
 def _directory_names_renamed(rel: str, names: Mapping[str, str]) -> str:

@@ -43,7 +43,6 @@ from pydelta.spark.write.conform import conform
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
 from pydelta.spark.write.data_files import (
     file_rows_to_adds,
-    materializes_partitions,
     remove_action,
     write_data_files,
 )
@@ -401,7 +400,7 @@ def write_dataframe(
             to_write, root, metadata, data_change=opts.data_change,
             max_records_per_file=opts.max_records_per_file, compression=opts.compression,
             session_time_zone=session_time_zone(spark), hadoop_options=table_hadoop_options(txn.storage),
-            materialize_partition_columns=materializes_partitions(txn.protocol),
+            protocol=txn.protocol,
         )
 
     marks = identity_values.high_water_marks(spark, metadata, generate, adds, root)
