@@ -8,10 +8,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-#: Each floor and the floors it must not import (protocol <- log <- txn <- spark <- tables).
+#: Each floor and the floors it must not import (protocol <- log <- uniform <- txn <- spark <- tables).
 FORBIDDEN = {
-    "pydelta.protocol": ("pydelta.log", "pydelta.txn", "pydelta.spark", "pydelta.tables"),
-    "pydelta.log": ("pydelta.txn", "pydelta.spark", "pydelta.tables"),
+    "pydelta.protocol": ("pydelta.log", "pydelta.uniform", "pydelta.txn", "pydelta.spark", "pydelta.tables"),
+    "pydelta.log": ("pydelta.uniform", "pydelta.txn", "pydelta.spark", "pydelta.tables"),
+    "pydelta.uniform": ("pydelta.txn", "pydelta.spark", "pydelta.tables"),
     "pydelta.txn": ("pydelta.spark", "pydelta.tables"),
     "pydelta.spark": ("pydelta.tables",),
 }

@@ -112,6 +112,11 @@ class DeltaTableFeatureError(DeltaError):
     """A table feature cannot be dropped or changed as asked (delta-spark's DeltaTableFeatureException)."""
 
 
+class IcebergCompatViolationError(DeltaTableFeatureError):
+    """A change that would break the table's IcebergCompatV1/V2 (delta-spark's
+    DELTA_ICEBERG_COMPAT_VIOLATION.* errors, the subclass in `error_class`)."""
+
+
 class TableAlreadyExistsError(DeltaAnalysisError):
     """Creating a table at a location that already holds one."""
 

@@ -28,3 +28,19 @@ def delta_spark():
           f" log {witness.log_path}", file=sys.stderr)
     yield witness
     witness.close()
+
+
+@pytest.fixture(scope="session")
+def iceberg_spark():
+    """Spark with Apache Iceberg's runtime (tests/witness/iceberg_spark.py): set up once, same policy."""
+    from tests.witness import iceberg_spark as witness
+
+    try:
+        witness.setup()
+    except WitnessUnavailable as e:
+        msg = f"Iceberg witness unavailable: {e}"
+        if os.environ.get("PYDELTA_REQUIRE_WITNESS"):
+            pytest.fail(msg + "\n($PYDELTA_REQUIRE_WITNESS is set: the witness tests may not skip)", pytrace=False)
+        print("\n*** SKIPPING Iceberg witness tests: " + msg, file=sys.stderr)
+        pytest.skip(msg)
+    return witness.iceberg_read

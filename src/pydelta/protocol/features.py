@@ -68,8 +68,9 @@ FEATURES: dict[str, FeatureSpec] = {
         _writer("checkpointProtection", writes=True),
         _writer("allowColumnDefaults", writes=True),
         _writer("materializePartitionColumns", auto=True, writes=True),  # spark/write/data_files.py
-        _writer("icebergCompatV1", auto=True, requires=("columnMapping",), fail=False),
-        _writer("icebergCompatV2", auto=True, requires=("columnMapping",), fail=False),
+        # Enforced by protocol/iceberg_compat.py (V3 is refused there by name).
+        _writer("icebergCompatV1", auto=True, requires=("columnMapping",), fail=False, writes=True),
+        _writer("icebergCompatV2", auto=True, requires=("columnMapping",), fail=False, writes=True),
         _writer("icebergCompatV3", auto=True, requires=("columnMapping",), fail=False),
         _writer("managedCommit", auto=True, requires=("inCommitTimestamp",), fail=True, writes=True),
         _writer("coordinatedCommits-preview", auto=True, requires=("inCommitTimestamp", "vacuumProtocolCheck")),
@@ -94,6 +95,9 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("geospatial", auto=True, reads=True, writes=True),
         _rw("geospatial-dev", reads=True, writes=True),
         _rw("redirectReaderWriter-preview", auto=True),
+        # Catalog-managed tables whose files are listed by Iceberg v4 manifests: known, refused.
+        _rw("adaptiveMetadata-preview", requires=("catalogManaged", "rowTracking", "domainMetadata",
+                                                  "deletionVectors", "columnMapping")),
     )
 }
 _BY_LOWER = {name.lower(): spec for name, spec in FEATURES.items()}

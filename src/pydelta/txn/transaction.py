@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydelta.errors import (
     DeltaAnalysisError,
     DeltaIllegalArgumentError,
+    DeltaMissingDependencyError,
     DeltaProtocolError,
     InvalidTableError,
     TableAlreadyExistsError,
@@ -28,6 +29,7 @@ from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.registry import owner_spec
 from pydelta.log.segment import LogSegment, list_log, log_dir_of
 from pydelta.log.storage import Storage, storage_for, to_local_path
+from pydelta.protocol import iceberg_compat
 from pydelta.protocol import properties as P
 from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, dumps_action
@@ -178,6 +180,7 @@ class OptimisticTransaction:
             self._new_metadata = None
         validate_metadata(metadata)
         metadata = with_managed_commit_requirements(metadata)
+        metadata = iceberg_compat.with_requirements(metadata, self.snapshot.metadata if self.snapshot else None)
         current = self._new_protocol or self._read_protocol()
         if current is not None and COMMIT_OWNER_KEY not in metadata.configuration:
             current = without_managed_commit(current)  # converting to the file system drops the feature
@@ -292,6 +295,7 @@ class OptimisticTransaction:
         logger.info("committed version %d of %s (%d attempts)", version, self.table_root, prepared.attempts)
         self._write_version_checksum(version, operation.name)
         self._run_post_commit_hooks(version)
+        self._convert_to_iceberg(version)
         return version
 
     def _absorb(self, actions: Iterable[Mapping[str, Any]]) -> list[Action]:
@@ -342,6 +346,11 @@ class OptimisticTransaction:
         read_md = self.snapshot.metadata if self.snapshot is not None else None
         route = publish_route(read_owner, new_owner, read_md, metadata)
         removed = validate_file_actions(file_actions, metadata, protocol, self.table_root, read_md)
+        iceberg_compat.check_commit(
+            metadata, protocol, read_md, self._read_protocol(),
+            [body for kind, body in map(kind_and_body, file_actions) if kind == "add"])
+        if iceberg_compat.uniform_iceberg_enabled(metadata.configuration):
+            _require_pyiceberg()
         self._validate_domains(protocol)
 
         isolation = self._isolation_for(file_actions, data_change)
@@ -480,6 +489,25 @@ class OptimisticTransaction:
         except Exception as e:  # noqa: BLE001 - the commit stands whatever happens here
             logger.warning("no checksum for version %d of %s (the commit stands): %s", version, self.table_root, e)
 
+    def _convert_to_iceberg(self, version: int) -> None:
+        """UniForm: the Iceberg metadata of the committed version (and of any commit before it that
+        was not converted), after the checkpoint. Never fails the committed write: a conversion
+        left behind is caught up by the next commit's."""
+        if not self.post_commit_hooks or self.metadata is None or \
+                not iceberg_compat.uniform_iceberg_enabled(self.metadata.configuration):
+            return
+        if owner_spec(self.metadata, self.protocol) is not None:
+            logger.warning("UniForm (Iceberg) is not converted for tables whose commits a catalog or commit owner "
+                           "holds (%s): delta-spark converts those through its catalog", self.table_root)
+            return
+        try:
+            from pydelta.uniform.iceberg_converter import convert
+
+            convert(self.post_commit_snapshot(), self.storage)
+        except Exception as e:  # noqa: BLE001 - the commit stands whatever happens here
+            logger.warning("UniForm (Iceberg) conversion of version %d of %s failed (the commit stands; the next "
+                           "commit catches up): %s", version, self.table_root, e)
+
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint every `delta.checkpointInterval` versions; never fails the committed write."""
         if not self.post_commit_hooks or version <= 0:
@@ -512,6 +540,16 @@ class OptimisticTransaction:
 
 
 # ---- helpers ------------------------------------------------------------------------------
+
+
+def _require_pyiceberg() -> None:
+    """UniForm's conversion writes Iceberg metadata with pyiceberg: without it, refuse before committing."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyiceberg") is None:
+        raise DeltaMissingDependencyError(
+            "UniForm (delta.universalFormat.enabledFormats = iceberg) writes Iceberg metadata with pyiceberg, "
+            "which is not installed: pip install 'pydelta-spark[uniform]'")
 
 
 def _line(action: Action) -> tuple[str, dict[str, Any]]:

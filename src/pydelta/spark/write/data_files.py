@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
+from pydelta.protocol import iceberg_compat
 from pydelta.protocol.action_types import AddFile, DeletionVectorDict, RemoveFile
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.partition_values import (
@@ -134,7 +135,10 @@ def write_data_files(
     # Spark leaves partitionBy's columns out of the files: to keep them in, it partitions by
     # copies of them, whose directory names become the columns' own when the files are moved.
     by = [phys_of[c] for c in partition_cols]
-    materialize_partition_columns = materializes_partitions(protocol)
+    materialize_partition_columns = materializes_partitions(metadata, protocol)
+    compat = iceberg_compat.enabled_version(metadata.configuration)
+    if compat is not None and compat >= 2:
+        _refuse_collections_under_compat_v2(schema, compat)
     if materialize_partition_columns and partition_cols:
         from pyspark.sql import functions as F
 
@@ -152,9 +156,10 @@ def write_data_files(
     holds = contextlib.ExitStack()
     # INT96 timestamps have no footer statistics; Delta stats need micros.
     holds.enter_context(held_session_conf(df.sparkSession, OUTPUT_TIMESTAMP_TYPE, "TIMESTAMP_MICROS"))
-    # Field ids in the files only for id-mode column mapping: a column can still carry one from an
-    # id-mode read (Spark 4.0 keeps it through an alias), which a table without ids must not get.
-    holds.enter_context(held_session_conf(df.sparkSession, FIELD_ID_WRITE, "true" if mode == "id" else "false"))
+    # Field ids in the files under column mapping (PROTOCOL.md, "Writer Requirements for Column
+    # Mapping"; Iceberg readers resolve columns by them), never without: a column can still carry
+    # one from an id-mode read (Spark 4.0 keeps it through an alias), which such a table must not get.
+    holds.enter_context(held_session_conf(df.sparkSession, FIELD_ID_WRITE, "false" if mode == "none" else "true"))
     try:
         writer = pdf.write.options(**(hadoop_options or {})).option("compression", compression or "snappy")
         # Spark 4.1+ shreds variant columns by default (inferShreddingSchema); a table that does
@@ -191,16 +196,17 @@ def write_data_files(
                 typed = deserialize_partition_value(value, fields[col].type, timezone=session_time_zone)
                 partition_values[phys_of[col]] = serialize_partition_value(typed, fields[col].type)
             size, mtime = files.move(path, f"{table_root.rstrip('/')}/{rel}")
-            adds.append(
-                {
-                    "path": to_uri_path(rel),
-                    "partitionValues": partition_values,
-                    "size": size,
-                    "modificationTime": mtime,
-                    "dataChange": data_change,
-                    "stats": stats_json,
-                }
-            )
+            add: AddFile = {
+                "path": to_uri_path(rel),
+                "partitionValues": partition_values,
+                "size": size,
+                "modificationTime": mtime,
+                "dataChange": data_change,
+                "stats": stats_json,
+            }
+            if compat is not None and compat >= 2:  # as delta-spark tags the files it writes
+                add["tags"] = {iceberg_compat.COMPAT_VERSION_TAG: str(compat)}
+            adds.append(add)
         return adds
     finally:
         holds.close()
@@ -211,9 +217,23 @@ _MATERIALIZED_PREFIX = "pydelta-partition-copy-"  # no leading _ or .: listings 
 MATERIALIZE_FEATURE = "materializePartitionColumns"
 
 
-def materializes_partitions(protocol: Protocol | None) -> bool:
-    """Whether new data files of a table with `protocol` must hold its partition columns too."""
-    return protocol is not None and MATERIALIZE_FEATURE in protocol.effective_writer_features
+def materializes_partitions(metadata: Metadata, protocol: Protocol | None) -> bool:
+    """Whether new data files of the table must hold its partition columns too: the
+    materializePartitionColumns feature, or an IcebergCompat (Iceberg reads them from the files)."""
+    return (protocol is not None and MATERIALIZE_FEATURE in protocol.effective_writer_features) or \
+        iceberg_compat.enabled_version(metadata.configuration) is not None
+
+
+def _refuse_collections_under_compat_v2(schema: StructType, version: int) -> None:
+    """IcebergCompatV2 needs Parquet field ids on array elements and map keys/values, which
+    Spark's Parquet writer cannot write (delta-spark plugs in its own Java write support)."""
+    from pydelta.protocol.data_types import ArrayType, MapType, contains_type
+
+    columns = [f.name for f in schema.fields if contains_type(f.type, lambda t: isinstance(t, (ArrayType, MapType)))]
+    if columns:
+        raise DeltaNotImplementedError(
+            f"writing array or map columns ({', '.join(columns)}) of an IcebergCompatV{version} table is not "
+            "implemented by pydelta: their element/key/value field ids cannot be written by Spark's Parquet writer")
 
 
 SHREDDING_PROPERTY = "delta.enableVariantShredding"
