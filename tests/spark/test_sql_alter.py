@@ -165,7 +165,8 @@ def test_set_tblproperties_refusals_leave_the_table_unchanged(spark, people):
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'id')",
              errors.DeltaAnalysisError, "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE")
     _refused(spark, people, f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true')",
-             errors.DeltaError, "icebergCompatV2")  # a writer feature pydelta cannot write
+             errors.IcebergCompatViolationError,  # as delta-spark: an existing table must set column mapping
+             r"WRONG_REQUIRED_TABLE_PROPERTY.*'delta\.columnMapping\.mode' to be set to 'name'")
 
     spark.conf.set("spark.databricks.delta.allowArbitraryProperties.enabled", "true")
     try:
