@@ -61,12 +61,13 @@ def test_the_wheel_carries_the_name_package_data_entry_point_and_extras(dists: d
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = z.read(entry_points).decode()
     assert f"Name: {DISTRIBUTION}\n" in meta
-    for extra in ("spark", "connect", "object-store", "postgres", "all"):
+    for extra in ("spark", "connect", "object-store", "postgres", "uniform", "all"):
         assert f"Provides-Extra: {extra}\n" in meta
     assert "pydelta/py.typed" in names
     assert "pydelta = pydelta.cli:main" in scripts
     assert not any(n.startswith("tests/") for n in names), "the tests stay out of the wheel"
-    assert {"pydelta/__init__.py", "pydelta/spark/session.py", "pydelta/log/snapshot.py"} <= names
+    assert {"pydelta/__init__.py", "pydelta/spark/session.py", "pydelta/log/snapshot.py",
+            "pydelta/uniform/iceberg_converter.py"} <= names
 
 
 def test_a_fresh_venv_with_the_wheel_runs_a_table_end_to_end(dists: dict[str, Path], tmp_path: Path) -> None:

@@ -14,16 +14,21 @@ import pytest
 from tests.witness.delta_spark import DeltaSparkWitness, WitnessUnavailable
 
 
+def _unavailable(name: str, error: Exception) -> None:
+    """Fail under $PYDELTA_REQUIRE_WITNESS (CI), else skip loudly."""
+    msg = f"{name} witness unavailable: {error}"
+    if os.environ.get("PYDELTA_REQUIRE_WITNESS"):
+        pytest.fail(msg + "\n($PYDELTA_REQUIRE_WITNESS is set: the witness tests may not skip)", pytrace=False)
+    print(f"\n*** SKIPPING {name} witness tests: " + msg, file=sys.stderr)
+    pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def delta_spark():
     try:
         witness = DeltaSparkWitness.start()
     except WitnessUnavailable as e:
-        msg = f"delta-spark witness unavailable: {e}"
-        if os.environ.get("PYDELTA_REQUIRE_WITNESS"):
-            pytest.fail(msg + "\n($PYDELTA_REQUIRE_WITNESS is set: the witness tests may not skip)", pytrace=False)
-        print("\n*** SKIPPING delta-spark witness tests: " + msg, file=sys.stderr)
-        pytest.skip(msg)
+        _unavailable("delta-spark", e)
     print(f"\ndelta-spark witness: pyspark {witness.info['pyspark']}, started in {witness.start_seconds:.1f}s,"
           f" log {witness.log_path}", file=sys.stderr)
     yield witness
@@ -38,9 +43,5 @@ def iceberg_spark():
     try:
         witness.setup()
     except WitnessUnavailable as e:
-        msg = f"Iceberg witness unavailable: {e}"
-        if os.environ.get("PYDELTA_REQUIRE_WITNESS"):
-            pytest.fail(msg + "\n($PYDELTA_REQUIRE_WITNESS is set: the witness tests may not skip)", pytrace=False)
-        print("\n*** SKIPPING Iceberg witness tests: " + msg, file=sys.stderr)
-        pytest.skip(msg)
+        _unavailable("Iceberg", e)
     return witness.iceberg_read

@@ -46,15 +46,20 @@ class WitnessError(RuntimeError):
         self.reply = reply
 
 
-def setup(timeout: float = 1800) -> tuple[str, str]:
-    """Run setup.sh (idempotent); return (jars_dir, witness_python)."""
+def run_setup(script: str, timeout: float = 1800) -> dict[str, str]:
+    """Run a witness setup script of this folder (idempotent); the `key=value` lines it prints."""
     try:
-        p = subprocess.run(["bash", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(["bash", str(HERE / script)], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise WitnessUnavailable(f"tests/witness/setup.sh failed: {e}") from e
+        raise WitnessUnavailable(f"tests/witness/{script} failed: {e}") from e
     if p.returncode != 0:
-        raise WitnessUnavailable(f"tests/witness/setup.sh exited {p.returncode}:\n{p.stderr[-3000:]}")
-    vals = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+        raise WitnessUnavailable(f"tests/witness/{script} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+
+
+def setup(timeout: float = 1800) -> tuple[str, str]:
+    """Run setup.sh; return (jars_dir, witness_python)."""
+    vals = run_setup("setup.sh", timeout)
     return vals["jars"], vals["python"]
 
 

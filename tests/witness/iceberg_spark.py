@@ -9,20 +9,14 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.witness.delta_spark import WitnessUnavailable, _env
+from tests.witness.delta_spark import _env, run_setup
 
 HERE = Path(__file__).resolve().parent
 
 
 def setup(timeout: float = 1800) -> tuple[str, str]:
     """Run setup_iceberg.sh (idempotent); return (runtime jar, python)."""
-    try:
-        p = subprocess.run(["bash", str(HERE / "setup_iceberg.sh")], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise WitnessUnavailable(f"tests/witness/setup_iceberg.sh failed: {e}") from e
-    if p.returncode != 0:
-        raise WitnessUnavailable(f"tests/witness/setup_iceberg.sh exited {p.returncode}:\n{p.stderr[-3000:]}")
-    values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    values = run_setup("setup_iceberg.sh", timeout)
     return values["jar"], values["python"]
 
 

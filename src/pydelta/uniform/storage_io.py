@@ -28,31 +28,32 @@ class _BufferedOutput(io.BytesIO):
         super().close()
 
 
-class StorageInputFile(InputFile):
-    def __init__(self, storage: Storage, location: str) -> None:
-        super().__init__(location)
-        self._storage = storage
+class _StorageFile:
+    """What reading and writing a file share: its size and existence in the storage."""
+
+    location: str
+    _storage: Storage
 
     def __len__(self) -> int:
         return len(self._storage.read(self.location))
 
     def exists(self) -> bool:
         return self._storage.exists(self.location)
+
+
+class StorageInputFile(_StorageFile, InputFile):
+    def __init__(self, storage: Storage, location: str) -> None:
+        InputFile.__init__(self, location)
+        self._storage = storage
 
     def open(self, seekable: bool = True) -> InputStream:
         return io.BytesIO(self._storage.read(self.location))
 
 
-class StorageOutputFile(OutputFile):
+class StorageOutputFile(_StorageFile, OutputFile):
     def __init__(self, storage: Storage, location: str) -> None:
-        super().__init__(location)
+        OutputFile.__init__(self, location)
         self._storage = storage
-
-    def __len__(self) -> int:
-        return len(self._storage.read(self.location))
-
-    def exists(self) -> bool:
-        return self._storage.exists(self.location)
 
     def to_input_file(self) -> InputFile:
         return StorageInputFile(self._storage, self.location)
