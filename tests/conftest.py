@@ -73,6 +73,8 @@ LONG_FIRST = (
     "tests/spark/test_stream_source.py",
     "tests/test_guide.py",
     "tests/witness/test_odd_paths_witness.py",
+    "tests/witness/test_variant_shredding_witness.py",
+    "tests/witness/test_iceberg_compat_witness.py",
     "tests/golden/test_golden_spark_reads.py",
 )
 
