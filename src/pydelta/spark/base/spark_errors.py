@@ -165,20 +165,27 @@ def cannot_replace_missing_table(spark: SparkSession, name: str | None, location
         "To tolerate the error on drop use DROP VIEW IF EXISTS or DROP TABLE IF EXISTS.")
 
 
-def no_table_to_read(path: str) -> E.DeltaTableNotFoundError:
+def no_table_to_read(path: str, spark: SparkSession | None = None) -> E.DeltaTableNotFoundError:
     """delta-spark's error for reading a path without a Delta table (DeltaTableV2.toBaseRelation):
     Spark's PATH_NOT_FOUND when nothing is there, DELTA_TABLE_NOT_FOUND for an existing directory."""
     shown = path.rstrip("/") or path  # as Hadoop's Path prints it
-    if not _path_exists(path):
+    if not _path_exists(path, spark):
         return E.DeltaTableNotFoundError(f"[PATH_NOT_FOUND] Path does not exist: {shown}.")
     return E.DeltaTableNotFoundError(f"[DELTA_TABLE_NOT_FOUND] Delta table `{shown}` doesn't exist.")
 
 
-def _path_exists(path: str) -> bool:
+def _path_exists(path: str, spark: SparkSession | None = None) -> bool:
+    """Whether anything is at `path`, seen through `spark`'s storage for it (its Hadoop file
+    system, its s3a settings) when a session is given."""
     from pydelta.log.storage import storage_for
 
     try:
-        storage = storage_for(path)
+        if spark is not None:
+            from pydelta.spark.base.engine import SparkEngine
+
+            storage = SparkEngine(spark).storage(path)
+        else:
+            storage = storage_for(path)
         return storage.exists(path) or storage.is_directory(path)
     except Exception:  # noqa: BLE001 - an unreachable store: do not claim the path is missing
         return True

@@ -107,4 +107,4 @@ def load_for_read(spark: SparkSession, path: str, version: int | None = None, ti
     try:
         return table_snapshot(spark, path, version=version, timestamp=timestamp)
     except DeltaTableNotFoundError:
-        raise no_table_to_read(path) from None
+        raise no_table_to_read(path, spark) from None

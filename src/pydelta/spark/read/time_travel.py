@@ -42,7 +42,7 @@ def split_at_syntax(spark: SparkSession, path: str) -> tuple[str, int | None, in
     if str(spark.conf.get(RESOLVE_ON_IDENTIFIER_CONF, "true")).lower() != "true":
         return path, None, None
     at = _AT_END.search(path)
-    if at is None or _path_exists(path):
+    if at is None or _path_exists(path, spark):
         return path, None, None
     version, digits = at.groups()
     if version is not None:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaError, DeltaIllegalArgumentError, DeltaUnsupportedOptionError
-from pydelta.spark.base._typing import DataFrame
-from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.base._typing import DataFrame, SparkSession
+from pydelta.spark.base.engine import SparkEngine, try_table_snapshot
 from pydelta.spark.base.option_keys import option_value
 from pydelta.spark.base.spark_errors import boundary, to_pyspark
 from pydelta.spark.base.writer_state import _is_delta, _state
@@ -343,13 +343,14 @@ class ConnectBatchWriter:
         self.spec = spec
         self.checkpoint = checkpoint
 
-    def query_id(self) -> str:
+    def query_id(self, spark: SparkSession) -> str:
+        """The query id Spark keeps in the checkpoint, read through the worker session's storage."""
         import json
 
-        from pydelta.log.storage import storage_for, to_local_path
+        from pydelta.log.storage import to_local_path
 
         root = to_local_path(self.checkpoint).rstrip("/")
-        return str(json.loads(storage_for(root).read(f"{root}/metadata"))["id"])
+        return str(json.loads(SparkEngine(spark).storage(root).read(f"{root}/metadata"))["id"])
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         # The worker's session is a clone of the client's: pydelta's settings are already on it;
@@ -357,7 +358,7 @@ class ConnectBatchWriter:
         from pydelta.spark.base.hadoop_storage import install_s3a_options
 
         install_s3a_options(batch_df.sparkSession)
-        write_batch(self.spec, batch_df, int(batch_id), self.query_id())
+        write_batch(self.spec, batch_df, int(batch_id), self.query_id(batch_df.sparkSession))
 
 
 def _connect_start(original: Any, prepare_session: Callable[[Any], None]) -> Any:
