@@ -119,3 +119,31 @@ def test_uniform_needs_iceberg_compat(spark, tmp_path):
                   "TBLPROPERTIES ('delta.universalFormat.enabledFormats' = 'iceberg')")
     assert e.value.error_class == "DELTA_UNIVERSAL_FORMAT_VIOLATION.ICEBERG_COMPAT_REQUIRED"
     assert not (Path(path) / "_delta_log").exists() or not list((Path(path) / "_delta_log").glob("*.json"))
+
+
+def test_a_converter_that_loses_its_metadata_number_converts_on_top_of_the_winner(spark, tmp_path):
+    """Two converters at once: the metadata file of number N is created only if absent, so the
+    one that finds it taken starts again from it (here the rival's file is put there first)."""
+    import shutil
+    import uuid
+
+    from pydelta.uniform.iceberg_converter import convert
+
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES ({UNIFORM})")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1)")
+    snap = pydelta.load_snapshot(path)
+    txn = OptimisticTransaction(path, snap, post_commit_hooks=False)
+    txn.commit([], "WRITE")  # a commit nobody converted
+    metadata = Path(path) / "metadata"
+    newest = Path(latest_metadata_location(LocalStorage(), path))
+    assert newest.name.startswith("00001-")
+    # the rival took number 2 first (its file: a valid metadata, still at Delta version 1)
+    rival = metadata / f"00002-{uuid.uuid5(uuid.NAMESPACE_URL, f'delta-uniform:{snap.metadata.id}/2')}.metadata.json"
+    shutil.copy(newest, rival)
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (2)")  # version 3: its conversion loses number 2, writes 3
+    assert sorted(p.name[:5] for p in metadata.glob("*.metadata.json")) == ["00000", "00001", "00002", "00003"]
+    table = _iceberg(path)
+    assert table.properties[DELTA_VERSION] == "3" and (metadata / "version-hint.text").read_text().startswith("00003-")
+    assert _rows(table.scan().to_arrow()) == [(1,), (2,)]
+    assert convert(pydelta.load_snapshot(path)) is None  # converted already: nothing to do

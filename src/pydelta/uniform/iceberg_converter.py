@@ -57,7 +57,7 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
-from pydelta.errors import DeltaError, VersionNotFoundError
+from pydelta.errors import DeltaError, FileAlreadyExistsError, VersionNotFoundError
 from pydelta.log.changes import read_versions
 from pydelta.log.replay import canonical_path
 from pydelta.log.snapshot import Snapshot as DeltaSnapshot
@@ -80,6 +80,13 @@ NAME_MAPPING = "schema.name-mapping.default"
 #: delta-spark's spark.databricks.delta.iceberg.maxPendingCommits default.
 MAX_PENDING_COMMITS = 100
 _METADATA_FILE = re.compile(r"^(\d{5,})-[0-9a-fA-F-]{36}\.metadata\.json$")
+
+
+_ATTEMPTS = 5
+
+
+class _NumberTaken(Exception):
+    """Another converter created the metadata file of the number this one was writing."""
 
 
 class UniformConversionError(DeltaError):
@@ -123,7 +130,14 @@ def convert(snapshot: DeltaSnapshot, storage: Storage | None = None) -> str | No
         return None
     storage = storage or snapshot.storage
     try:
-        return _Conversion(snapshot, storage).run()
+        for _ in range(_ATTEMPTS):
+            try:
+                return _Conversion(snapshot, storage).run()
+            except _NumberTaken:
+                continue  # another converter wrote that metadata file first: convert on top of it
+        raise UniformConversionError(
+            f"[DELTA_UNIVERSAL_FORMAT_CONVERSION_FAILED] Failed to convert the table version {snapshot.version} "
+            f"to the universal format iceberg: other converters took {_ATTEMPTS} metadata versions in a row")
     except DeltaError:
         raise
     except Exception as e:  # noqa: BLE001 - named for the caller, who keeps the commit
@@ -184,8 +198,14 @@ class _Conversion:
         metadata = update_table_metadata(metadata, (SetPropertiesUpdate(updates=self._properties(last)),),
                                          metadata_location=previous_location)
         number = _number(previous_location) + 1 if previous_location else 0
-        location = f"{metadata_dir(self.root)}/{number:05d}-{uuid.uuid4()}.metadata.json"
-        ToOutputFile.table_metadata(metadata, self.io.new_output(location))
+        # The name's uuid follows from the table and the number, and the file is created only if
+        # absent: of two converters at once, one writes number N and the other starts again from it.
+        name_uuid = uuid.uuid5(uuid.NAMESPACE_URL, f"delta-uniform:{self.delta.metadata.id}/{number}")
+        location = f"{metadata_dir(self.root)}/{number:05d}-{name_uuid}.metadata.json"
+        try:
+            ToOutputFile.table_metadata(metadata, self.io.new_output(location))
+        except FileAlreadyExistsError:
+            raise _NumberTaken(location) from None
         self.storage.put(f"{metadata_dir(self.root)}/{VERSION_HINT}", location.rsplit("/", 1)[-1].encode())
         return location
 
