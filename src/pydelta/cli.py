@@ -70,7 +70,21 @@ def cmd_describe(args: argparse.Namespace) -> dict:
         "numRecords": physical - deleted,  # live rows: what a query of the table returns
         "numDeletedRecords": deleted,  # rows hidden by deletion vectors, still in the files
         "numFilesWithDeletionVectors": sum(1 for dv in dvs if dv),
+        **_uniform(snap),
     }
+
+
+def _uniform(snap: Any) -> dict[str, Any]:
+    """Where a UniForm table's Iceberg metadata is and which Delta version it stands at: a table
+    at a path has no catalog to say so (the Iceberg readers take the metadata file)."""
+    from pydelta.protocol.iceberg_compat import uniform_iceberg_enabled
+
+    if not uniform_iceberg_enabled(snap.configuration):
+        return {}
+    from pydelta.uniform.iceberg_converter import converted_version, latest_metadata_location
+
+    return {"icebergMetadataLocation": latest_metadata_location(snap.storage, snap.table_root),
+            "icebergConvertedVersion": converted_version(snap.storage, snap.table_root)}
 
 
 def cmd_history(args: argparse.Namespace) -> list:

@@ -54,6 +54,9 @@ def _describe(out: dict[str, Any]) -> list[Table]:
         ("size", _size(out["sizeInBytes"])),
         ("rows", f"{out['numRecords']} live ({out['numDeletedRecords']} deleted by deletion vectors)"),
     ]
+    if "icebergMetadataLocation" in out:
+        rows.append(("iceberg (UniForm)", f"Delta version {out['icebergConvertedVersion']} at "
+                                          f"{out['icebergMetadataLocation']}"))
     for key, value in sorted(out["configuration"].items()):
         rows.append((key, value))
     for key, value in rows:

@@ -147,3 +147,18 @@ def test_a_converter_that_loses_its_metadata_number_converts_on_top_of_the_winne
     assert table.properties[DELTA_VERSION] == "3" and (metadata / "version-hint.text").read_text().startswith("00003-")
     assert _rows(table.scan().to_arrow()) == [(1,), (2,)]
     assert convert(pydelta.load_snapshot(path)) is None  # converted already: nothing to do
+
+
+def test_the_command_line_says_where_the_iceberg_metadata_is(spark, tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES ({UNIFORM})")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1)")
+    out = subprocess.run([sys.executable, "-m", "pydelta.cli", "describe", path, "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    info = json.loads(out)
+    assert info["icebergConvertedVersion"] == 1
+    assert info["icebergMetadataLocation"] == latest_metadata_location(LocalStorage(), path)
+    assert StaticTable.from_metadata(info["icebergMetadataLocation"]).properties[DELTA_VERSION] == "1"
