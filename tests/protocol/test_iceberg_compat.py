@@ -10,6 +10,7 @@ import pytest
 from pydelta import errors
 from pydelta.protocol import iceberg_compat as ic
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.column_mapping import COLUMN_MAPPING_NESTED_IDS_KEY
 from pydelta.protocol.data_types import StructType, parse_schema
 
 V2 = {"delta.enableIcebergCompatV2": "true"}
@@ -37,10 +38,10 @@ def test_creation_gets_column_mapping_and_nested_ids():
     assert [fields[n]["delta.columnMapping.id"] for n in ("id", "tags", "m")] == [1, 2, 3]
     # nested ids follow the column ids, in pre-order, keyed by physical name; every field has the key
     tags, m = fields["tags"], fields["m"]
-    assert fields["id"][ic.NESTED_IDS_KEY] == {}
-    assert tags[ic.NESTED_IDS_KEY] == {f"{tags['delta.columnMapping.physicalName']}.element": 4}
+    assert fields["id"][COLUMN_MAPPING_NESTED_IDS_KEY] == {}
+    assert tags[COLUMN_MAPPING_NESTED_IDS_KEY] == {f"{tags['delta.columnMapping.physicalName']}.element": 4}
     pm = m["delta.columnMapping.physicalName"]
-    assert m[ic.NESTED_IDS_KEY] == {f"{pm}.key": 5, f"{pm}.value": 6, f"{pm}.value.element": 7}
+    assert m[COLUMN_MAPPING_NESTED_IDS_KEY] == {f"{pm}.key": 5, f"{pm}.value": 6, f"{pm}.value.element": 7}
     assert md.configuration["delta.columnMapping.maxColumnId"] == "7"
     # idempotent: a second pass keeps every id
     assert ic.with_requirements(md, previous=md) == md

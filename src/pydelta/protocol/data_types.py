@@ -342,17 +342,27 @@ class StructType:
 DataType = PrimitiveType | DecimalType | GeometryType | GeographyType | ArrayType | MapType | StructType
 
 
+def find_type(dt: DataType, matches: Callable[[DataType], bool]) -> DataType | None:
+    """The first type in `dt` that `matches` (pre-order: itself, then through structs, arrays and maps)."""
+    if matches(dt):
+        return dt
+    children: Sequence[DataType] = ()
+    if isinstance(dt, StructType):
+        children = [f.type for f in dt.fields]
+    elif isinstance(dt, ArrayType):
+        children = [dt.element_type]
+    elif isinstance(dt, MapType):
+        children = [dt.key_type, dt.value_type]
+    for child in children:
+        found = find_type(child, matches)
+        if found is not None:
+            return found
+    return None
+
+
 def contains_type(dt: DataType, matches: Callable[[DataType], bool]) -> bool:
     """Whether a type `matches` anywhere in `dt`: itself, or through structs, arrays and maps."""
-    if matches(dt):
-        return True
-    if isinstance(dt, StructType):
-        return any(contains_type(f.type, matches) for f in dt.fields)
-    if isinstance(dt, ArrayType):
-        return contains_type(dt.element_type, matches)
-    if isinstance(dt, MapType):
-        return contains_type(dt.key_type, matches) or contains_type(dt.value_type, matches)
-    return False
+    return find_type(dt, matches) is not None
 
 
 def contains_geospatial(dt: DataType) -> bool:

@@ -83,8 +83,8 @@ FEATURES: dict[str, FeatureSpec] = {
         _rw("vacuumProtocolCheck", fail=False, reads=True, writes=True),
         _rw("variantType", auto=True, reads=True, writes=True),
         _rw("variantType-preview", auto=True, reads=True, writes=True),
-        # Shredded files are Spark's to read and write (4.1+; spark/write/data_files.py
-        # shreds_variants, spark/base/pyspark_compat.py refuses them before 4.1).
+        # Shredded files are Spark's to read and write (4.1+; protocol/variant_shredding.py says
+        # when, spark/base/pyspark_compat.py refuses them before 4.1).
         _rw("variantShredding", auto=True, requires=("variantType",), reads=True, writes=True),
         _rw("variantShredding-preview", auto=True, reads=True, writes=True),
         # Catalog-managed tables (the successor of managed commits): readable up to their

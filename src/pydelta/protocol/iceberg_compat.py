@@ -13,13 +13,19 @@ the log must be like is checked here, once per commit, on the finished metadata 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from pydelta.errors import DeltaNotImplementedError, IcebergCompatViolationError
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
+from pydelta.protocol.column_mapping import (
+    COLUMN_MAPPING_MODE_KEY,
+    COLUMN_MAPPING_NESTED_IDS_KEY,
+    column_mapping_mode,
+    physical_name,
+)
 from pydelta.protocol.data_types import (
     ArrayType,
     DataType,
@@ -28,16 +34,14 @@ from pydelta.protocol.data_types import (
     PrimitiveType,
     StructField,
     StructType,
+    find_type,
     is_geospatial,
     walk_fields,
 )
+from pydelta.protocol.schema_evolution import MAX_COLUMN_ID_KEY, assign_column_mapping
 from pydelta.protocol.type_widening import TYPE_CHANGES_KEY, type_changes
 
 VERSIONS = (1, 2, 3)
-COLUMN_MAPPING_KEY = "delta.columnMapping.mode"
-NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
-MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
-PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 # Set on creation when not given, as delta-spark's OptionalAtomicEligible does.
 ATOMIC_CONVERSION_KEY = "delta.universalFormat.iceberg.atomicConversion.supported"
 #: The add-file tag delta-spark gives files written under IcebergCompatV2+.
@@ -119,16 +123,14 @@ def with_requirements(metadata: Metadata, previous: Metadata | None) -> Metadata
             "format version 3 and row tracking in the converted metadata; use delta.enableIcebergCompatV2")
     config = dict(metadata.configuration)
     schema = metadata.schema
-    mode = str(config.get(COLUMN_MAPPING_KEY, "none")).strip().lower()
+    mode = column_mapping_mode(config)
     if mode not in ("name", "id"):
-        if COLUMN_MAPPING_KEY in config or previous is not None:
+        if COLUMN_MAPPING_MODE_KEY in config or previous is not None:
             raise _violation(
                 "WRONG_REQUIRED_TABLE_PROPERTY", version,
-                f"IcebergCompatV{version} requires table property '{COLUMN_MAPPING_KEY}' to be set to 'name'. "
+                f"IcebergCompatV{version} requires table property '{COLUMN_MAPPING_MODE_KEY}' to be set to 'name'. "
                 f"Current value: '{mode}'.")
-        from pydelta.protocol.schema_evolution import assign_column_mapping
-
-        config[COLUMN_MAPPING_KEY] = "name"
+        config[COLUMN_MAPPING_MODE_KEY] = "name"
         schema, config = assign_column_mapping(schema, config)
     if previous is None and ATOMIC_CONVERSION_KEY not in config:
         config[ATOMIC_CONVERSION_KEY] = "true"
@@ -164,11 +166,10 @@ def with_nested_ids(schema: StructType, max_id: int) -> tuple[StructType, int]:
         return dt
 
     def visit_field(f: StructField) -> StructField:
-        existing = f.metadata.get(NESTED_IDS_KEY)
+        existing = f.metadata.get(COLUMN_MAPPING_NESTED_IDS_KEY)
         ids = dict(existing) if isinstance(existing, Mapping) else {}
-        physical = f.metadata.get(PHYSICAL_NAME_KEY, f.name)
-        new_type = visit_type(f.type, ids, str(physical))
-        return StructField(f.name, new_type, f.nullable, {**f.metadata, NESTED_IDS_KEY: ids})
+        new_type = visit_type(f.type, ids, physical_name(f))
+        return StructField(f.name, new_type, f.nullable, {**f.metadata, COLUMN_MAPPING_NESTED_IDS_KEY: ids})
 
     out = visit_type(schema, {}, "")
     assert isinstance(out, StructType)
@@ -203,11 +204,11 @@ def check_commit(metadata: Metadata, protocol: Protocol, previous: Metadata | No
                 f"AddFile {add.get('path')} is missing this statistic. Stats: {add.get('stats')}")
     schema = metadata.schema
     if version == 1:
-        bad = _first_type(schema, lambda t: isinstance(t, (ArrayType, MapType)) or _named(t) in ("void", "null"))
+        bad = find_type(schema, lambda t: isinstance(t, (ArrayType, MapType)) or _named(t) in ("void", "null"))
         if bad is not None:
             raise _unsupported_type(version, bad, schema)
     else:
-        bad = _first_type(schema, lambda t: not _v2_allowed(t))
+        bad = find_type(schema, lambda t: not _v2_allowed(t))
         if bad is not None:
             raise _unsupported_type(version, bad, schema)
         for name in metadata.partition_columns:
@@ -231,7 +232,7 @@ def check_commit(metadata: Metadata, protocol: Protocol, previous: Metadata | No
             "DELETION_VECTORS_SHOULD_BE_DISABLED", version,
             f"IcebergCompatV{version} requires Deletion Vectors to be disabled on the table first. Then run "
             "REORG PURGE command to purge the Deletion Vectors on the table.")
-    geo = _first_type(schema, is_geospatial)
+    geo = find_type(schema, is_geospatial)
     if geo is not None:
         raise _unsupported_type(version, geo, schema)
     if {"typeWidening", "typeWidening-preview"} & set(protocol.effective_writer_features):
@@ -268,24 +269,6 @@ def _v2_primitive(t: DataType) -> bool:
 
 def _v2_allowed(t: DataType) -> bool:
     return _v2_primitive(t) or isinstance(t, (ArrayType, MapType, StructType))
-
-
-def _first_type(dt: DataType, bad: Any) -> DataType | None:
-    """The first type in `dt` (pre-order, through structs, arrays and maps) that is `bad`."""
-    if bad(dt):
-        return dt
-    children: Sequence[DataType] = ()
-    if isinstance(dt, StructType):
-        children = [f.type for f in dt.fields]
-    elif isinstance(dt, ArrayType):
-        children = [dt.element_type]
-    elif isinstance(dt, MapType):
-        children = [dt.key_type, dt.value_type]
-    for child in children:
-        found = _first_type(child, bad)
-        if found is not None:
-            return found
-    return None
 
 
 def _type_name(t: DataType) -> str:

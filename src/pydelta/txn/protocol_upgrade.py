@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from pydelta.errors import DeltaAnalysisError, DeltaIllegalArgumentError, DeltaProtocolError
-from pydelta.protocol import geospatial
+from pydelta.protocol import geospatial, variant_shredding
 from pydelta.protocol import properties as P
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.features import FEATURES, TABLE_FEATURES_READER, TABLE_FEATURES_WRITER, known_feature
@@ -198,8 +198,7 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None,
         out.add("v2Checkpoint")
     if "variant" in type_names and "variantType-preview" not in supported:
         out.add("variantType")
-    shredding = {"variantShredding", "variantShredding-preview"}
-    if P.flag(conf, "delta.enableVariantShredding") and not shredding & supported:
+    if variant_shredding.enabled(metadata) and not variant_shredding.FEATURES & supported:
         # delta-spark 4.4 attaches the preview name (its variantShredding.forceUsePreviewTableFeature
         # defaults to true), which older clients know too; `delta.feature.variantShredding` picks the stable one.
         out.add("variantShredding-preview")

@@ -102,9 +102,10 @@ def refuse_shredded_variants_before_4_1(protocol: Any, data_schema: Any) -> None
     (measured), so a clear error names the version first."""
     if not pyspark_before(4, 1):
         return
+    from pydelta.protocol import variant_shredding
     from pydelta.protocol.schema import contains_variant
 
-    shredding = {"variantShredding", "variantShredding-preview"} & set(protocol.effective_reader_features)
+    shredding = variant_shredding.supported(protocol)
     if shredding and contains_variant(data_schema):
         import pyspark
 

@@ -27,11 +27,7 @@ from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.read.scan import FILE_COL, ROW_ID_COL, ROW_VERSION_COL, build_dataframe, spark_file_uri
 from pydelta.spark.write.conform import conform
 from pydelta.spark.write.constraints import constraint_checks, violations_as_errors, with_checks
-from pydelta.spark.write.data_files import (
-    file_rows_to_adds,
-    remove_action,
-    write_data_files,
-)
+from pydelta.spark.write.data_files import file_rows_to_adds, remove_action, write_data_files
 from pydelta.txn.row_tracking import (
     materialized_names,
 )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import DeltaNotImplementedError
 from pydelta.log.vacuum_plan import STAGING_DIR
-from pydelta.protocol import iceberg_compat
+from pydelta.protocol import iceberg_compat, variant_shredding
 from pydelta.protocol.action_types import AddFile, DeletionVectorDict, RemoveFile
 from pydelta.protocol.actions import Metadata, Protocol
 from pydelta.protocol.partition_values import (
@@ -117,7 +117,7 @@ def write_data_files(
     `protocol` (the table's) decides what the files hold beyond the columns: with the
     materializePartitionColumns feature the partition columns are written into the files too,
     after the data columns, as well as into the directory names and the log; with variant
-    shredding enabled Spark may shred variant columns (`shreds_variants`).
+    shredding enabled Spark may shred variant columns (`variant_shredding.shreds_variants`).
 
     `hadoop_options`: the table's own Hadoop options (its `hadoopConf`), given to Spark's write
     as the relation's options and to the staging moves: the session's conf stays as it is.
@@ -167,7 +167,8 @@ def write_data_files(
         # Requirements for Variant Shredding"), so the option follows the table for this write,
         # as delta-spark's TransactionalWrite sets it. Spark 4.0 has no such option (and no
         # shredding): it ignores it and writes unshredded variants, which every table allows.
-        writer = writer.option(VARIANT_INFER_SHREDDING, "true" if shreds_variants(metadata, protocol) else "false")
+        shreds = variant_shredding.shreds_variants(metadata, protocol)
+        writer = writer.option(VARIANT_INFER_SHREDDING, "true" if shreds else "false")
         if max_records_per_file:
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:
@@ -234,20 +235,6 @@ def _refuse_collections_under_compat_v2(schema: StructType, version: int) -> Non
         raise DeltaNotImplementedError(
             f"writing array or map columns ({', '.join(columns)}) of an IcebergCompatV{version} table is not "
             "implemented by pydelta: their element/key/value field ids cannot be written by Spark's Parquet writer")
-
-
-SHREDDING_PROPERTY = "delta.enableVariantShredding"
-SHREDDING_FEATURES = frozenset({"variantShredding", "variantShredding-preview"})
-
-
-def shreds_variants(metadata: Metadata, protocol: Protocol | None) -> bool:
-    """Whether new data files of the table may hold shredded variants (PROTOCOL.md, "Variant
-    Shredding"): only when `delta.enableVariantShredding` is true and the protocol supports
-    the feature; a table that only supports it gets unshredded variants."""
-    from pydelta.protocol import properties as P
-
-    return (protocol is not None and P.flag(metadata.configuration, SHREDDING_PROPERTY)
-            and bool(SHREDDING_FEATURES & set(protocol.effective_writer_features)))
 
 
 def _directory_names_renamed(rel: str, names: Mapping[str, str]) -> str:
