@@ -83,8 +83,9 @@ def _uniform(snap: Any) -> dict[str, Any]:
         return {}
     from pydelta.uniform.iceberg_converter import converted_version, latest_metadata_location
 
-    return {"icebergMetadataLocation": latest_metadata_location(snap.storage, snap.table_root),
-            "icebergConvertedVersion": converted_version(snap.storage, snap.table_root)}
+    location = latest_metadata_location(snap.storage, snap.table_root)
+    return {"icebergMetadataLocation": location,
+            "icebergConvertedVersion": converted_version(snap.storage, location) if location else None}
 
 
 def cmd_history(args: argparse.Namespace) -> list:

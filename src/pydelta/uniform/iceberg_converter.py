@@ -110,12 +110,12 @@ def latest_metadata_location(storage: Storage, table_root: str) -> str | None:
     return f"{metadata_dir(table_root)}/{best[1]}" if best else None
 
 
-def converted_version(storage: Storage, table_root: str) -> int | None:
-    """The Delta version the table's Iceberg metadata stands at (None: never converted)."""
-    location = latest_metadata_location(storage, table_root)
-    if location is None:
-        return None
-    metadata = FromInputFile.table_metadata(StorageFileIO(storage).new_input(location))
+def converted_version(storage: Storage, location: str) -> int | None:
+    """The Delta version the Iceberg metadata file at `location` was converted from."""
+    return _delta_version(FromInputFile.table_metadata(StorageFileIO(storage).new_input(location)))
+
+
+def _delta_version(metadata: TableMetadata) -> int | None:
     raw = metadata.properties.get(DELTA_VERSION)
     return int(raw) if raw is not None else None
 
@@ -160,7 +160,6 @@ class _NewSnapshot:
 class _FileChange:
     """One Delta commit's file changes, as Iceberg sees them."""
 
-    version: int
     timestamp: int
     added: list[Mapping[str, Any]] = field(default_factory=list)
     removed: set[str] = field(default_factory=set)  # Iceberg file paths
@@ -182,7 +181,7 @@ class _Conversion:
     def run(self) -> str | None:
         previous_location = latest_metadata_location(self.storage, self.root)
         base = FromInputFile.table_metadata(self.io.new_input(previous_location)) if previous_location else None
-        last = int(base.properties[DELTA_VERSION]) if base and DELTA_VERSION in base.properties else None
+        last = _delta_version(base) if base is not None else None
         if last is not None and last >= self.delta.version:
             return None
         metadata = self._with_current_schema(base) if base is not None else self._new_metadata()
@@ -210,7 +209,7 @@ class _Conversion:
         return location
 
     def _new_metadata(self) -> TableMetadata:
-        last_column_id = max([self.schema.highest_field_id, *(_max_column_id(self.delta.metadata),)])
+        last_column_id = max(self.schema.highest_field_id, _max_column_id(self.delta.metadata))
         return TableMetadataV2(
             location=hadoop_path(self.root), table_uuid=uuid.uuid4(), last_column_id=last_column_id,
             schemas=[self.schema], current_schema_id=self.schema.schema_id,
@@ -266,7 +265,7 @@ class _Conversion:
             return None
         out = []
         for v in versions:
-            change = _FileChange(v.version, v.timestamp)
+            change = _FileChange(v.timestamp)
             for remove in v.actions.removes:
                 change.removed.add(self._location(remove["path"]))
                 change.data_change |= bool(remove.get("dataChange", True))
@@ -314,24 +313,22 @@ class _Conversion:
     def _incremental_snapshot(self, metadata: TableMetadata,
                               change: _FileChange) -> _NewSnapshot | None:
         parent = metadata.current_snapshot()
-        live_manifests = parent.manifests(self.io) if parent is not None else []
-        removed = set(change.removed)
         added = [self._data_file(a) for a in change.added]
+        if not added and not change.removed:
+            return None
+        # each live manifest with its entries, read once
+        live = [(m, m.fetch_manifest_entry(self.io, discard_deleted=True))
+                for m in (parent.manifests(self.io) if parent is not None else [])]
         # a re-added path (new statistics, a clone's restore) replaces its old entry
         added_paths = {d.file_path for d in added}
-        if parent is not None and added_paths:
-            removed |= {e.data_file.file_path for m in live_manifests
-                        for e in m.fetch_manifest_entry(self.io, discard_deleted=True)
-                        if e.data_file.file_path in added_paths}
-        if not added and not removed:
-            return None
+        removed = change.removed | {e.data_file.file_path for _, entries in live for e in entries
+                                    if e.data_file.file_path in added_paths}
         snapshot_id = metadata.new_snapshot_id()
         collector = SnapshotSummaryCollector()
         manifests: list[ManifestFile] = []
         if added:
             manifests.append(self._manifest(snapshot_id, added, collector))
-        for manifest in live_manifests:
-            entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
+        for manifest, entries in live:
             if not any(e.data_file.file_path in removed for e in entries):
                 manifests.append(manifest)
                 continue

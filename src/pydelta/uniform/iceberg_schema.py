@@ -82,11 +82,17 @@ def _iceberg_type(dt: D.DataType, nested_ids: Mapping[str, Any], path: str) -> I
                        value_id=_nested_id(nested_ids, value),
                        value_type=_iceberg_type(dt.value_type, nested_ids, value),
                        value_required=not dt.value_contains_null)
+    atomic = _atomic_type(dt)
+    if atomic is None:
+        raise InvalidTableError(f"UniForm (Iceberg) cannot convert the type {dt!r}")
+    return atomic
+
+
+def _atomic_type(dt: D.DataType) -> PrimitiveType | None:
+    """Iceberg's type for a Delta atomic type (None: a nested type, or one Iceberg 2 has not)."""
     if isinstance(dt, D.DecimalType):
         return DecimalType(dt.precision, dt.scale)
-    if isinstance(dt, D.PrimitiveType) and dt.name in _PRIMITIVES:
-        return _PRIMITIVES[dt.name]
-    raise InvalidTableError(f"UniForm (Iceberg) cannot convert the type {dt!r}")
+    return _PRIMITIVES.get(dt.name) if isinstance(dt, D.PrimitiveType) else None
 
 
 def _nested_id(nested_ids: Mapping[str, Any], key: str) -> int:
@@ -214,9 +220,7 @@ def file_metrics(schema: D.StructType, stats_json: str | None) -> dict[str, Any]
         nulls = _at(stats.get("nullCount"), path)
         if isinstance(nulls, int) and not isinstance(nulls, bool):
             out["null_value_counts"][fid] = nulls
-        iceberg_type = _PRIMITIVES.get(field.type.name) if isinstance(field.type, D.PrimitiveType) else None
-        if isinstance(field.type, D.DecimalType):
-            iceberg_type = DecimalType(field.type.precision, field.type.scale)
+        iceberg_type = _atomic_type(field.type)
         if iceberg_type is None:
             continue
         for key, upper, target in (("minValues", False, "lower_bounds"), ("maxValues", True, "upper_bounds")):
