@@ -34,7 +34,7 @@ TARGET = parse_schema('{"type": "struct", "fields": ['
 def test_join_conditions_skip_on_target_columns_only(spark, condition, expected):
     from pyspark.sql import functions as F
 
-    from pydelta.spark.connect.expressions import translate_target_column
+    from pydelta.spark.read.connect.expressions import translate_target_column
 
     for column in (F.expr(condition), F.expr(condition.split(" AND ")[0]) & F.expr(condition.split(" AND ")[1])):
         got = translate_target_column(column._expr, TARGET, "t", ["id", "x", "v"])

@@ -179,7 +179,7 @@ def run_connect_sql(spark: SparkSession, text: str, original: Callable[[str], An
     if not relations:
         return original(text)
     from pydelta.spark.connect.query_pruning import prunable_relations
-    from pydelta.spark.connect.scan import skip_files
+    from pydelta.spark.read.connect.scan import skip_files
     from pydelta.spark.read.options import read_delta
 
     prunable = prunable_relations(text, tokens, [(first, end) for first, end, _, _ in relations])

@@ -337,7 +337,7 @@ def _target_side(plan: MergePlan) -> TargetSide | None:
     on classic sessions; over Spark Connect (no plan) from the client's own unresolved
     expression, over the target's columns only. None when there is no way."""
     if is_connect(plan.spark):
-        from pydelta.spark.connect.expressions import translate_target_column
+        from pydelta.spark.read.connect.expressions import translate_target_column
 
         def connect_side(condition: Condition) -> Predicate | None:
             p = translate_target_column(condition.column._expr, plan.read_schema, plan.target.alias,

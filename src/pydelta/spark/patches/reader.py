@@ -86,7 +86,7 @@ def install() -> None:
         _install_reader(connect.reader, connect.session)
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-        from pydelta.spark.connect.scan import install_join_hook
+        from pydelta.spark.read.connect.scan import install_join_hook
 
         install_join_hook(ConnectDataFrame)
 

@@ -118,7 +118,7 @@ def _analyze_connect(df: DataFrame, condition: Any, col: Column, what: str) -> C
     client translates what it can of it for skipping."""
     from pydelta.protocol.schema import parse_schema
     from pydelta.spark.base.connect_session import analyzed_plan
-    from pydelta.spark.connect.expressions import translate_column
+    from pydelta.spark.read.connect.expressions import translate_column
 
     try:
         analyzed = _analyzed_condition(analyzed_plan(df.select(col.alias(_CONDITION))), df.columns)

@@ -567,7 +567,7 @@ def read_snapshot(spark: SparkSession, snapshot: Snapshot, read_options: Mapping
     files = snapshot.files()
     df = _user_read(spark, snapshot, files, read_options)
     if is_connect(spark):
-        from pydelta.spark.connect.scan import wrap_scan
+        from pydelta.spark.read.connect.scan import wrap_scan
 
         return wrap_scan(df, snapshot, files, functools.partial(_user_read, read_options=read_options))
     return wrap(df, snapshot, files)

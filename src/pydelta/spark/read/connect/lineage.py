@@ -61,7 +61,7 @@ class Lineage:
         return self if files.num_rows == self.files.num_rows else replace(self, files=files)
 
     def translate(self, condition: Any) -> Predicate:
-        from pydelta.spark.connect.expressions import translate_column, translate_sql
+        from pydelta.spark.read.connect.expressions import translate_column, translate_sql
 
         if isinstance(condition, str):
             return translate_sql(condition, self.schema(), self.alias)

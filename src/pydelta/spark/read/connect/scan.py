@@ -27,7 +27,7 @@ import pyarrow as pa
 from pydelta.log.snapshot import Snapshot
 from pydelta.protocol.predicates import Predicate
 from pydelta.spark.base._typing import DataFrame
-from pydelta.spark.connect.lineage import Lineage, ScanBuilder, Step, rebuild
+from pydelta.spark.read.connect.lineage import Lineage, ScanBuilder, Step, rebuild
 
 _CLASSES: dict[str, type[DataFrame]] = {}  # the Delta DataFrame classes, by the attribute they carry
 
@@ -129,7 +129,7 @@ def _dataframe_class() -> type[DataFrame]:
             return self._step("alias", (alias,))
 
         def join(self, other: Any, on: Any = None, how: str | None = None) -> Any:
-            from pydelta.spark.connect.join import JoinLineage, normalized_how
+            from pydelta.spark.read.connect.join import JoinLineage, normalized_how
 
             out: Any = super().join(other, on, how)
             return wrap_join(out, JoinLineage(
@@ -148,13 +148,13 @@ def _join_dataframe_class() -> type[DataFrame]:
         _pydelta_join: Any
 
         def filter(self, condition: Any) -> Any:  # noqa: A003
-            from pydelta.spark.connect.join import filter_join
+            from pydelta.spark.read.connect.join import filter_join
 
             out, join = filter_join(self._pydelta_join, condition, super().filter(condition))
             return wrap_join(out, join)
 
         def join(self, other: Any, on: Any = None, how: str | None = None) -> Any:
-            from pydelta.spark.connect.join import JoinLineage, normalized_how
+            from pydelta.spark.read.connect.join import JoinLineage, normalized_how
 
             out: Any = super().join(other, on, how)
             return wrap_join(out, JoinLineage(
@@ -201,7 +201,7 @@ def skip_files(df: Any, conditions: tuple[str, ...], qualifier: str | None, alon
     text), with no filter added: for a query that applies those conditions itself. Beside other
     relations (`alone` false) only names qualified by `qualifier`, or unqualified, are the table's."""
     from pydelta.protocol.predicates import And
-    from pydelta.spark.connect.expressions import translate_sql
+    from pydelta.spark.read.connect.expressions import translate_sql
 
     lineage = lineage_of(df)
     if lineage is None or not conditions:
@@ -229,7 +229,7 @@ def install_join_hook(dataframe_class: type) -> None:
     original = getattr(dataframe_class, "join")  # noqa: B009 - see above
 
     def join(self: Any, other: Any, on: Any = None, how: str | None = None) -> Any:
-        from pydelta.spark.connect.join import JoinLineage, normalized_how
+        from pydelta.spark.read.connect.join import JoinLineage, normalized_how
 
         out = original(self, other, on, how)
         right = side_of(other)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydelta.spark.connect.lineage import Lineage, Step, rebuild, set_plan_id
+from pydelta.spark.read.connect.lineage import Lineage, Step, rebuild, set_plan_id
 
 _PRESERVED = {  # how -> (left may skip, right may skip)
     "inner": (True, True), "cross": (True, True),
@@ -74,7 +74,7 @@ def _pruned_side(side: Side, condition: Any, other_columns: tuple[str, ...], the
         return _pruned_join(side, condition, other_columns, theirs)
     if side is None:
         return None
-    from pydelta.spark.connect.expressions import translate_join_side
+    from pydelta.spark.read.connect.expressions import translate_join_side
 
     predicate = translate_join_side(condition, side.schema(), side.alias, list(other_columns),
                                     (_side_ids(side, None), theirs))
