@@ -101,8 +101,9 @@ def _skips_noop_merge(commit_info: dict[str, Any] | None) -> bool:
     return all(str(metrics.get(k)) == "0" for k in keys)
 
 
-def change_files(version: VersionActions, table_root: str) -> list[ChangeFile]:
-    """The change files of one commit, by delta-spark's rules (module docstring)."""
+def change_files(version: VersionActions, table_root: str, storage: Storage | None = None) -> list[ChangeFile]:
+    """The change files of one commit, by delta-spark's rules (module docstring); `storage` (the
+    table's) reads the deletion vectors of files re-added with other ones."""
     a = version.actions
     v, ts = version.version, version.timestamp
     if a.cdcs:
@@ -125,7 +126,7 @@ def change_files(version: VersionActions, table_root: str) -> list[ChangeFile]:
         if removed is None:
             out.append(_file(x, v, ts, "insert"))
         else:
-            out.extend(_dv_diff(removed, x, v, ts, table_root))
+            out.extend(_dv_diff(removed, x, v, ts, table_root, storage))
     return out
 
 
@@ -141,19 +142,20 @@ def _file(body: Mapping[str, Any], v: int, ts: int, change_type: str) -> ChangeF
                       stats=body.get("stats"))
 
 
-def _deleted_rows(dv: dict[str, Any] | None, table_root: str) -> np.ndarray:
+def _deleted_rows(dv: dict[str, Any] | None, table_root: str, storage: Storage | None) -> np.ndarray:
     from pydelta.log.deletion_vector_files import read_deleted_rows
     from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
     if not dv:
         return np.empty(0, dtype=np.uint64)
-    return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), table_root)
+    return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), table_root, storage)
 
 
-def _dv_diff(remove: Mapping[str, Any], add: Mapping[str, Any], v: int, ts: int, table_root: str) -> list[ChangeFile]:
+def _dv_diff(remove: Mapping[str, Any], add: Mapping[str, Any], v: int, ts: int, table_root: str,
+             storage: Storage | None) -> list[ChangeFile]:
     """A file re-added with another deletion vector: newly masked rows deleted, unmasked rows re-inserted."""
-    before = _deleted_rows(remove.get("deletionVector"), table_root)
-    after = _deleted_rows(add.get("deletionVector"), table_root)
+    before = _deleted_rows(remove.get("deletionVector"), table_root, storage)
+    after = _deleted_rows(add.get("deletionVector"), table_root, storage)
     out = []
     newly_deleted = np.setdiff1d(after, before)
     if len(newly_deleted):
@@ -308,7 +310,7 @@ def plan_changes(snapshot: Any, change_range: ChangeRange, read_schema: tuple[Me
     start, end = change_range.start, change_range.end
     if end < start:
         return []
-    start_metadata = load_snapshot(snapshot.table_root, version=start).metadata
+    start_metadata = load_snapshot(snapshot.table_root, version=start, storage=snapshot.storage).metadata
     if not is_cdf_enabled(start_metadata):
         raise _missing_change_data(start, start, end)
     # A start schema that does not read as the read schema is reported at the change that ended it.
@@ -322,7 +324,7 @@ def plan_changes(snapshot: Any, change_range: ChangeRange, read_schema: tuple[Me
         if (m is not None and read_schema is not None and va.version > start
                 and (start_incompatible or not _read_compatible(m, read_schema[0]))):
             raise _incompatible_schema_change(va.version, read_schema, change_range)
-        out.extend(change_files(va, snapshot.table_root))
+        out.extend(change_files(va, snapshot.table_root, snapshot.storage))
     if start_incompatible:
         raise _incompatible_schema_change(start, read_schema, change_range)  # type: ignore[arg-type]
     return out

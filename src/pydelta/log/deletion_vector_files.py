@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from pydelta.errors import CorruptedLogError, DeltaIllegalArgumentError, MissingDataFileError
-from pydelta.log.storage import storage_for
+from pydelta.log.storage import Storage, storage_for
 from pydelta.protocol.deletion_vectors import (
     DV_FILE_FORMAT_VERSION,
     DeletionVectorDescriptor,
@@ -35,20 +35,20 @@ __all__ = ["read_deleted_rows", "write_deletion_vector_file", "write_deletion_ve
 # ---- reading ------------------------------------------------------------------------
 
 
-def _open_dv_file(path: str) -> BinaryIO:
+def _open_dv_file(path: str, storage: Storage | None) -> BinaryIO:
     """A binary file object over the DV file: local, or read whole through the table's storage
     (object stores, or the Spark session's Hadoop FileSystem) when `path` is a remote URI."""
     if not _is_remote_uri(path):
         return open(path, "rb")
     import io
 
-    return io.BytesIO(storage_for(path).read(path))
+    return io.BytesIO((storage or storage_for(path)).read(path))
 
 
-def _read_stored_bitmap(path: str, offset: int, size: int) -> bytes:
+def _read_stored_bitmap(path: str, offset: int, size: int, storage: Storage | None) -> bytes:
     """Read and verify one DV record (size, bitmap, CRC-32) at ``offset`` of a DV file."""
     try:
-        with _open_dv_file(path) as f:
+        with _open_dv_file(path, storage) as f:
             version = f.read(1)
             if not version:
                 raise CorruptedLogError(f"deletion vector file {path} is empty")
@@ -82,8 +82,12 @@ def _read_stored_bitmap(path: str, offset: int, size: int) -> bytes:
     return bitmap
 
 
-def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str) -> np.ndarray:
+def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str,
+                      storage: Storage | None = None) -> np.ndarray:
     """Sorted uint64 indexes of the rows ``descriptor`` deletes from its data file.
+
+    ``storage``: the table's (its snapshot's), which carries the table's own store settings;
+    without it, the one ``storage_for`` gives the path.
 
     Raises MissingDataFileError when the DV file is gone, and CorruptedLogError when the
     stored data does not match the descriptor (size, checksum, cardinality, maxRowIndex).
@@ -102,7 +106,7 @@ def read_deleted_rows(descriptor: DeletionVectorDescriptor, table_root: str) -> 
         # The protocol says to read an absent offset as 0, but byte 0 is always the version
         # byte; like delta-kernel-rs we read the first record right after it.
         offset = 1 if descriptor.offset is None else descriptor.offset
-        rows = deserialize_bitmap(_read_stored_bitmap(path, offset, descriptor.size_in_bytes))
+        rows = deserialize_bitmap(_read_stored_bitmap(path, offset, descriptor.size_in_bytes, storage))
         where = f"deletion vector {path}@{offset}"
 
     if rows.size != descriptor.cardinality:
@@ -122,7 +126,7 @@ def write_deletion_vector_file(table_root: str, row_indexes: Any, prefix: str = 
 
 
 def write_deletion_vectors(
-    table_root: str, row_index_sets: list[Any], prefix: str = ""
+    table_root: str, row_index_sets: list[Any], prefix: str = "", storage: Storage | None = None
 ) -> list[DeletionVectorDescriptor]:
     """Write one DV file holding a bitmap per entry of ``row_index_sets``; their 'u' descriptors, in order.
 
@@ -130,7 +134,8 @@ def write_deletion_vectors(
     then one ``<size><bitmap><CRC-32>`` record per DV, each descriptor's ``offset`` at its
     record's size field (as delta-spark packs the DVs of one command into one file).
     ``prefix`` is the optional (random, alphanumeric) directory writers use to spread files
-    over object-store partitions. The file is created exclusively, never overwritten.
+    over object-store partitions. The file is created exclusively, never overwritten, through
+    ``storage`` (the table's) when the table is remote.
     """
     if prefix and not (prefix.isascii() and prefix.isalnum()):
         raise DeltaIllegalArgumentError(f"deletion vector prefix must be ASCII alphanumeric, got {prefix!r}")
@@ -153,8 +158,8 @@ def write_deletion_vectors(
     name = f"deletion_vector_{file_id}.bin"
     if _is_remote_uri(table_root):  # through the table's storage (atomic create, like a commit)
         root = table_root.rstrip("/")
-        storage_for(table_root).put_if_absent(f"{root}/{prefix}/{name}" if prefix else f"{root}/{name}",
-                                              b"".join(chunks))
+        (storage or storage_for(table_root)).put_if_absent(f"{root}/{prefix}/{name}" if prefix else f"{root}/{name}",
+                                                         b"".join(chunks))
         return descriptors
     directory = os.path.join(_local_path(table_root), prefix) if prefix else _local_path(table_root)
     os.makedirs(directory, exist_ok=True)

@@ -62,9 +62,6 @@ def register_scheme(scheme: str, factory: Callable[[str, Mapping[str, str] | Non
 # The log core only ever sees plain obstore options. scheme -> provider(path) -> options or None.
 OptionsProvider = Callable[[str], Mapping[str, str] | None]
 _OPTION_PROVIDERS: dict[str, OptionsProvider] = {}
-# Options fixed for one bucket ("s3a://bucket") in this process: a Python worker that has no
-# Spark session (a streaming source's) gets the options its driver derived for the table.
-_BUCKET_OPTIONS: dict[str, dict[str, str]] = {}
 
 
 def register_storage_options(scheme: str, provider: OptionsProvider | None) -> None:
@@ -75,25 +72,10 @@ def register_storage_options(scheme: str, provider: OptionsProvider | None) -> N
         _OPTION_PROVIDERS[scheme.lower()] = provider
 
 
-def use_bucket_options(path: str, options: Mapping[str, str]) -> None:
-    """Reach the bucket of `path` (any path in it) with `options` whenever a caller gives none.
-
-    For processes without a Spark session: the options travel from the driver, which derived
-    them (`default_storage_options`), and win over a registered provider.
-    """
-    parsed = urlparse(path)
-    _BUCKET_OPTIONS[f"{parsed.scheme.lower()}://{parsed.netloc}"] = {str(k): str(v) for k, v in options.items()}
-
-
 def default_storage_options(path: str) -> Mapping[str, str] | None:
-    """The options `storage_for(path)` uses when its caller gives none: a bucket's own, else the
-    registered provider's for the path's scheme, else None (obstore's environment variables)."""
-    parsed = urlparse(path)
-    scheme = parsed.scheme.lower()
-    fixed = _BUCKET_OPTIONS.get(f"{scheme}://{parsed.netloc}")
-    if fixed is not None:
-        return fixed
-    provider = _OPTION_PROVIDERS.get(scheme)
+    """The options `storage_for(path)` uses when its caller gives none: the registered provider's
+    for the path's scheme, else None (obstore's environment variables)."""
+    provider = _OPTION_PROVIDERS.get(urlparse(path).scheme.lower())
     return provider(path) if provider is not None else None
 
 

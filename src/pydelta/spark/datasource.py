@@ -34,10 +34,10 @@ class DeltaCatalogSource(DataSource):
         if path:
             from pydelta.log.snapshot import load_snapshot
             from pydelta.spark.read.scan import reader_schema
-            from pydelta.spark.streaming.source_storage import apply as apply_storage_options
+            from pydelta.spark.streaming.source_storage import carried
 
-            apply_storage_options(self.options, path)  # a stream's: this process has no Spark session
-            snapshot = load_snapshot(path)
+            # A stream's: this process has no Spark session, the driver's storage options came along.
+            snapshot = load_snapshot(path, storage_options=carried(self.options))
             schema = reader_schema(snapshot.schema)
             if len(self.options) > 1:  # stream options: refuse bad ones at load(), before the query starts
                 from pydelta.spark.streaming.source import StreamOptions

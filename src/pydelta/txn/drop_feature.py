@@ -40,6 +40,7 @@ from pydelta.log.checkpoint_writer import interval_property_ms, write_checkpoint
 from pydelta.log.cleanup import cleanup_expired_logs
 from pydelta.log.segment import list_log
 from pydelta.log.snapshot import Snapshot, load_snapshot
+from pydelta.log.storage import Storage
 from pydelta.protocol import geospatial, properties, type_widening
 from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import Metadata, Protocol
@@ -96,9 +97,10 @@ class _Context:
     engine_info: str | None
     rewriter: DataRewriter | None
     now_ms: Callable[[], int]
+    storage: Storage | None = None  # the table's (None: the one its path selects)
 
-    def snapshot(self) -> Snapshot:
-        return load_snapshot(self.table_root)
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        return load_snapshot(self.table_root, version=version, storage=self.storage)
 
     def commit_metadata(self, snapshot: Snapshot, metadata: Metadata, operation: Operation) -> int:
         txn = self.transaction(snapshot)
@@ -498,9 +500,12 @@ def drop_feature(
     engine_info: str | None = None,
     rewriter: DataRewriter | None = None,
     now_ms: Callable[[], int] | None = None,
+    storage: Storage | None = None,
 ) -> int:
-    """Drop `feature_name` from the table's protocol; returns the version of the drop commit."""
-    ctx = _Context(table_root, engine_info, rewriter, now_ms or (lambda: int(time.time() * 1000)))
+    """Drop `feature_name` from the table's protocol; returns the version of the drop commit.
+
+    `storage`: the table's (an engine's, carrying the table's own store settings)."""
+    ctx = _Context(table_root, engine_info, rewriter, now_ms or (lambda: int(time.time() * 1000)), storage)
     snapshot = ctx.snapshot()
     snapshot.protocol.check_writable()
     feature = resolve_removable(snapshot.protocol, feature_name, truncate_history)
@@ -516,7 +521,7 @@ def _drop_with_checkpoint_protection(ctx: _Context, feature: Removable) -> int:
             _empty_commit_and_checkpoint(ctx)
     version = _commit_downgrade(ctx, feature, truncate_history=False, protect=feature.history_protection)
     if feature.history_protection:
-        write_checkpoint(load_snapshot(ctx.table_root, version=version))  # a protected checkpoint
+        write_checkpoint(ctx.snapshot(version))  # a protected checkpoint
     return version
 
 
@@ -558,7 +563,7 @@ def _wait_for_retention(snapshot: Snapshot, feature: Removable, error_class: str
 def _empty_commit_and_checkpoint(ctx: _Context) -> None:
     snapshot = ctx.snapshot()
     version = ctx.transaction(snapshot).commit([], Operation("Empty Commit"), data_change=False)
-    write_checkpoint(load_snapshot(ctx.table_root, version=version))
+    write_checkpoint(ctx.snapshot(version))
 
 
 def _truncate_history(ctx: _Context, snapshot: Snapshot) -> None:
@@ -588,7 +593,7 @@ def _history_uses(snapshot: Snapshot, feature: Removable) -> bool:
         earliest = min(listing.checkpoints)
         if any(feature.checkpoint_uses(c.kind) for c in listing.checkpoints[earliest]):
             return True
-        old = load_snapshot(snapshot.table_root, version=earliest)
+        old = load_snapshot(snapshot.table_root, version=earliest, storage=snapshot.storage)
         if feature.metadata_uses(old.metadata):
             return True
         files = old.files()

@@ -460,7 +460,7 @@ class OptimisticTransaction:
                 return _advance(self.snapshot, version)
             except Exception as e:  # fall back to a full load below
                 logger.debug("incremental post-commit snapshot failed, reloading: %s", e)
-        return load_snapshot(self.table_root, version=version)
+        return load_snapshot(self.table_root, version=version, storage=self.storage)
 
     def _write_version_checksum(self, version: int, operation: str) -> None:
         """Leave `<version>.crc`, derived from the previous version's checksum and this commit's own

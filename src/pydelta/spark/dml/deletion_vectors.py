@@ -111,7 +111,8 @@ def mark_deleted(snapshot: Snapshot, files: pa.Table, new_rows: dict[str, np.nda
         if rows is None or rows.size == 0:
             continue
         old_dv = row.get("deletion_vector")
-        old = read_deleted_rows(DeletionVectorDescriptor.from_dict(old_dv), root) if old_dv else np.array([], np.uint64)
+        old = (read_deleted_rows(DeletionVectorDescriptor.from_dict(old_dv), root, snapshot.storage) if old_dv
+               else np.array([], np.uint64))
         union = np.union1d(old.astype(np.int64), rows)
         out.deleted_rows += int(union.size - old.size)
         if row.get("num_records") is not None and union.size >= int(row["num_records"]):
@@ -124,7 +125,7 @@ def mark_deleted(snapshot: Snapshot, files: pa.Table, new_rows: dict[str, np.nda
             out.dvs_updated += 1
         else:
             out.dvs_added += 1
-    descriptors = write_deletion_vectors(root, keep_sets) if keep_sets else []
+    descriptors = write_deletion_vectors(root, keep_sets, storage=snapshot.storage) if keep_sets else []
     touched = {r["path"] for r in gone + keep_rows}
     out.removed_files = len(gone)
     out.removed_bytes = sum(int(r["size"]) for r in gone)

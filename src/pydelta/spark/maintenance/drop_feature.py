@@ -38,6 +38,6 @@ def drop_feature_support(table: Any, feature_name: str, truncate_history: bool =
     """`DeltaTable.dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE`; returns the drop commit's version."""
     from pydelta.spark.base.transactions import engine_info
 
-    root = table.snapshot().table_root
-    return drop_feature(root, feature_name, truncate_history, engine_info=engine_info(table._spark),
-                        rewriter=SparkRewriter(table))
+    snapshot = table.snapshot()
+    return drop_feature(snapshot.table_root, feature_name, truncate_history, engine_info=engine_info(table._spark),
+                        rewriter=SparkRewriter(table), storage=snapshot.storage)

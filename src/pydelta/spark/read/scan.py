@@ -431,7 +431,8 @@ def _drop_deleted_rows(
                               strict=True):
         if not dv:
             continue
-        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root).astype("int64")
+        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), snapshot.table_root,
+                                    snapshot.storage).astype("int64")
         if shift is not None:
             keys.append(pa.array((deleted << shift) + size, pa.int64()))
             key_mtimes.append(pa.nulls(len(deleted), pa.int64()) if path not in mtime_of

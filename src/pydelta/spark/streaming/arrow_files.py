@@ -17,12 +17,14 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pydelta.log.storage import Storage
 from pydelta.protocol.schema import (
     ArrayType,
     DataType,
@@ -74,25 +76,27 @@ def read_files(spec: ReadSpec, files: Sequence[FileToRead]) -> Iterator[pa.Recor
     """The rows of `files`, one or more record batches per Parquet row group."""
     from pyspark.sql.types import StructType as SparkStructType
 
+    from pydelta.log.storage import is_remote_uri, storage_for
     from pydelta.spark.base.pyspark_compat import spark_to_arrow_schema
 
-    if spec.storage_options:
-        from pydelta.log.storage import use_bucket_options
-
-        use_bucket_options(spec.table_root, dict(spec.storage_options))
+    # The table's store, opened with the options the driver derived (a worker has no session).
+    storage = storage_for(spec.table_root, dict(spec.storage_options) or None) \
+        if is_remote_uri(spec.table_root) else None
     target = spark_to_arrow_schema(SparkStructType.fromJson(json.loads(spec.output_schema_json)))
     schema = parse_schema(spec.schema_json)
     for f in files:
-        yield from _read_file(spec, schema, target, f)
+        yield from _read_file(spec, schema, target, f, storage)
 
 
-def _open(path: str) -> Any:
-    """A local path as it is; a remote URI (s3a://...) as a file reading ranges from its store."""
+def _open(path: str, table_root: str, table_storage: Storage | None) -> Any:
+    """A local path as it is; a remote URI (s3a://...) as a file reading ranges from its store:
+    the table's for its own bucket, the one the URI selects for another (a shallow clone's source)."""
     from pydelta.log.storage import is_remote_uri, storage_for
 
     if not is_remote_uri(path):
         return path
-    storage = storage_for(path)
+    same_store = urlparse(path)[:2] == urlparse(table_root)[:2]
+    storage = table_storage if table_storage is not None and same_store else storage_for(path)
     opener = getattr(storage, "open_input", None)
     if opener is None:
         import io
@@ -101,30 +105,31 @@ def _open(path: str) -> Any:
     return opener(path)
 
 
-def _row_filter(spec: ReadSpec, f: FileToRead) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _row_filter(spec: ReadSpec, f: FileToRead, storage: Storage | None) -> tuple[np.ndarray | None, np.ndarray | None]:
     deleted = None
     if f.deletion_vector:
         from pydelta.log.deletion_vector_files import read_deleted_rows
         from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
 
-        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(f.deletion_vector), spec.table_root)
+        deleted = read_deleted_rows(DeletionVectorDescriptor.from_dict(f.deletion_vector), spec.table_root, storage)
         deleted = deleted.astype(np.int64)
     only = np.asarray(f.only_rows, dtype=np.int64) if f.only_rows is not None else None
     return deleted, only
 
 
-def _read_file(spec: ReadSpec, schema: StructType, target: pa.Schema, f: FileToRead) -> Iterator[pa.RecordBatch]:
+def _read_file(spec: ReadSpec, schema: StructType, target: pa.Schema, f: FileToRead,
+               storage: Storage | None) -> Iterator[pa.RecordBatch]:
     from pydelta.errors import MissingDataFileError
 
     try:
-        pf = pq.ParquetFile(_open(f.path))
+        pf = pq.ParquetFile(_open(f.path, spec.table_root, storage))
     except FileNotFoundError:
         raise MissingDataFileError(
             f"[DELTA_FILE_NOT_FOUND_DETAILED] File {f.path} referenced in the transaction log cannot be found. "
             "This occurs when data has been manually deleted from the file system rather than using the table "
             "`DELETE` statement."
         ) from None
-    deleted, only = _row_filter(spec, f)
+    deleted, only = _row_filter(spec, f, storage)
     file_fields = list(pf.schema_arrow)
     wanted = sorted({i for fld in schema.fields if (i := _find(file_fields, fld, spec.mapping_mode)) is not None})
     if spec.change_feed and f.change_type is None:

@@ -70,7 +70,7 @@ from pydelta.spark.streaming.arrow_files import FileToRead, ReadSpec, read_files
 from pydelta.spark.streaming.source_offsets import BASE_INDEX, SourceOffset, parse_offset
 from pydelta.spark.streaming.source_storage import OPTION as STORAGE_OPTION
 from pydelta.spark.streaming.source_storage import ZONE_OPTION
-from pydelta.spark.streaming.source_storage import apply as apply_storage_options
+from pydelta.spark.streaming.source_storage import carried as carried_storage_options
 from pydelta.spark.streaming.trigger_marks import TOKEN_OPTION as TRIGGER_TOKEN_OPTION
 
 if TYPE_CHECKING:
@@ -364,8 +364,8 @@ class DeltaStreamReader(DataSourceStreamReader):
         from pydelta.log.snapshot import load_snapshot
 
         self.opts = StreamOptions.parse(options)
-        storage_options = apply_storage_options(options, self.opts.path)  # this process has no session
-        self.snapshot = load_snapshot(self.opts.path)
+        storage_options = carried_storage_options(options)  # this process has no session
+        self.snapshot = load_snapshot(self.opts.path, storage_options=storage_options)
         self.table_root = self.snapshot.table_root
         self.table_id = self.snapshot.metadata.id
         self.metadata = self.snapshot.metadata
@@ -550,7 +550,7 @@ class DeltaStreamReader(DataSourceStreamReader):
             from pydelta.log.snapshot import load_snapshot
 
             snap = (self.snapshot if version == self.snapshot.version
-                    else load_snapshot(self.table_root, version=version))
+                    else load_snapshot(self.table_root, version=version, storage=self.snapshot.storage))
             if not _same(snap.schema, self.schema) and not _struct_compatible(snap.schema, self.schema):
                 raise self._schema_changed(snap.schema, version)
             ts = snap.timestamp
@@ -577,7 +577,7 @@ class DeltaStreamReader(DataSourceStreamReader):
                 FileToRead(canonical_path(c.path, self.table_root), _pv(c.partition_values), c.size, c.version,
                            c.timestamp, c.change_type, c.deletion_vector or None,
                            tuple(int(x) for x in c.only_rows) if c.only_rows is not None else None)
-                for c in change_files(va, self.table_root)
+                for c in change_files(va, self.table_root, self.snapshot.storage)
             ]
         adds = [x for x in a.adds or _bodies(a.add_files()) if x.get("dataChange", True)]
         removes = [x for x in a.removes or _bodies(a.remove_files()) if x.get("dataChange", True)]

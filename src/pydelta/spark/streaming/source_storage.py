@@ -5,9 +5,10 @@ workers that read its files), which have no Spark session: they cannot derive a 
 settings from the session's Hadoop configuration (fs.s3a.*) as the driver does
 (`hadoop_storage.install`). So `DataStreamReader.load` of a Delta table, in the driver, adds
 the options the log core would use for the table (`default_storage_options`) as one reader
-option; the source registers them for the table's bucket in its process
-(`use_bucket_options`), and its read spec takes them to the workers. Spark redacts the option's
-value in plans and the UI when it holds a secret (its value names `aws_secret_access_key`).
+option; the source opens the table with them (`carried`), and its read spec takes them to the
+workers, which open the table's storage with them too: nothing is registered process-wide.
+Spark redacts the option's value in plans and the UI when it holds a secret (its value names
+`aws_secret_access_key`).
 """
 
 from __future__ import annotations
@@ -69,14 +70,9 @@ def _hook(cls: type) -> None:
     setattr(cls, "_pydelta_storage_hooked", True)  # noqa: B010 - the marker checked above
 
 
-def apply(options: Mapping[str, Any], path: str) -> dict[str, str] | None:
-    """Register the storage options a reader's `options` carry for the bucket of `path` in this
-    process; returns them (None when there are none)."""
+def carried(options: Mapping[str, Any]) -> dict[str, str] | None:
+    """The storage options a reader's `options` carry from the driver (None when there are none)."""
     raw = option_value(options, OPTION)
     if not raw:
         return None
-    from pydelta.log.storage import use_bucket_options
-
-    carried = {str(k): str(v) for k, v in json.loads(str(raw)).items()}
-    use_bucket_options(path, carried)
-    return carried
+    return {str(k): str(v) for k, v in json.loads(str(raw)).items()}
