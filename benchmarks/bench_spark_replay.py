@@ -1,4 +1,4 @@
-"""Log replay on the driver vs as a Spark job (spark/read/log_replay.py), on both sides of the size switch.
+"""Log replay on the driver vs as a Spark job (spark/base/log_replay.py), on both sides of the size switch.
 
 The table: bench_snapshot's generator (one commit adding `--files` files with stats, a
 classic checkpoint of it, 10 small commits after it). For each size, the driver's
@@ -31,7 +31,7 @@ def main() -> None:
     import pydelta
     from pydelta.log.segment import build_segment
     from pydelta.log.storage import LocalStorage
-    from pydelta.spark.read.log_replay import replay_segment_on_spark
+    from pydelta.spark.base.log_replay import replay_segment_on_spark
     from pydelta.spark.session import local_session
 
     spark = local_session("bench-spark-replay", hive=False,

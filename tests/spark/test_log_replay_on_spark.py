@@ -1,4 +1,4 @@
-"""Log replay as a Spark job (spark/read/log_replay.py) gives the driver replay's state exactly."""
+"""Log replay as a Spark job (spark/base/log_replay.py) gives the driver replay's state exactly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydelta import DeltaTable
 from pydelta.log.segment import build_segment
 from pydelta.log.snapshot import Snapshot
 from pydelta.log.storage import LocalStorage
-from pydelta.spark.read.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
+from pydelta.spark.base.log_replay import MIN_BYTES_CONF, replay_segment_on_spark
 from tests.golden_paths import DELTA_RS, DELTA_SPARK
 
 pytestmark = pytest.mark.spark
@@ -122,9 +122,11 @@ def test_delta_rs_golden_tables(spark, name):
 
 
 def test_load_snapshot_switches_to_spark_above_the_threshold(spark, tmp_path):
+    """Each session's engine replays by its own threshold (a second session of the process
+    keeps the default); the log core's own `load_snapshot` has no engine and replays here."""
     path = str(tmp_path / "t")
     spark.range(0, 20, numPartitions=4).write.format("delta").save(path)
-    import pydelta.spark.read.log_replay as log_replay
+    import pydelta.spark.base.log_replay as log_replay
 
     calls = []
     original = log_replay.replay_segment_on_spark
@@ -133,13 +135,15 @@ def test_load_snapshot_switches_to_spark_above_the_threshold(spark, tmp_path):
         calls.append(1)
         return original(*args, **kwargs)
 
+    other = pydelta.enable(spark.newSession())
     log_replay.replay_segment_on_spark = counting
     spark.conf.set(MIN_BYTES_CONF, "1")
     try:
+        assert other.read.format("delta").load(path).count() == 20
+        assert not calls  # the other session's threshold: the default
+        assert pydelta.load_snapshot(path).num_files == 4 and not calls  # no engine: the driver replays
         assert spark.read.format("delta").load(path).count() == 20
         assert calls
     finally:
         spark.conf.unset(MIN_BYTES_CONF)
         log_replay.replay_segment_on_spark = original
-    calls.clear()
-    assert pydelta.load_snapshot(path).num_files == 4 and not calls  # below the default: the driver replays

@@ -137,6 +137,21 @@ def build_segment(storage: Storage, table_root: str, version: int | None = None)
     return segment
 
 
+def segment_before_checkpoint(storage: Storage, table_root: str, segment: LogSegment) -> LogSegment | None:
+    """The same version as `segment` from an older checkpoint (or from version 0), for when
+    `segment`'s checkpoint cannot be read: None when no older checkpoint with every commit
+    after it, nor the whole log from version 0, is left (delta-spark's
+    getLogSegmentWithMaxExclusiveCheckpointVersion)."""
+    if segment.checkpoint is None:
+        return None
+    listing = _list(storage, log_dir_of(table_root), 0)
+    listing.checkpoints = {v: cps for v, cps in listing.checkpoints.items() if v < segment.checkpoint.version}
+    try:
+        return _segment_from(listing, log_dir_of(table_root), segment.version, min_checkpoint=None)
+    except LogNotContiguousError:
+        return None
+
+
 def _available_range(listing: LogListing) -> str:
     versions = sorted(set(listing.commits) | set(listing.checkpoints))
     if not versions:

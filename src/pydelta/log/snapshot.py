@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pydelta.errors import (
+    CorruptedLogError,
     DeltaIllegalArgumentError,
     DeltaTableNotFoundError,
     MissingDataFileError,
@@ -21,7 +22,7 @@ from pydelta.errors import (
 from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
 from pydelta.log.arrow_pool import prefer_jemalloc
 from pydelta.log.replay import TableState, apply_commits, read_commits, replay_segment
-from pydelta.log.segment import LogSegment, build_segment, list_log
+from pydelta.log.segment import LogSegment, build_segment, list_log, segment_before_checkpoint
 from pydelta.log.storage import FileInfo, Storage, storage_for, to_local_path
 from pydelta.log.timestamps import commit_timestamps, ict_enablement_version, to_millis, version_at
 from pydelta.protocol.actions import Metadata, Protocol
@@ -116,10 +117,11 @@ class Snapshot:
     """
 
     def __init__(self, table_root: str, storage: Storage, segment: LogSegment, state: TableState | None,
-                 checksum: VersionChecksum | None = None) -> None:
+                 checksum: VersionChecksum | None = None, replayer: Replayer | None = None) -> None:
         self.table_root = table_root
         self.storage = storage
         self.segment = segment
+        self.replayer = replayer  # the engine's, for very large logs; kept by every later snapshot
         if state is None and (checksum is None or checksum.metadata is None or checksum.protocol is None):
             raise DeltaIllegalArgumentError("a snapshot needs its replayed state or a complete checksum")
         self._replayed = state
@@ -130,12 +132,11 @@ class Snapshot:
         """The replayed state, replayed on first use when the snapshot started from its checksum."""
         if self._replayed is None:
             try:
-                state = _replay(self.storage, self.table_root, self.segment)
+                self.segment, state = self._replay(self.segment)
             except (MissingDataFileError, FileNotFoundError):
                 # A file of the listed segment went since (a checkpoint replaced, the log cleaned
                 # up): the same version from the log as it is now.
-                self.segment = build_segment(self.storage, self.table_root, self.segment.version)
-                state = _replay(self.storage, self.table_root, self.segment)
+                self.segment, state = self._replay(build_segment(self.storage, self.table_root, self.segment.version))
             _check_against_checksum(self, state)
             self._replayed = state
         return self._replayed
@@ -253,7 +254,7 @@ class Snapshot:
             return self.with_owner_commits()
         if versions != list(range(self.version + 1, versions[-1] + 1)):
             newer = build_segment(self.storage, self.table_root)
-            fresh = Snapshot(self.table_root, self.storage, newer, _replay(self.storage, self.table_root, newer))
+            fresh = self._at(newer)
             return fresh.with_owner_commits()
         return self.applying([(v, listing.commits[v]) for v in versions]).with_owner_commits()
 
@@ -272,7 +273,15 @@ class Snapshot:
             self.segment.log_dir, last, self.segment.checkpoint, self.segment.commits + new_commits,
             self.segment.compactions,
         )
-        return Snapshot(self.table_root, self.storage, segment, state)
+        return Snapshot(self.table_root, self.storage, segment, state, replayer=self.replayer)
+
+    def _replay(self, segment: LogSegment) -> tuple[LogSegment, TableState]:
+        return replay_with_fallback(self.storage, self.table_root, segment, self.replayer)
+
+    def _at(self, segment: LogSegment) -> Snapshot:
+        """Another segment of this table, replayed as this snapshot replays."""
+        segment, state = self._replay(segment)
+        return Snapshot(self.table_root, self.storage, segment, state, replayer=self.replayer)
 
     def with_owner_commits(self, end: int | None = None) -> Snapshot:
         """Managed commits: this snapshot plus the owner's ratified, un-backfilled commits (up to `end`).
@@ -297,7 +306,7 @@ class Snapshot:
             if latest < 0:
                 raise DeltaTableNotFoundError(
                     f"{self.table_root} is catalog-managed and its catalog has no ratified version of it")
-            return _snapshot_at(self.storage, self.table_root, latest).with_owner_commits(end)
+            return self._at(build_segment(self.storage, self.table_root, latest)).with_owner_commits(end)
         held = dict((v, f) for v, f in commits if v <= self.version)
         return self._reading_held(held).applying([(v, f) for v, f in commits if v > self.version])
 
@@ -317,7 +326,7 @@ class Snapshot:
         commits = [(v, differing.get(v, f)) for v, f in self.segment.commits]
         segment = LogSegment(self.segment.log_dir, self.version, self.segment.checkpoint, commits,
                              [c for c in self.segment.compactions if not any(c.start <= v <= c.end for v in differing)])
-        return Snapshot(self.table_root, self.storage, segment, _replay(self.storage, self.table_root, segment))
+        return self._at(segment)
 
     @property
     def unbackfilled_commits(self) -> list[tuple[int, FileInfo]]:
@@ -373,47 +382,70 @@ def _normalize_root(path: str) -> str:
     return to_local_path(path).rstrip("/") or "/"
 
 
-def _snapshot_at(storage: Storage, root: str, version: int) -> Snapshot:
-    segment = build_segment(storage, root, version)
-    return Snapshot(root, storage, segment, _replay(storage, root, segment))
-
-
-def _owner_version(storage: Storage, root: str, version: int) -> Snapshot | None:
+def _owner_version(storage: Storage, root: str, version: int, replayer: Replayer | None) -> Snapshot | None:
     """`version` of a managed-commit table known only to its owner, or None."""
     latest = build_segment(storage, root)
     if latest.version >= version:
         return None
-    snapshot = Snapshot(root, storage, latest, replay_segment(storage, root, latest)).with_owner_commits(end=version)
+    latest, state = replay_with_fallback(storage, root, latest, replayer)
+    snapshot = Snapshot(root, storage, latest, state, replayer=replayer).with_owner_commits(end=version)
     return snapshot if snapshot.version == version else None
 
 
-# A replayer for very large logs (the Spark layer installs one that runs a Spark job); it
-# returns None for logs it leaves to the driver. The log core never imports it.
-_large_log_replayer: Callable[[Storage, str, LogSegment], TableState | None] | None = None
+# A replayer for very large logs, given by an engine (the Spark layer's runs a Spark job on its
+# session); it returns None for logs it leaves to the driver. The log core never imports it.
+Replayer = Callable[[Storage, str, LogSegment], TableState | None]
 
 
-def set_large_log_replayer(replayer: Callable[[Storage, str, LogSegment], TableState | None] | None) -> None:
-    global _large_log_replayer
-    _large_log_replayer = replayer
-
-
-def _replay(storage: Storage, root: str, segment: LogSegment) -> TableState:
-    if _large_log_replayer is not None:
-        state = _large_log_replayer(storage, root, segment)
+def _replay(storage: Storage, root: str, segment: LogSegment, replayer: Replayer | None = None) -> TableState:
+    if replayer is not None:
+        state = replayer(storage, root, segment)
         if state is not None:
             return state
     return replay_segment(storage, root, segment)
 
 
+# How many older checkpoints a load tries when one cannot be read (delta-spark's
+# spark.databricks.delta.snapshotLoading.maxRetries default).
+CHECKPOINT_RETRIES = 2
+
+
+def replay_with_fallback(storage: Storage, root: str, segment: LogSegment,
+                         replayer: Replayer | None = None) -> tuple[LogSegment, TableState]:
+    """Replay `segment`; when its checkpoint cannot be read (corrupt, truncated, a part or a
+    sidecar missing), replay the same version from an older checkpoint or from the commits, as
+    delta-spark does, trying at most `CHECKPOINT_RETRIES` older ones. Returns the segment that
+    served; raises the first error when none does (a named pydelta error naming the file)."""
+    try:
+        return segment, _replay(storage, root, segment, replayer)
+    except (CorruptedLogError, MissingDataFileError) as e:
+        first = e
+    for _ in range(CHECKPOINT_RETRIES):
+        older = segment_before_checkpoint(storage, root, segment)
+        if older is None:
+            break
+        logger.warning("version %d of %s: %s; replaying it from %s instead", segment.version, root, first,
+                       f"the checkpoint of version {older.checkpoint.version}" if older.checkpoint else "its commits")
+        segment = older
+        try:
+            return segment, _replay(storage, root, segment, replayer)
+        except (CorruptedLogError, MissingDataFileError):
+            continue
+    raise first
+
+
 def load_snapshot(
     path: str, version: int | None = None, timestamp: object | None = None, check_protocol: bool = True,
     storage_options: Mapping[str, str] | None = None, storage: Storage | None = None,
+    replayer: Replayer | None = None,
 ) -> Snapshot:
     """Load the table at `path`: latest, or at `version`, or as of `timestamp`.
 
     `storage_options`: object-store settings for `s3://`, `gs://`, `abfss://`... paths
     (see `storage_for`); the snapshot's storage keeps them for later commits.
     `storage`: read through this storage instead of the one the path's scheme selects.
+    `replayer`: an engine's replay of very large logs (the Spark layer's runs on its session);
+    without one, the log is replayed here.
     """
     prefer_jemalloc()
     if version is not None and timestamp is not None:
@@ -425,7 +457,8 @@ def load_snapshot(
     if not storage.is_directory(os.path.join(root, "_delta_log")):
         raise DeltaTableNotFoundError(f"{path} is not a Delta table (no _delta_log directory)")
     if timestamp is not None:
-        latest = load_snapshot(root, check_protocol=check_protocol, storage_options=storage_options, storage=storage)
+        latest = load_snapshot(root, check_protocol=check_protocol, storage_options=storage_options, storage=storage,
+                               replayer=replayer)
         stamps = commit_timestamps(
             storage, root, ict_enablement_version(latest.metadata), extra_commits=dict(latest.unbackfilled_commits)
         )
@@ -437,13 +470,15 @@ def load_snapshot(
     except VersionNotFoundError:
         if version is None:
             raise
-        snapshot = _owner_version(storage, root, version)  # ratified by a commit owner, not backfilled?
+        snapshot = _owner_version(storage, root, version, replayer)  # ratified by a commit owner, not backfilled?
         if snapshot is None:
             raise
     else:
         checksum = _usable_checksum(storage, root, segment)
-        state = None if checksum is not None else _replay(storage, root, segment)
-        snapshot = Snapshot(root, storage, segment, state, checksum).with_owner_commits(end=version)
+        state = None
+        if checksum is None:
+            segment, state = replay_with_fallback(storage, root, segment, replayer)
+        snapshot = Snapshot(root, storage, segment, state, checksum, replayer).with_owner_commits(end=version)
         if version is not None and snapshot.version != version:  # published, but past what the catalog ratified
             raise VersionNotFoundError(f"version {version} of {root} was not ratified by its catalog "
                                        f"(its latest version is {snapshot.version})")

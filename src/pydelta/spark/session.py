@@ -76,14 +76,12 @@ def enable(spark: SparkSession) -> Any:
     from pydelta.spark import datasource
     from pydelta.spark.base import hadoop_storage
     from pydelta.spark.base.connect_session import is_connect
-    from pydelta.spark.read import log_replay
 
     datasource.register(spark)  # spark.readStream.format("delta") reaches pydelta's source
     if is_connect(spark):  # no JVM on this side: the log is read and committed here, in Python
         hadoop_storage.install_s3a_options(spark)  # s3a:// logs with the server's fs.s3a.* settings
         return spark
     hadoop_storage.install(spark)  # hdfs:// and other Hadoop-only schemes through the session
-    log_replay.install(spark)  # very large logs replay as a Spark job
     return spark
 
 

@@ -460,7 +460,8 @@ class OptimisticTransaction:
                 return _advance(self.snapshot, version)
             except Exception as e:  # fall back to a full load below
                 logger.debug("incremental post-commit snapshot failed, reloading: %s", e)
-        return load_snapshot(self.table_root, version=version, storage=self.storage)
+        return load_snapshot(self.table_root, version=version, storage=self.storage,
+                             replayer=self.snapshot.replayer if self.snapshot is not None else None)
 
     def _write_version_checksum(self, version: int, operation: str) -> None:
         """Leave `<version>.crc`, derived from the previous version's checksum and this commit's own
@@ -596,5 +597,5 @@ def _advance(snapshot: Snapshot, version: int) -> Snapshot:
     partial = LogSegment(old.log_dir, version, None, new_commits)
     state = apply_commits(snapshot.state, read_commits(snapshot.storage, partial), snapshot.table_root, version)
     segment = LogSegment(old.log_dir, version, old.checkpoint, list(old.commits) + new_commits, list(old.compactions))
-    return Snapshot(snapshot.table_root, snapshot.storage, segment, state)
+    return Snapshot(snapshot.table_root, snapshot.storage, segment, state, replayer=snapshot.replayer)
 

@@ -1,5 +1,6 @@
 """What a Spark session gives the log core, handed down explicitly (delta-kernel-rs passes an
-`Engine`, pyiceberg a `FileIO`): the storage a table's log is read and committed through.
+`Engine`, pyiceberg a `FileIO`): the storage a table's log is read and committed through, and
+the replay of very large logs as a Spark job on the session (`log_replay`).
 
 A session's own settings decide it, so two sessions of one process side by side each reach
 their tables their own way: a Hadoop-only URI (`hdfs://`, `viewfs://`, ...) goes through the
@@ -26,6 +27,7 @@ from pydelta.spark.base.hadoop_storage import (
     s3a_storage_options,
     session_s3a_settings,
 )
+from pydelta.spark.base.log_replay import spark_replayer
 
 
 class SparkEngine:
@@ -52,9 +54,14 @@ class SparkEngine:
 
     def load_snapshot(self, path: str, *, version: int | None = None, timestamp: Any = None,
                       check_protocol: bool = True) -> Snapshot:
-        """The table at `path` (at `version` or `timestamp`), read through this session's storage."""
+        """The table at `path` (at `version` or `timestamp`), read through this session's storage;
+        a log above `spark.pydelta.logReplay.sparkMinBytes` replays on this session (a classic
+        one: a Connect client has no JVM to run it on)."""
+        from pydelta.spark.base.connect_session import is_connect
+
+        replayer = None if is_connect(self.spark) else spark_replayer(self.spark)
         return load_snapshot(path, version=version, timestamp=timestamp, storage=self.storage(path),
-                             check_protocol=check_protocol)
+                             check_protocol=check_protocol, replayer=replayer)
 
     def try_load(self, path: str) -> Snapshot | None:
         """`load_snapshot`, or None where there is no table yet."""

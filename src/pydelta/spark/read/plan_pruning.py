@@ -223,7 +223,7 @@ def _scan_over(spark: SparkSession, leaf: Any, scan: _Scan, files: pa.Table) -> 
     if files.num_rows == 0:
         return jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
             leaf.output(), jplan.scala_list(leaf, []), leaf.isStreaming(), jvm.scala.Option.empty())
-    from pydelta.spark.read.parquet_files import read_parquet_files
+    from pydelta.spark.base.parquet_files import read_parquet_files
 
     paths = [scan.snapshot.absolute_path(p) for p in files.column("path").to_pylist()]
     df = read_parquet_files(spark, scan.read_schema, paths, scan.base_path, scan.options)

@@ -30,11 +30,11 @@ from pydelta.protocol.schema import (
 )
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.connect_session import is_connect
+from pydelta.spark.base.parquet_files import read_parquet_files
 from pydelta.spark.base.predicates import filter_condition, translate
 from pydelta.spark.base.pyspark_compat import alias, refuse_geospatial_before_4_2, refuse_shredded_variants_before_4_1
 from pydelta.spark.read import plan_pruning
 from pydelta.spark.read.hidden_metadata import METADATA_COLUMN, METADATA_MARKER, hide_last_column, metadata_struct
-from pydelta.spark.read.parquet_files import read_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame

@@ -91,7 +91,7 @@ def _read_back(
     from pyspark.sql import functions as F
 
     from pydelta.log.replay import canonical_path
-    from pydelta.spark.read.parquet_files import read_parquet_files
+    from pydelta.spark.base.parquet_files import read_parquet_files
 
     paths = [canonical_path(a["path"], table_root) for a in adds]
     agg = F.max(column) if largest else F.min(column)

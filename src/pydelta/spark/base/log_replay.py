@@ -7,7 +7,7 @@ the file actions; the small actions (protocol, metadata, txn, domain metadata, c
 info) are collected to the driver and replayed by the log core's own rules, so both
 paths give the same `TableState`.
 
-`install(spark)` makes `load_snapshot` use it for logs larger than
+A `SparkEngine` gives its snapshots `spark_replayer(spark)`, which uses it for logs larger than
 `spark.pydelta.logReplay.sparkMinBytes` (checkpoint plus commit bytes; default 4 GiB,
 about 10M files: on small machines the driver's vectorized replay is faster, see
 benchmarks/bench_spark_replay.py). The reconciled state is collected to the driver as Arrow
@@ -29,9 +29,10 @@ from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.file_info import FileInfo, InlineCommit
 from pydelta.log.replay import TableState, apply_commits
 from pydelta.log.segment import LogSegment
+from pydelta.log.snapshot import Replayer
 from pydelta.log.storage import Storage
 from pydelta.spark.base._typing import DataFrame, SparkSession
-from pydelta.spark.read.parquet_files import reader_paths
+from pydelta.spark.base.parquet_files import reader_paths
 
 MIN_BYTES_CONF = "spark.pydelta.logReplay.sparkMinBytes"
 DEFAULT_MIN_BYTES = 4 << 30
@@ -209,9 +210,9 @@ def _arrow_column(df: DataFrame, name: str, target: pa.DataType) -> pa.Array:
     return conform(column.combine_chunks(), target)
 
 
-def install(spark: SparkSession) -> None:
-    """Replay logs above `spark.pydelta.logReplay.sparkMinBytes` on this session."""
-    from pydelta.log import snapshot as snapshot_module
+def spark_replayer(spark: SparkSession) -> Replayer:
+    """The replay a `SparkEngine` gives its snapshots: logs above
+    `spark.pydelta.logReplay.sparkMinBytes` replay on this session, smaller ones on the driver."""
 
     def replayer(storage: Storage, table_root: str, segment: LogSegment) -> TableState | None:
         limit = int(str(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES))))
@@ -222,7 +223,7 @@ def install(spark: SparkSession) -> None:
             return None
         return replay_segment_on_spark(spark, storage, table_root, segment, sidecars)
 
-    snapshot_module.set_large_log_replayer(replayer)
+    return replayer
 
 
 def _log_bytes(segment: LogSegment, sidecars: list[FileInfo]) -> int:
