@@ -79,3 +79,18 @@ def test_a_given_client_option_keeps_the_environments(s3, monkeypatch):  # noqa:
     root = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
     _create(root, s3)
     assert pydelta.load_snapshot(root, storage_options={"timeout": "20s"}).version == 0
+
+
+def test_retry_options_take_deltalakes_names():
+    from datetime import timedelta
+
+    from pydelta.log.object_store import retry_config
+
+    assert retry_config({"aws_region": "x"}) is None
+    assert retry_config({"MAX_RETRIES": "3", "retry_timeout": "2m", "backoff_config.init_backoff": "50ms",
+                         "backoff_config.max_backoff": 5, "backoff_config.base": "1.5"}) == {
+        "max_retries": 3, "retry_timeout": timedelta(minutes=2),
+        "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=5), "base": 1.5}}
+    assert split_options({"max_retries": "3", "timeout": "5"}) == ({}, {"timeout": "5s"})  # not a store key
+    with pytest.raises(DeltaIllegalArgumentError, match="retry_timeout"):
+        retry_config({"retry_timeout": "soon"})

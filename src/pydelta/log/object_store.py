@@ -16,6 +16,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlparse
 
@@ -36,6 +37,11 @@ _CLIENT_OPTIONS = frozenset({
 _DURATION_OPTIONS = frozenset({"connect_timeout", "timeout", "pool_idle_timeout",
                                "http2_keep_alive_interval", "http2_keep_alive_timeout"})
 _STORE_PREFIXES = ("aws_", "google_", "azure_")
+# Retries of failed requests (object_store's RetryConfig), spelled as deltalake spells them.
+_RETRY_OPTIONS = frozenset({"max_retries", "retry_timeout", "backoff_config.init_backoff",
+                            "backoff_config.max_backoff", "backoff_config.base"})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # deltalake (delta-rs) settings for its own commit coordination on S3 (locking, unsafe
 # renames, retries): pydelta commits with the store's conditional put and needs none of them.
 _DELTA_RS_ONLY = frozenset({
@@ -89,6 +95,8 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], di
     client: dict[str, str] = {}
     for key, value in (options or {}).items():
         name = str(key).strip().lower()
+        if name in _RETRY_OPTIONS:
+            continue  # `retry_config`'s
         if name in _DELTA_RS_ONLY:
             logger.debug("storage option %s is deltalake's own; pydelta does not need it", key)
             continue
@@ -98,6 +106,36 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, str], di
         else:
             config[name] = _option_value(name, value)
     return config, client
+
+
+def _seconds(name: str, value: Any) -> timedelta:
+    match = _DURATION.fullmatch(str(value).strip().lower())
+    if match is None:
+        raise DeltaIllegalArgumentError(f"storage option {name}={value!r} is not a duration (e.g. 30s, 500ms, 2m)")
+    return timedelta(seconds=float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"])
+
+
+def retry_config(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """How the client retries failed requests (5xx answers, throttling, dropped connections),
+    from deltalake's option names: `max_retries`, `retry_timeout` and `backoff_config.*`;
+    None (obstore's defaults: 10 retries within 3 minutes) when none is given."""
+    given = {str(k).strip().lower(): v for k, v in (options or {}).items() if str(k).strip().lower() in _RETRY_OPTIONS}
+    if not given:
+        return None
+    config: dict[str, Any] = {}
+    backoff: dict[str, Any] = {}
+    for name, value in given.items():
+        if name == "max_retries":
+            config["max_retries"] = int(value)
+        elif name == "retry_timeout":
+            config["retry_timeout"] = _seconds(name, value)
+        elif name == "backoff_config.base":
+            backoff["base"] = float(value)
+        else:
+            backoff[name.rpartition(".")[2]] = _seconds(name, value)
+    if backoff:
+        config["backoff"] = backoff
+    return config
 
 
 def _with_environment_client_options(scheme: str, client: dict[str, str]) -> dict[str, str]:
@@ -171,6 +209,7 @@ class ObjectStoreStorage:
                 f"{scheme}://{parsed.netloc}",
                 config=config or None,  # type: ignore[arg-type]
                 client_options=client or None,  # type: ignore[arg-type]
+                retry_config=retry_config(options),  # type: ignore[arg-type]
             )
         except (KeyboardInterrupt, SystemExit):
             raise

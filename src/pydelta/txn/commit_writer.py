@@ -16,7 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from pydelta.errors import CommitOwnerConflictError, CommitOwnerMismatchError, ConcurrentWriteException
+from pydelta.errors import (
+    CommitOwnerConflictError,
+    CommitOwnerMismatchError,
+    ConcurrentWriteException,
+    StorageAccessError,
+)
 from pydelta.log.commit_owners.base import COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.registry import OwnerSpec, client_of, owner_spec
 from pydelta.log.file_info import FileInfo
@@ -35,6 +40,11 @@ __all__ = ["CommitWriter", "PreparedCommit", "publish_route"]
 
 # The transaction's logger: these messages are about its commit.
 logger = logging.getLogger("pydelta.txn.transaction")
+
+# A commit file's put whose answer did not arrive (a timeout, a 5xx the store's client stopped
+# retrying) may have been applied: it is sent again, this many times in all, with this backoff.
+UNANSWERED_PUT_ATTEMPTS = 5
+UNANSWERED_PUT_BACKOFF_S = 0.25
 
 
 @dataclass
@@ -174,7 +184,7 @@ class CommitWriter:
         if prepared.route in ("fs", "to_managed"):
             self.backfill_read_snapshot()
         if prepared.route == "fs":
-            self.storage.put_if_absent(self.commit_path(version), payload)
+            self.put_commit_file(version, payload)
             return
         # Without a metadata change, the table's metadata is the read snapshot's.
         md = self.metadata_for(prepared, version) or (self.snapshot.metadata if self.snapshot is not None else None)
@@ -198,6 +208,34 @@ class CommitWriter:
             owner.backfill_to_version(self.storage, self.table_root, table_id, version, just_ratified=ours)
         except Exception as e:  # noqa: BLE001 - ratified is committed; the next reader or writer backfills
             logger.warning("version %d of %s is committed but its backfill failed: %s", version, self.table_root, e)
+
+    def put_commit_file(self, version: int, payload: bytes) -> None:
+        """Create `<version>.json` with `payload`, through a store that may apply a write and lose
+        its answer: the same bytes are sent again, and a retry that finds the version taken is
+        settled by `rebase` like any lost race (the commit there is ours when it carries our
+        txnId). After the last unanswered attempt, the commit is ours if the file says so;
+        otherwise the store's error is raised (and nothing of ours is in the log)."""
+        path = self.commit_path(version)
+        for attempt in range(1, UNANSWERED_PUT_ATTEMPTS + 1):
+            try:
+                self.storage.put_if_absent(path, payload)
+                return
+            except StorageAccessError as e:
+                logger.warning("commit %d of %s: no answer from the store (attempt %d of %d): %s", version,
+                               self.table_root, attempt, UNANSWERED_PUT_ATTEMPTS, e)
+                if attempt == UNANSWERED_PUT_ATTEMPTS:
+                    if self._landed(path, payload):
+                        return
+                    raise
+                time.sleep(UNANSWERED_PUT_BACKOFF_S * 2 ** (attempt - 1))
+
+    def _landed(self, path: str, payload: bytes) -> bool:
+        """Is our commit (these very bytes, our txnId among them) at `path` after all? False when
+        it is not, or cannot be read."""
+        try:
+            return self.storage.read(path) == payload
+        except Exception:  # noqa: BLE001 - unreadable counts as not there: the caller raises the store's error
+            return False
 
     def backfill_read_snapshot(self) -> None:
         """Before a file-system commit: copy ratified commits the read snapshot got from an owner.
