@@ -177,3 +177,30 @@ def faulty_server() -> tuple[Any, FaultInjector]:
     injector = FaultInjector(atomic_conditional_writes(DomainDispatcherApplication(create_backend_app)))
     server = make_server("127.0.0.1", 0, injector, threaded=True, request_handler=MotoRequestHandler)
     return server, injector
+
+
+class RemoteFaults:
+    """The faults of a server in another process (tests/s3a/moto_server.py), over HTTP."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.url = endpoint.rstrip("/") + CONTROL_PATH
+
+    def _call(self, method: str, body: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        import urllib.request
+
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            faults: list[dict[str, Any]] = json.loads(answer.read())["faults"]
+            return faults
+
+    def add(self, *faults: Fault) -> None:
+        self._call("POST", {"faults": [asdict(f) for f in faults]})
+
+    def clear(self) -> None:
+        self._call("DELETE")
+
+    def hits(self) -> list[int]:
+        """What each rule in place did, in the order they were added."""
+        return [f["hits"] for f in self._call("GET")]

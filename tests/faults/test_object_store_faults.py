@@ -8,7 +8,6 @@ error, and deltalake (delta-rs) reads the table afterwards.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
@@ -17,43 +16,36 @@ import pytest
 import pydelta
 from pydelta.errors import StorageAccessError
 from pydelta.log.storage import storage_for
-from tests.faults.s3_faults import Fault, FaultInjector, faulty_server
+from tests.faults.s3_faults import Fault, RemoteFaults
 from tests.log.test_object_store import _append, _create, _deltalake_options, _put_data, _rows
+from tests.s3a._s3 import S3Server
 
 BUCKET = "pydelta-faults"
 COMMIT = r"_delta_log/\d{20}\.json$"
 
 
 @pytest.fixture(scope="module")
-def server():
-    import logging
-
-    import boto3
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    srv, injector = faulty_server()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{srv.server_port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                 region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield endpoint, injector
-    srv.shutdown()
-    srv.server_close()
+def server(tmp_path_factory) -> S3Server:
+    """moto's S3 in its own process behind the fault injection (in a thread of this process, a
+    deltalake read holding the GIL could starve it: tests/s3a/_s3.py)."""
+    server = S3Server(tmp_path_factory.mktemp("faulty-s3") / "moto.log")
+    server.create_bucket(BUCKET)
+    yield server
+    server.stop()
 
 
 @pytest.fixture
-def store(server) -> FaultInjector:
-    _, injector = server
-    injector.clear()
-    yield injector
-    injector.clear()
+def store(server: S3Server) -> RemoteFaults:
+    faults = server.faults()
+    faults.clear()
+    yield faults
+    faults.clear()
 
 
 @pytest.fixture
-def options(server) -> dict[str, str]:
+def options(server: S3Server) -> dict[str, str]:
     """pydelta's options: a 1 s request timeout, and retries quick enough for a test."""
-    endpoint, _ = server
-    return {"aws_endpoint": endpoint, "aws_access_key_id": "test", "aws_secret_access_key": "test",
+    return {"aws_endpoint": server.endpoint, "aws_access_key_id": "test", "aws_secret_access_key": "test",
             "aws_region": "us-east-1", "allow_http": "true", "timeout": "1s",
             "max_retries": "4", "retry_timeout": "20s", "backoff_config.init_backoff": "50ms",
             "backoff_config.max_backoff": "500ms"}
@@ -85,14 +77,15 @@ def _table(options: dict) -> str:
 
 def test_throttling_and_server_errors_are_retried(store, options):
     root = _table(options)
-    faults = store.add(
+    faults = [
         Fault("error", "PUT", COMMIT, status=503, code="SlowDown", times=2),
         Fault("error", "PUT", r"\.parquet$", status=500, code="InternalError", times=1),
         Fault("error", "GET", r"_delta_log/", status=503, code="ServiceUnavailable", times=2),
         Fault("error", "LIST", r"_delta_log/", status=500, code="InternalError", times=2),
-    )
+    ]
+    store.add(*faults)
     assert _append(root, options, [(2, "b")]) == 2
-    assert [f.hits for f in faults] == [f.times for f in faults]  # every fault happened
+    assert store.hits() == [f.times for f in faults]  # every fault happened
     store.clear()
     assert _versions(root, options) == [0, 1, 2]
     assert _rows(root, options) == [(1, "a"), (2, "b")]
@@ -103,9 +96,9 @@ def test_a_commit_applied_whose_answer_was_lost_counts_once(store, options):
     """The store wrote `2.json` but the client timed out: the retry finds the version taken, sees
     its own commit there, and reports version 2; no second copy at version 3."""
     root = _table(options)
-    (lost,) = store.add(Fault("applied_then_lost", "PUT", r"_delta_log/0{19}2\.json$", seconds=2.5))
+    store.add(Fault("applied_then_lost", "PUT", r"_delta_log/0{19}2\.json$", seconds=2.5))
     assert _append(root, options, [(2, "b")]) == 2
-    assert lost.hits == 1
+    assert store.hits() == [1]
     store.clear()
     assert _versions(root, options) == [0, 1, 2]
     assert _rows(root, options) == [(1, "a"), (2, "b")]
@@ -126,10 +119,10 @@ def test_a_store_that_keeps_failing_gives_a_named_error_and_no_commit(store, opt
 
 def test_a_slow_listing_only_slows(store, options):
     root = _table(options)
-    (slow,) = store.add(Fault("delay", "LIST", r"_delta_log/", seconds=0.7, times=2))
+    store.add(Fault("delay", "LIST", r"_delta_log/", seconds=0.7, times=2))
     started = time.monotonic()
     assert pydelta.load_snapshot(root, storage_options=options).version == 1
-    assert slow.hits >= 1 and time.monotonic() - started >= 0.7
+    assert store.hits()[0] >= 1 and time.monotonic() - started >= 0.7
     assert _append(root, options, [(2, "b")]) == 2
 
 
@@ -141,12 +134,12 @@ def test_a_commit_not_listed_yet_is_neither_overwritten_nor_lost(store, options)
 
     root = _table(options)
     b_read = pydelta.load_snapshot(root, storage_options=options)
-    (hide,) = store.add(Fault("hide_new", "LIST", COMMIT, seconds=1.5))
+    store.add(Fault("hide_new", "LIST", COMMIT, seconds=1.5))
     assert _append(root, options, [(2, "a-wins")]) == 2
     assert pydelta.load_snapshot(root, storage_options=options).version in (1, 2)
     b_add = _put_data(root, options, [(3, "b-waits")])
     assert OptimisticTransaction(root, b_read).commit([b_add], Operation.write("Append", [])) == 3
-    assert hide.hits >= 1
+    assert store.hits()[0] >= 1  # the listing did hide version 2 for a while
     store.clear()
     assert _versions(root, options) == [0, 1, 2, 3]
     assert _rows(root, options) == [(1, "a"), (2, "a-wins"), (3, "b-waits")]

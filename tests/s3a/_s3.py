@@ -101,6 +101,12 @@ class S3Server:
         return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
                             aws_secret_access_key=SECRET_KEY, region_name=REGION)
 
+    def faults(self) -> Any:
+        """The server's fault injection (tests/faults/s3_faults.py), steered over HTTP."""
+        from tests.faults.s3_faults import RemoteFaults
+
+        return RemoteFaults(self.endpoint)
+
     def create_bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
         return name

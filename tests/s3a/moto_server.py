@@ -5,6 +5,8 @@ in two steps, with other request threads running in between, so two racing condi
 one key can both succeed (seen here: two writers of one Delta version both "won", one commit
 lost). S3 decides them atomically, and Delta commits rely on that. This runs moto's own
 application and serializes the conditional writes only; everything else is moto's, threaded.
+Behind tests/faults/s3_faults.py's middleware, which answers as moto does until a test asks it
+(over HTTP) to fail, delay or hide requests.
 Prints "Running on http://127.0.0.1:<port>" on stderr once it listens (a port it picked).
 """
 
@@ -41,7 +43,9 @@ def make_atomic_server() -> Any:
 
 
 def main() -> None:
-    server = make_atomic_server()
+    from tests.faults.s3_faults import faulty_server
+
+    server, _ = faulty_server()  # no fault until a test asks for one (tests/faults/s3_faults.py)
     print(f"Running on http://127.0.0.1:{server.server_port}", file=sys.stderr, flush=True)
     server.serve_forever()
 

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from tests.faults.s3_faults import Fault
 from tests.s3a import _checks
 from tests.s3a._s3 import run_script
 
@@ -22,15 +23,36 @@ pytestmark = pytest.mark.spark
 BUCKET = "pydelta-s3a-workload"
 
 
+# Failures the store answers with while the workload runs (issue 44): Spark's S3A connector
+# (data files) and pydelta's log client (commits, log reads, listings) must retry through them.
+STORE_FAULTS = (
+    Fault("error", "PUT", r"\.parquet$", status=503, code="SlowDown", times=3),
+    Fault("error", "PUT", r"_delta_log/\d{20}\.json$", status=503, code="SlowDown", times=2),
+    Fault("error", "GET", r"_delta_log/", status=500, code="InternalError", times=2),
+    Fault("error", "LIST", r"_delta_log/", status=503, code="ServiceUnavailable", times=2),
+)
+
+
 @pytest.fixture(scope="module")
 def workload(s3_server, s3a_jars):
-    """The workload's report, and where its tables are."""
+    """The workload's report (with what the injected faults did), and where its tables are."""
     s3_server.create_bucket(BUCKET)
     prefix = f"local {uuid.uuid4().hex[:8]} %zz #h +p lit%20"  # a prefix URIs escape: each key is its name
     root = f"s3a://{BUCKET}/{prefix}"
-    report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars)
+    faults = s3_server.faults()
+    faults.add(*STORE_FAULTS)
+    try:
+        report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars)
+        report["fault_hits"] = faults.hits()
+    finally:
+        faults.clear()
     print(f"\ns3a workload: {report['seconds']}s, steps {report['steps']}")
     return report, root, prefix
+
+
+def test_the_store_failed_requests_and_the_workload_retried_them(workload):
+    """Every injected failure happened; the other tests show the workload's results are whole."""
+    assert workload[0]["fault_hits"] == [f.times for f in STORE_FAULTS]
 
 
 def test_the_log_client_took_its_settings_from_the_session(workload):
