@@ -100,6 +100,30 @@ def to_local_path(path_or_uri: str) -> str:
 MAPPED_FROM_BYTES = 4 << 20
 
 
+def _write_temp(target: str, data: bytes, sync: bool) -> str:
+    """`data` in a hidden temporary file beside `target` (its path); a failed write (a full
+    disk, a read-only directory) leaves no temporary file behind and is a StorageAccessError."""
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _write_error(target, e) from None
+    return tmp
+
+
+def _write_error(target: str, error: OSError) -> OSError:
+    from pydelta.errors import StorageAccessError
+
+    return StorageAccessError(f"writing {target} failed: {error.strerror or error}")
+
+
 class LocalStorage:
     """The local file system. Atomic creates use a temp file plus hard link."""
 
@@ -143,26 +167,25 @@ class LocalStorage:
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         target = to_local_path(path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        tmp = _write_temp(target, data, sync=True)
         try:
             os.link(tmp, target)
         except FileExistsError:
             raise FileAlreadyExistsError(f"{target} already exists") from None
+        except OSError as e:
+            raise _write_error(target, e) from None
         finally:
             os.unlink(tmp)
 
     def put(self, path: str, data: bytes) -> None:
         target = to_local_path(path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
+        tmp = _write_temp(target, data, sync=False)
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise _write_error(target, e) from None
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
