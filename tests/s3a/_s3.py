@@ -107,6 +107,11 @@ class S3Server:
 
         return RemoteFaults(self.endpoint)
 
+    def objects(self, bucket: str, prefix: str) -> dict[str, bytes]:
+        """Every object under `prefix`, by key, with its bytes."""
+        client = self.client()
+        return {key: client.get_object(Bucket=bucket, Key=key)["Body"].read() for key in self.keys(bucket, prefix)}
+
     def create_bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
         return name
@@ -150,13 +155,18 @@ def script_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_script(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict:
-    """`python -m module args...` from the repository root; the JSON object on its last stdout line."""
+def run_script(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900,
+               keep_output: bool = False) -> dict:
+    """`python -m module args...` from the repository root; the JSON object on its last stdout line
+    (with everything the program printed under "output" when `keep_output`)."""
     p = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env or script_env(),
                        capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise AssertionError(f"{module} exited {p.returncode}:\n{p.stderr[-6000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    report: dict = json.loads(p.stdout.strip().splitlines()[-1])
+    if keep_output:
+        report["output"] = p.stdout + p.stderr
+    return report
 
 
 def spark_session(master: str, endpoint: str, jars: list[str], app: str = "pydelta-s3a") -> Any:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.faults.s3_faults import Fault
 from tests.s3a import _checks
-from tests.s3a._s3 import run_script
+from tests.s3a._s3 import SECRET_KEY, run_script
 
 pytestmark = pytest.mark.spark
 
@@ -42,12 +42,24 @@ def workload(s3_server, s3a_jars):
     faults = s3_server.faults()
     faults.add(*STORE_FAULTS)
     try:
-        report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars)
+        report = run_script("tests.s3a.workload", "local[2]", s3_server.endpoint, root, *s3a_jars,
+                            keep_output=True)
         report["fault_hits"] = faults.hits()
     finally:
         faults.clear()
     print(f"\ns3a workload: {report['seconds']}s, steps {report['steps']}")
     return report, root, prefix
+
+
+def test_the_secret_key_is_written_nowhere(workload, s3_server):
+    """The session's fs.s3a.secret.key reaches neither the program's output (log lines, errors)
+    nor any object of the tables: commits, commitInfo, checkpoints, checksums, data."""
+    report, _, prefix = workload
+    secret = SECRET_KEY.encode()
+    assert SECRET_KEY not in report["output"]
+    objects = s3_server.objects(BUCKET, prefix)
+    assert any(key.endswith(".json") for key in objects)
+    assert [key for key, data in objects.items() if secret in data] == []
 
 
 def test_the_store_failed_requests_and_the_workload_retried_them(workload):
