@@ -285,6 +285,44 @@ def cmd_checkpoint_crash(root: str, signal_file: str, freeze_at: int) -> dict[st
     return {"status": "ok", "version": version, "published": seen[0]}
 
 
+def _freeze(signal_file: str, what: str) -> None:
+    """Say where we are (the parent waits for `signal_file`), then wait to be killed or interrupted."""
+    with open(signal_file, "w") as f:
+        f.write(what)
+    time.sleep(3600)
+
+
+def cmd_vacuum_crash(root: str, signal_file: str, freeze_after: int) -> dict[str, Any]:
+    """VACUUM (retention passed) that freezes after deleting `freeze_after` files."""
+    from pydelta.log.vacuum_plan import execute_plan, plan_vacuum
+
+    plan = plan_vacuum(pydelta.load_snapshot(root), now_ms=int(time.time() * 1000) + 30 * 86_400_000)
+    real_unlink, deleted = os.unlink, [0]
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if deleted[0] == freeze_after:
+            _freeze(signal_file, os.fspath(path))
+        real_unlink(path, *args, **kwargs)
+        deleted[0] += 1
+
+    os.unlink = unlink  # type: ignore[assignment]
+    return {"status": "ok", "deleted": execute_plan(plan)}
+
+
+def cmd_commit_interrupt(root: str, signal_file: str) -> dict[str, Any]:
+    """An append that freezes with its commit file written but not yet linked into place."""
+    real_link = os.link
+
+    def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        if os.fspath(dst).endswith(".json") and "_delta_log" in os.fspath(dst):
+            _freeze(signal_file, os.fspath(dst))
+        real_link(src, dst, *args, **kwargs)
+
+    os.link = link  # type: ignore[assignment]
+    version = append(root, [{"id": 8_000_000, "part": "int", "value": "interrupted"}])
+    return {"status": "ok", "version": version}
+
+
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
     if command == "append-loop":
@@ -295,6 +333,10 @@ def main(argv: list[str]) -> int:
         result = cmd_append(args[0], int(args[1]))
     elif command == "checkpoint-crash":
         result = cmd_checkpoint_crash(args[0], args[1], int(args[2]))
+    elif command == "vacuum-crash":
+        result = cmd_vacuum_crash(args[0], args[1], int(args[2]))
+    elif command == "commit-interrupt":
+        result = cmd_commit_interrupt(args[0], args[1])
     else:
         raise SystemExit(f"unknown command {command}")
     print(json.dumps(result), flush=True)
