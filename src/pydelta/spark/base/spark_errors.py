@@ -301,3 +301,33 @@ def boundary_class(cls: type) -> type:
         elif callable(value) and not isinstance(value, type):
             setattr(cls, name, boundary(value))
     return cls
+
+
+def io_failure(e: BaseException) -> str | None:
+    """The message of the Java IOException behind a failed Spark job (a full disk, a read-only
+    or unreachable store...), or None when `e` is not one (a failing UDF, a bad cast: those
+    stay the user's errors as Spark raised them)."""
+    java = getattr(e, "java_exception", None)
+    if java is None:
+        return None
+    try:
+        from py4j.java_gateway import JavaObject
+
+        if not isinstance(java, JavaObject):
+            return None
+        io_class = _java_class("java.io.IOException")
+        seen = 0
+        while java is not None and seen < 20:
+            if io_class is not None and io_class.isInstance(java):
+                return str(java.getMessage() or java.toString())
+            java, seen = java.getCause(), seen + 1
+    except Exception:  # noqa: BLE001 - a JVM that went away: not an I/O failure we can name
+        return None
+    return None
+
+
+def _java_class(name: str) -> Any:
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    return None if jvm is None else jvm.java.lang.Class.forName(name)

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from pydelta.errors import DeltaNotImplementedError
+from pydelta.errors import DeltaNotImplementedError, StorageAccessError
 from pydelta.log.vacuum_plan import STAGING_DIR
 from pydelta.protocol import iceberg_compat, variant_shredding
 from pydelta.protocol.action_types import AddFile, DeletionVectorDict, RemoveFile
@@ -41,6 +41,7 @@ from pydelta.protocol.schema import (
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import held_session_conf
 from pydelta.spark.base.pyspark_compat import alias
+from pydelta.spark.base.spark_errors import io_failure
 
 if TYPE_CHECKING:
     from pydelta.spark.base.hadoop_storage import HadoopDataFiles
@@ -96,6 +97,19 @@ def _staged_files(staging: str) -> list[str]:
                 continue
             out.append(os.path.join(dirpath, name))
     return sorted(out)
+
+
+def _write_parquet(writer: Any, staging: str, table_root: str) -> None:
+    """Spark's Parquet write of the staged files; a job failed by I/O (a full disk, a read-only or
+    unreachable store) is a StorageAccessError naming the table and the cause, and commits nothing."""
+    try:
+        writer.parquet(staging)
+    except Exception as e:
+        cause = io_failure(e)
+        if cause is None:
+            raise
+        raise StorageAccessError(
+            f"[TASK_WRITE_FAILED] writing the data files of {table_root} failed: {cause}") from None
 
 
 def write_data_files(
@@ -173,7 +187,7 @@ def write_data_files(
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:
             writer = writer.partitionBy(*by)
-        writer.parquet(staging)
+        _write_parquet(writer, staging, table_root)
         staged = files.list_staged(staging)
         data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
         stats = files.stats(
