@@ -15,10 +15,13 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from pydelta.errors import (
     DeltaAnalysisError,
+    DeltaConcurrentModificationException,
+    DeltaError,
     DeltaIllegalArgumentError,
     DeltaMissingDependencyError,
     DeltaProtocolError,
@@ -62,7 +65,7 @@ from pydelta.txn.conflicts import (
 if TYPE_CHECKING:
     from pydelta.log.snapshot import Snapshot
 
-__all__ = ["DEFAULT_MAX_COMMIT_ATTEMPTS", "Operation", "OptimisticTransaction"]
+__all__ = ["DEFAULT_MAX_COMMIT_ATTEMPTS", "Operation", "OptimisticTransaction", "PostCommitHook"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +76,17 @@ _FILE_KINDS = ("add", "remove", "cdc")
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class PostCommitHook:
+    """An engine's step after each commit of a transaction (the Spark layer's: symlink manifests,
+    auto compaction), run after the log core's own (`OptimisticTransaction.run_post_commit_hooks`)
+    with the committed version and file actions. Its failure leaves the commit standing and says
+    so (DELTA_POST_COMMIT_HOOK_FAILED)."""
+
+    name: str
+    run: Callable[[OptimisticTransaction, int, Sequence[Action]], None]
 
 
 class OptimisticTransaction:
@@ -89,6 +103,7 @@ class OptimisticTransaction:
         max_commit_attempts: int = DEFAULT_MAX_COMMIT_ATTEMPTS,
         legacy_protocols: bool = True,
         post_commit_hooks: bool = True,
+        engine_hooks: Sequence[PostCommitHook] = (),
         clock: Callable[[], int] | None = None,
         write_checksum: bool = True,
         checksum_mismatch_fatal: bool = True,
@@ -111,6 +126,7 @@ class OptimisticTransaction:
         self.max_commit_attempts = max_commit_attempts
         self.legacy_protocols = legacy_protocols
         self.post_commit_hooks = post_commit_hooks
+        self.engine_hooks = tuple(engine_hooks)
         # Version checksum files (log/checksum.py): written after each commit (delta-spark's
         # spark.databricks.delta.writeChecksumFile.enabled); a checksum that disagrees with the
         # replayed state stops a checkpoint (spark.databricks.delta.checksum.mismatch.fatal).
@@ -293,10 +309,27 @@ class OptimisticTransaction:
         version = self._write_with_retries(prepared)
         self.committed_version = version
         logger.info("committed version %d of %s (%d attempts)", version, self.table_root, prepared.attempts)
-        self._write_version_checksum(version, operation.name)
-        self._run_post_commit_hooks(version)
-        self._convert_to_iceberg(version)
+        self.run_post_commit_hooks(version, operation.name, file_actions)
         return version
+
+    def run_post_commit_hooks(self, version: int, operation: str, actions: Sequence[Action]) -> None:
+        """Every step after the commit, in delta-spark's order: the checksum (ChecksumHook), the
+        checkpoint with log cleanup (CheckpointHook), the UniForm conversion (IcebergConverterHook),
+        then the engine's hooks (symlink manifests, auto compaction). The log core's steps never
+        fail the committed write; an engine hook's failure is raised after the commit, and never
+        as a concurrent modification, which callers would take for this commit's own conflict."""
+        self._write_version_checksum(version, operation)
+        self._checkpoint_and_clean_up(version)
+        self._convert_to_iceberg(version)
+        for hook in self.engine_hooks:
+            try:
+                hook.run(self, version, actions)
+            except DeltaConcurrentModificationException as e:
+                raise DeltaError(_hook_failed(hook.name, version, e)) from e
+            except DeltaError as e:
+                raise type(e)(_hook_failed(hook.name, version, e)) from e
+            except Exception as e:  # Spark job failures, I/O: the commit stands, the error says so
+                raise DeltaError(_hook_failed(hook.name, version, e)) from e
 
     def _absorb(self, actions: Iterable[Mapping[str, Any]]) -> list[Action]:
         """Split caller actions: file actions stay, others go through the transaction's own API."""
@@ -509,8 +542,9 @@ class OptimisticTransaction:
             logger.warning("UniForm (Iceberg) conversion of version %d of %s failed (the commit stands; the next "
                            "commit catches up): %s", version, self.table_root, e)
 
-    def _run_post_commit_hooks(self, version: int) -> None:
-        """Checkpoint every `delta.checkpointInterval` versions; never fails the committed write."""
+    def _checkpoint_and_clean_up(self, version: int) -> None:
+        """Checkpoint every `delta.checkpointInterval` versions, then clean up expired log entries;
+        never fails the committed write."""
         if not self.post_commit_hooks or version <= 0:
             return
         conf = (self.metadata.configuration if self.metadata is not None else {}) or {}
@@ -541,6 +575,11 @@ class OptimisticTransaction:
 
 
 # ---- helpers ------------------------------------------------------------------------------
+
+
+def _hook_failed(name: str, version: int, error: BaseException) -> str:
+    return (f"[DELTA_POST_COMMIT_HOOK_FAILED] Committing to the Delta table version {version} succeeded but "
+            f"error while executing post-commit hook {name}: {error}")
 
 
 def _require_pyiceberg() -> None:

@@ -2,17 +2,17 @@
 
 `open_transaction` is the one factory: every transaction opened from Spark records the
 session's engineInfo (with its commitInfo.userMetadata) and runs at the isolation level the
-table's metadata asks for (`delta.isolationLevel`). `run_post_commit_hooks` runs, in order,
-the Spark-side post-commit hooks after a commit; the log core's own post-commit work
-(checkpoint every `delta.checkpointInterval` versions, then log cleanup) has already run
-inside the commit, as delta-spark checkpoints before its registered hooks. The hook list is
-given once by the entrance (`session._post_commit_hooks`): the hooks live in floors above
-this one (auto compaction is an OPTIMIZE), so this floor only knows their shape.
+table's metadata asks for (`delta.isolationLevel`), and carries the Spark-side post-commit
+hooks, bound to the session, which the transaction runs after its commit behind the log
+core's own steps (checksum, checkpoint with log cleanup, UniForm): one list, in delta-spark's
+order (`OptimisticTransaction.run_post_commit_hooks`). The hook list is given once by the
+entrance (`session._post_commit_hooks`): the hooks live in floors above this one (auto
+compaction is an OPTIMIZE), so this floor only knows their shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from pydelta.spark.base.conf import conf_bool
 from pydelta.spark.base.engine import SparkEngine
 from pydelta.txn.commit_info import EngineInfo
 from pydelta.txn.transaction import OptimisticTransaction
+from pydelta.txn.transaction import PostCommitHook as TxnPostCommitHook
 from pydelta.version import __version__
 
 # delta-spark's session confs for version checksum files (log/checksum.py), both on by default.
@@ -77,28 +78,10 @@ def open_transaction(spark: SparkSession, snapshot: Snapshot | None, table_root:
     return OptimisticTransaction(root, snapshot, engine_info=engine_info(spark), storage=storage,
                                  isolation_level=isolation_level(snapshot.metadata if snapshot else None),
                                  write_checksum=conf_bool(spark, WRITE_CHECKSUM_CONF, True),
-                                 checksum_mismatch_fatal=conf_bool(spark, CHECKSUM_MISMATCH_FATAL_CONF, True))
+                                 checksum_mismatch_fatal=conf_bool(spark, CHECKSUM_MISMATCH_FATAL_CONF, True),
+                                 engine_hooks=tuple(_on_session(hook, spark) for hook in _HOOKS))
 
 
-def run_post_commit_hooks(spark: SparkSession, txn: OptimisticTransaction, version: int | None,
-                          actions: Iterable[Mapping[str, Any]]) -> None:
-    """Run the hooks, in order, after `txn` committed `version` (nothing when it committed nothing).
-
-    A hook that fails leaves the commit standing; its error says so, as delta-spark's
-    DELTA_POST_COMMIT_HOOK_FAILED does (a pydelta error keeps its type, anything else is a DeltaError).
-    """
-    if version is None or spark is None:
-        return
-    committed = list(actions)
-    for hook in _HOOKS:
-        try:
-            hook.run(spark, txn, version, committed)
-        except DeltaError as e:
-            raise type(e)(_hook_failed(hook.name, version, e)) from e
-        except Exception as e:  # noqa: BLE001 - Spark job failures, I/O: the commit stands, the error says so
-            raise DeltaError(_hook_failed(hook.name, version, e)) from e
-
-
-def _hook_failed(name: str, version: int, error: BaseException) -> str:
-    return (f"[DELTA_POST_COMMIT_HOOK_FAILED] Committing to the Delta table version {version} succeeded but "
-            f"error while executing post-commit hook {name}: {error}")
+def _on_session(hook: PostCommitHook, spark: SparkSession) -> TxnPostCommitHook:
+    """`hook` as the transaction runs it after each commit: on this session."""
+    return TxnPostCommitHook(hook.name, lambda txn, version, actions: hook.run(spark, txn, version, actions))

@@ -32,7 +32,7 @@ from pydelta.protocol import properties as P
 from pydelta.protocol.action_types import Action
 from pydelta.protocol.actions import Metadata
 from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+from pydelta.spark.base.transactions import open_transaction
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 
@@ -147,8 +147,6 @@ class PreparedCommit:
         except DeltaConcurrentModificationException:
             discard_files(self.txn.storage, self.txn.table_root, self.actions)
             raise
-        if self.spark is not None:
-            run_post_commit_hooks(self.spark, self.txn, version, self.actions)
         return version
 
     def _idempotent_run_done(self, spark: SparkSession) -> bool:

@@ -49,8 +49,9 @@ TABLE_PROPERTY = "delta.autoOptimize.autoCompact"
 LEGACY_TABLE_PROPERTY = "delta.autoOptimize"
 ALLOWED_VALUES = ("true", "false")
 HOOK_NAME = "Auto Compact"
-# Commits that compact or restore files are not compacted after (OPTIMIZE's own, and RESTORE's).
-NOT_AFTER = ("OPTIMIZE", "RESTORE")
+# Commits that compact, restore or convert files are not compacted after (OPTIMIZE's own, RESTORE's,
+# and those delta-spark writes outside its TransactionalWrite: CONVERT, REMOVE COLUMN MAPPING).
+NOT_AFTER = ("OPTIMIZE", "RESTORE", "CONVERT", "REMOVE COLUMN MAPPING")
 _DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
 _DEFAULT_MIN_NUM_FILES = 50
 _DEFAULT_MAX_PARTITIONS = 128

@@ -595,7 +595,7 @@ def _rewrite_bins(spark: SparkSession, snapshot: Snapshot, bins: list[Bin], zord
 def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, operation: Operation,
             read_predicate: Any, candidate_paths: list[str], before_commit: Callable[[], None] | None) -> int:
     """Commit the rewrite, retrying as delta-spark's commitAndRetry does; the committed version."""
-    from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+    from pydelta.spark.base.transactions import open_transaction
 
     removed_sizes = [r.get("size") or 0 for r in result.removes]
     added_sizes = [a["size"] for a in result.adds]
@@ -639,7 +639,6 @@ def _commit(spark: SparkSession, snapshot: Snapshot, result: OptimizeResult, ope
             logger.info("OPTIMIZE of %s: retrying the commit after a concurrent update", snapshot.table_root)
             txn_snapshot = latest
             continue
-        run_post_commit_hooks(spark, txn, version, actions)
         return version
     raise AssertionError("unreachable: the last attempt returns or raises")
 

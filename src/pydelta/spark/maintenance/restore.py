@@ -62,7 +62,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> Da
     from pyspark.sql.types import LongType, StructField, StructType
 
     from pydelta.spark.base.conf import conf_bool
-    from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+    from pydelta.spark.base.transactions import open_transaction
     from pydelta.spark.write.data_files import remove_action
     from pydelta.txn import protocol_upgrade as pu
 
@@ -130,9 +130,7 @@ def restore(table: Any, version: int | None = None, timestamp: Any = None) -> Da
         "tableSizeAfterRestore": int(sum(source_files.column("size").to_pylist())),
     }
     actions = [as_add(a) for a in to_add] + [as_remove(r) for r in to_remove]
-    committed = txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param),
-                           operation_metrics=metrics)
-    run_post_commit_hooks(spark, txn, committed, actions)
+    txn.commit(actions, Operation.restore(version=version, timestamp=timestamp_param), operation_metrics=metrics)
 
     schema = StructType([
         StructField(name, LongType(), True)

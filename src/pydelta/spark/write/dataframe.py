@@ -36,7 +36,7 @@ from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import session_time_zone
 from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.base.hadoop_storage import table_hadoop_options
-from pydelta.spark.base.transactions import open_transaction, run_post_commit_hooks
+from pydelta.spark.base.transactions import open_transaction
 from pydelta.spark.read.partitions import partition_rows_dataframe
 from pydelta.spark.read.scan import build_dataframe
 from pydelta.spark.write.conform import conform
@@ -440,7 +440,5 @@ def write_dataframe(
         operation = _save_as_table_operation(snapshot, metadata, opts, save_as_table)
     if operation is None:
         operation = _write_operation(metadata, opts)
-    version = txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
-                         data_change=opts.data_change)
-    run_post_commit_hooks(spark, txn, version, actions)
-    return version
+    return txn.commit(actions, operation, operation_metrics=metrics, user_metadata=opts.user_metadata,
+                      data_change=opts.data_change)
