@@ -61,6 +61,11 @@ class CorruptedLogError(DeltaError):
     """The `_delta_log` is inconsistent: missing versions, missing protocol/metadata, bad files."""
 
 
+class UnreadableCheckpointError(CorruptedLogError):
+    """A checkpoint file cannot be read (truncated, not Parquet or JSON at all): readers replay the
+    version from an older checkpoint or the commits instead, where those are left."""
+
+
 class LogNotContiguousError(CorruptedLogError):
     """Commit versions in the log have a gap."""
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pydelta.errors import CorruptedLogError, MissingDataFileError
+from pydelta.errors import CorruptedLogError, MissingDataFileError, UnreadableCheckpointError
 from pydelta.log.arrow_actions import ADD_TYPE, REMOVE_TYPE, concat, conform, rows_to_struct
-from pydelta.log.commits import parse_actions
+from pydelta.log.commits import CommitActions, parse_actions
 from pydelta.log.segment import Checkpoint
 from pydelta.log.storage import FileInfo, LocalStorage, Storage
 from pydelta.protocol.action_types import SidecarFile
@@ -62,7 +62,7 @@ def _open_parquet(storage: Storage, path: str) -> pq.ParquetFile:
     except FileNotFoundError:
         raise MissingDataFileError(f"checkpoint file {path} is missing") from None
     except (pa.ArrowException, OSError) as e:
-        raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
+        raise UnreadableCheckpointError(f"checkpoint file {path} cannot be read: {e}") from None
 
 
 def _read_parquet(storage: Storage, path: str) -> pa.Table:
@@ -81,7 +81,7 @@ def _parquet_batches(storage: Storage, path: str) -> Iterator[pa.Table]:
         for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=present):
             yield pa.Table.from_batches([batch])
     except (pa.ArrowException, OSError) as e:
-        raise CorruptedLogError(f"checkpoint file {path} cannot be read: {e}") from None
+        raise UnreadableCheckpointError(f"checkpoint file {path} cannot be read: {e}") from None
 
 
 def _small_actions(table: pa.Table, out: CheckpointContents, sidecars: list[SidecarFile]) -> None:
@@ -123,7 +123,7 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
     sidecars: list[SidecarFile] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
-            actions = parse_actions(storage.read(f.path), checkpoint.version, f.path)
+            actions = _json_checkpoint(storage, f, checkpoint.version)
             out.protocol = actions.protocol or out.protocol
             out.metadata = actions.metadata or out.metadata
             out.txns.update({t.app_id: t for t in actions.txns})
@@ -145,13 +145,23 @@ def read_checkpoint(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> C
     return out
 
 
+def _json_checkpoint(storage: Storage, f: FileInfo, version: int) -> CommitActions:
+    """A V2 checkpoint's JSON top-level file, parsed; unparsable is unreadable."""
+    try:
+        return parse_actions(storage.read(f.path), version, f.path)
+    except FileNotFoundError:
+        raise MissingDataFileError(f"checkpoint file {f.path} is missing") from None
+    except CorruptedLogError as e:
+        raise UnreadableCheckpointError(f"checkpoint file {f.path} cannot be read: {e}") from None
+
+
 def sidecar_files(storage: Storage, log_dir: str, checkpoint: Checkpoint) -> list[FileInfo]:
     """The sidecar files a V2 checkpoint's top-level file names (read from that file alone),
     with the sizes it records for them."""
     sidecars: list[SidecarFile] = []
     for f in checkpoint.files:
         if f.name.endswith(".json"):
-            sidecars.extend(parse_actions(storage.read(f.path), checkpoint.version, f.path).sidecars)
+            sidecars.extend(_json_checkpoint(storage, f, checkpoint.version).sidecars)
             continue
         pf = _open_parquet(storage, f.path)
         if "sidecar" in pf.schema_arrow.names:

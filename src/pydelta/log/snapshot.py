@@ -13,10 +13,10 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pydelta.errors import (
-    CorruptedLogError,
     DeltaIllegalArgumentError,
     DeltaTableNotFoundError,
     MissingDataFileError,
+    UnreadableCheckpointError,
     VersionNotFoundError,
 )
 from pydelta.log.arrow_actions import ADD_TYPE, rows_to_struct, struct_to_table
@@ -408,6 +408,7 @@ def _replay(storage: Storage, root: str, segment: LogSegment, replayer: Replayer
 # How many older checkpoints a load tries when one cannot be read (delta-spark's
 # spark.databricks.delta.snapshotLoading.maxRetries default).
 CHECKPOINT_RETRIES = 2
+_UNREADABLE = (UnreadableCheckpointError, MissingDataFileError)
 
 
 def replay_with_fallback(storage: Storage, root: str, segment: LogSegment,
@@ -415,10 +416,12 @@ def replay_with_fallback(storage: Storage, root: str, segment: LogSegment,
     """Replay `segment`; when its checkpoint cannot be read (corrupt, truncated, a part or a
     sidecar missing), replay the same version from an older checkpoint or from the commits, as
     delta-spark does, trying at most `CHECKPOINT_RETRIES` older ones. Returns the segment that
-    served; raises the first error when none does (a named pydelta error naming the file)."""
+    served; raises the first error when none does (a named pydelta error naming the file). A
+    checkpoint that reads but says something impossible (no protocol, no metadata) is not
+    replaced: that is the table's state, and an error, as in delta-spark."""
     try:
         return segment, _replay(storage, root, segment, replayer)
-    except (CorruptedLogError, MissingDataFileError) as e:
+    except _UNREADABLE as e:
         first = e
     for _ in range(CHECKPOINT_RETRIES):
         older = segment_before_checkpoint(storage, root, segment)
@@ -429,7 +432,7 @@ def replay_with_fallback(storage: Storage, root: str, segment: LogSegment,
         segment = older
         try:
             return segment, _replay(storage, root, segment, replayer)
-        except (CorruptedLogError, MissingDataFileError):
+        except _UNREADABLE:
             continue
     raise first
 
