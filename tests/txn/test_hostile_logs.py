@@ -141,3 +141,30 @@ def test_a_shallow_clones_vacuum_leaves_the_source_alone(tmp_path: Path) -> None
     assert deleted and all(p.startswith(clone + os.sep) for p in deleted)
     assert {p: p.read_bytes() for p in Path(source).rglob("*") if p.is_file()} == source_files
     assert [r[0] for r in rows_of(source)] == [0, 1, 2]
+
+
+def test_data_and_deletion_vectors_outside_the_root_are_read_where_the_log_says(tmp_path: Path) -> None:
+    """The protocol allows absolute paths for data files and 'p' deletion vectors: pydelta reads
+    them where they are (and, as above, never deletes them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pydelta.log.deletion_vector_files import read_deleted_rows
+    from pydelta.protocol.deletion_vectors import DeletionVectorDescriptor
+
+    root = str(tmp_path / "t")
+    create_table(root)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    data = outside / "part-0.parquet"
+    pq.write_table(pa.table({"id": pa.array([10, 11, 12], pa.int64()), "value": ["a", "b", "c"]}), data)
+    dv = write_deletion_vector_file(str(outside), [1])
+    dv_abs = {"storageType": "p", "pathOrInlineDv": dv.absolute_path(str(outside)), "sizeInBytes": dv.size_in_bytes,
+              "cardinality": 1, "offset": dv.offset}
+    _commit(root, {"add": {"path": data.as_uri(), "partitionValues": {"part": "x"}, "size": data.stat().st_size,
+                           "modificationTime": 1, "dataChange": True, "deletionVector": dv_abs}})
+    snapshot = pydelta.load_snapshot(root)
+    (row,) = snapshot.files().to_pylist()
+    assert snapshot.absolute_path(row["path"]) == str(data)
+    rows = read_deleted_rows(DeletionVectorDescriptor.from_dict(row["deletion_vector"]), snapshot.table_root)
+    assert rows.tolist() == [1]
