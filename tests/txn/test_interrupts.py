@@ -91,3 +91,28 @@ def test_a_commit_interrupted_before_it_is_in_place_is_not_in_the_table(tmp_path
     assert rows_of(root) == before
     assert append(root, [{"id": 2, "part": "a", "value": "y"}]) == 2
     assert [r[0] for r in rows_of(root)] == [1, 2]
+
+
+def test_kill_9_in_the_post_commit_hooks_keeps_the_commit(tmp_path: Path) -> None:
+    """Killed while writing the version's checksum (the first post-commit step): the commit is in
+    the table, the version has no checksum (readers replay it), and the next commit writes a
+    checksum that agrees with the replayed state."""
+    from pydelta.log.checksum import read_checksum
+
+    root = str(tmp_path / "t")
+    create_table(root)
+    append(root, [{"id": 1, "part": "a", "value": "x"}])
+    signal_file = tmp_path / "frozen"
+    proc = _spawn("checksum-crash", root, str(signal_file))
+    assert _when_frozen(proc, signal_file).endswith(f"{2:020d}.crc")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    snapshot = pydelta.load_snapshot(root)
+    assert snapshot.version == 2 and read_checksum(snapshot.storage, root, 2) is None
+    assert [r[0] for r in rows_of(root)] == [1, 9_000_000]
+    assert append(root, [{"id": 2, "part": "a", "value": "y"}]) == 3
+    checksum = read_checksum(snapshot.storage, root, 3)
+    latest = pydelta.load_snapshot(root)
+    latest.files()  # replayed, and checked against the checksum it started from
+    assert checksum is not None and checksum.num_files == latest.num_files == 3
+    assert deltalake_rows(root) == (3, rows_of(root))

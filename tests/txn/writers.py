@@ -323,6 +323,20 @@ def cmd_commit_interrupt(root: str, signal_file: str) -> dict[str, Any]:
     return {"status": "ok", "version": version}
 
 
+def cmd_checksum_crash(root: str, signal_file: str) -> dict[str, Any]:
+    """An append that freezes in its post-commit hooks, while putting the version's checksum in place."""
+    real_link = os.link
+
+    def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        if os.fspath(dst).endswith(".crc"):
+            _freeze(signal_file, os.fspath(dst))
+        real_link(src, dst, *args, **kwargs)
+
+    os.link = link  # type: ignore[assignment]
+    version = append(root, [{"id": 9_000_000, "part": "crc", "value": "committed"}])
+    return {"status": "ok", "version": version}
+
+
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
     if command == "append-loop":
@@ -337,6 +351,8 @@ def main(argv: list[str]) -> int:
         result = cmd_vacuum_crash(args[0], args[1], int(args[2]))
     elif command == "commit-interrupt":
         result = cmd_commit_interrupt(args[0], args[1])
+    elif command == "checksum-crash":
+        result = cmd_checksum_crash(args[0], args[1])
     else:
         raise SystemExit(f"unknown command {command}")
     print(json.dumps(result), flush=True)
