@@ -229,8 +229,13 @@ class StorageAccessError(DeltaError, OSError):
     """The table's storage refused or failed a request (missing bucket, credentials, network).
 
     The message names the URI and the store's own cause. An OSError too, as file-system
-    failures are.
+    failures are. `not_applied`: the storage knows the write did not happen (a local file
+    system's refusal); otherwise a failed write may have landed (an object store's answer lost).
     """
+
+    def __init__(self, *args: object, error_class: str | None = None, not_applied: bool = False) -> None:
+        super().__init__(*args, error_class=error_class)
+        self.not_applied = not_applied
 
 
 class MissingConnectorError(DeltaError):

@@ -11,17 +11,10 @@ import pytest
 
 import pydelta
 from pydelta.errors import DeltaError, StorageAccessError
-from pydelta.txn import commit_writer
 from pydelta.txn.transaction import Operation, OptimisticTransaction
 from tests.faults.disk import fill, read_only, small_disk
 
 from .writers import append, create_table, rows_of, write_data_file
-
-
-@pytest.fixture(autouse=True)
-def quick_retries(monkeypatch):
-    """An unanswered commit is sent again with backoff: short here, the outcome is the same."""
-    monkeypatch.setattr(commit_writer, "UNANSWERED_PUT_BACKOFF_S", 0.01)
 
 
 def _log_files(root: str) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from pydelta.errors import FileAlreadyExistsError as FileAlreadyExistsError  # re-exported for storages' callers
+from pydelta.errors import StorageAccessError
 from pydelta.log.file_info import FileInfo as FileInfo  # re-exported: what `list_from` yields
 
 
@@ -118,10 +119,9 @@ def _write_temp(target: str, data: bytes, sync: bool) -> str:
     return tmp
 
 
-def _write_error(target: str, error: OSError) -> OSError:
-    from pydelta.errors import StorageAccessError
-
-    return StorageAccessError(f"writing {target} failed: {error.strerror or error}")
+def _write_error(target: str, error: OSError) -> StorageAccessError:
+    """A local write that failed did not happen (the temporary file is gone, the target untouched)."""
+    return StorageAccessError(f"writing {target} failed: {error.strerror or error}", not_applied=True)
 
 
 class LocalStorage:

@@ -214,13 +214,16 @@ class CommitWriter:
         its answer: the same bytes are sent again, and a retry that finds the version taken is
         settled by `rebase` like any lost race (the commit there is ours when it carries our
         txnId). After the last unanswered attempt, the commit is ours if the file says so;
-        otherwise the store's error is raised (and nothing of ours is in the log)."""
+        otherwise the store's error is raised (and nothing of ours is in the log). A failure the
+        storage knows did not apply (a local disk full or read-only) is raised at once."""
         path = self.commit_path(version)
         for attempt in range(1, UNANSWERED_PUT_ATTEMPTS + 1):
             try:
                 self.storage.put_if_absent(path, payload)
                 return
             except StorageAccessError as e:
+                if e.not_applied:
+                    raise
                 logger.warning("commit %d of %s: no answer from the store (attempt %d of %d): %s", version,
                                self.table_root, attempt, UNANSWERED_PUT_ATTEMPTS, e)
                 if attempt == UNANSWERED_PUT_ATTEMPTS:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import pydelta.errors as E
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.jvm import jvm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -303,31 +304,21 @@ def boundary_class(cls: type) -> type:
     return cls
 
 
-def io_failure(e: BaseException) -> str | None:
+def io_failure(e: BaseException, spark: SparkSession) -> str | None:
     """The message of the Java IOException behind a failed Spark job (a full disk, a read-only
     or unreachable store...), or None when `e` is not one (a failing UDF, a bad cast: those
     stay the user's errors as Spark raised them)."""
     java = getattr(e, "java_exception", None)
-    if java is None:
+    if java is None or getattr(spark, "_jvm", None) is None:
         return None
     try:
-        from py4j.java_gateway import JavaObject
-
-        if not isinstance(java, JavaObject):
-            return None
-        io_class = _java_class("java.io.IOException")
-        seen = 0
-        while java is not None and seen < 20:
-            if io_class is not None and io_class.isInstance(java):
+        io_class = jvm(spark).java.lang.Class.forName("java.io.IOException")
+        for _ in range(20):  # the cause chain, bounded
+            if java is None:
+                return None
+            if io_class.isInstance(java):
                 return str(java.getMessage() or java.toString())
-            java, seen = java.getCause(), seen + 1
+            java = java.getCause()
     except Exception:  # noqa: BLE001 - a JVM that went away: not an I/O failure we can name
         return None
     return None
-
-
-def _java_class(name: str) -> Any:
-    from pyspark import SparkContext
-
-    jvm = SparkContext._jvm
-    return None if jvm is None else jvm.java.lang.Class.forName(name)

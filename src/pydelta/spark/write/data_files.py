@@ -99,13 +99,13 @@ def _staged_files(staging: str) -> list[str]:
     return sorted(out)
 
 
-def _write_parquet(writer: Any, staging: str, table_root: str) -> None:
+def _write_parquet(spark: SparkSession, writer: Any, staging: str, table_root: str) -> None:
     """Spark's Parquet write of the staged files; a job failed by I/O (a full disk, a read-only or
     unreachable store) is a StorageAccessError naming the table and the cause, and commits nothing."""
     try:
         writer.parquet(staging)
     except Exception as e:
-        cause = io_failure(e)
+        cause = io_failure(e, spark)
         if cause is None:
             raise
         raise StorageAccessError(
@@ -187,7 +187,7 @@ def write_data_files(
             writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
         if partition_cols:
             writer = writer.partitionBy(*by)
-        _write_parquet(writer, staging, table_root)
+        _write_parquet(df.sparkSession, writer, staging, table_root)
         staged = files.list_staged(staging)
         data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_cols))
         stats = files.stats(
