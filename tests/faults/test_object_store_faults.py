@@ -16,22 +16,12 @@ import pytest
 import pydelta
 from pydelta.errors import StorageAccessError
 from pydelta.log.storage import storage_for
+from tests.faults.conftest import BUCKET
 from tests.faults.s3_faults import Fault, RemoteFaults
 from tests.log.test_object_store import _append, _create, _deltalake_options, _put_data, _rows
 from tests.s3a._s3 import S3Server
 
-BUCKET = "pydelta-faults"
 COMMIT = r"_delta_log/\d{20}\.json$"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> S3Server:
-    """moto's S3 in its own process behind the fault injection (in a thread of this process, a
-    deltalake read holding the GIL could starve it: tests/s3a/_s3.py)."""
-    server = S3Server(tmp_path_factory.mktemp("faulty-s3") / "moto.log")
-    server.create_bucket(BUCKET)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -12,20 +12,12 @@ import pytest
 import pydelta
 from pydelta.errors import DeltaError
 from pydelta.log.checkpoint_writer import write_checkpoint
+from tests.faults.conftest import BUCKET
 from tests.faults.s3_faults import Fault
 from tests.log.test_object_store import _append, _create, _rows
 from tests.s3a._s3 import S3Server
 
-BUCKET = "pydelta-secrets"
 SECRET = "pydelta-SECRET-" + uuid.uuid4().hex
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> S3Server:
-    server = S3Server(tmp_path_factory.mktemp("secrets-s3") / "moto.log")
-    server.create_bucket(BUCKET)
-    yield server
-    server.stop()
 
 
 def test_no_secret_in_the_table_errors_or_log_lines(server: S3Server, caplog: pytest.LogCaptureFixture) -> None:

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -309,32 +309,30 @@ def cmd_vacuum_crash(root: str, signal_file: str, freeze_after: int) -> dict[str
     return {"status": "ok", "deleted": execute_plan(plan)}
 
 
-def cmd_commit_interrupt(root: str, signal_file: str) -> dict[str, Any]:
-    """An append that freezes with its commit file written but not yet linked into place."""
+def _append_frozen_at_link(root: str, signal_file: str, frozen: Callable[[str], bool],
+                           row: dict[str, Any]) -> dict[str, Any]:
+    """An append that freezes when it is about to put a file `frozen` picks in place (os.link)."""
     real_link = os.link
 
     def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-        if os.fspath(dst).endswith(".json") and "_delta_log" in os.fspath(dst):
+        if frozen(os.fspath(dst)):
             _freeze(signal_file, os.fspath(dst))
         real_link(src, dst, *args, **kwargs)
 
     os.link = link  # type: ignore[assignment]
-    version = append(root, [{"id": 8_000_000, "part": "int", "value": "interrupted"}])
-    return {"status": "ok", "version": version}
+    return {"status": "ok", "version": append(root, [row])}
+
+
+def cmd_commit_interrupt(root: str, signal_file: str) -> dict[str, Any]:
+    """An append that freezes with its commit file written but not yet linked into place."""
+    return _append_frozen_at_link(root, signal_file, lambda dst: dst.endswith(".json") and "_delta_log" in dst,
+                                  {"id": 8_000_000, "part": "int", "value": "interrupted"})
 
 
 def cmd_checksum_crash(root: str, signal_file: str) -> dict[str, Any]:
     """An append that freezes in its post-commit hooks, while putting the version's checksum in place."""
-    real_link = os.link
-
-    def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-        if os.fspath(dst).endswith(".crc"):
-            _freeze(signal_file, os.fspath(dst))
-        real_link(src, dst, *args, **kwargs)
-
-    os.link = link  # type: ignore[assignment]
-    version = append(root, [{"id": 9_000_000, "part": "crc", "value": "committed"}])
-    return {"status": "ok", "version": version}
+    return _append_frozen_at_link(root, signal_file, lambda dst: dst.endswith(".crc"),
+                                  {"id": 9_000_000, "part": "crc", "value": "committed"})
 
 
 def main(argv: list[str]) -> int:
