@@ -96,3 +96,23 @@ def pytest_collection_modifyitems(config, items):
         print(f"\n{len(connect)} Spark Connect tests left out of this run: "
               "run them on their own (pytest tests/connect, part of `make test`)", file=sys.stderr)
     items.sort(key=_file_rank)  # stable: the rest keep pytest's order
+
+
+@pytest.fixture(scope="session")
+def uc_server(tmp_path_factory: pytest.TempPathFactory):
+    """One real Unity Catalog server (olai-uc-server, tests/uc/server.py) per test session, with
+    the catalog `unity` and its schema `default`. Without the binary (bash tests/uc/setup.sh) the
+    tests that use it skip loudly; under PYDELTA_REQUIRE_UC (CI) they fail instead."""
+    from tests.uc.server import UcServer, binary
+
+    path = binary()
+    if path is None:
+        reason = "!!! uc-server is NOT INSTALLED - Unity Catalog tests NOT RUN: run bash tests/uc/setup.sh"
+        if os.environ.get("PYDELTA_REQUIRE_UC"):
+            pytest.fail(reason + " (PYDELTA_REQUIRE_UC is set)")
+        pytest.skip(reason)
+    server = UcServer(tmp_path_factory.mktemp("uc-server"), path)
+    server.start()
+    server.prepare()
+    yield server
+    server.stop()

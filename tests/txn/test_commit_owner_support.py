@@ -27,6 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # The server .ci/postgres.sh installs and prepares (CI sets PYDELTA_REQUIRE_POSTGRES=1: no skip there).
 PG_DSN = os.environ.get("PYDELTA_POSTGRES_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres password=postgres")
 OWNERS = ("sqlite", "postgres")
+# The catalogs of catalog-managed tables: pydelta's two, and a real Unity Catalog server.
+CATALOGS = (*OWNERS, "unity")
+# Unity Catalog tables a worker process must resolve first ("<uri> <catalog.schema.table>" per line):
+# a path alone does not say which catalog holds such a table.
+UC_TABLES_ENV = "PYDELTA_TEST_UC_TABLES"
 
 
 def postgres_unreachable_reason() -> str | None:
@@ -59,6 +64,37 @@ def owner_conf(owner: str, tmp_path: Path, kind: str = "managedCommit") -> dict[
     if kind.startswith("catalogManaged"):
         return {CATALOG_KEY: owner, CATALOG_CONF_KEY: json.dumps(conf, sort_keys=True)}
     return {COMMIT_OWNER_KEY: owner, COMMIT_OWNER_CONF_KEY: json.dumps(conf, sort_keys=True)}
+
+
+def create_catalog_table(catalog: str, request: pytest.FixtureRequest, tmp_path: Path, kind: str = "catalogManaged",
+                         monkeypatch: pytest.MonkeyPatch | None = None) -> str:
+    """A new catalog-managed table of `catalog` (kind: catalogManaged or catalogManaged-inline);
+    returns its root. A Unity Catalog table is created through the session's server, where the
+    catalog puts it, and its name is handed to the worker processes the test may spawn."""
+    from tests.txn.writers import create_table, make_metadata
+
+    if catalog != "unity":
+        root = str(tmp_path / "t")
+        create_table(root, configuration=owner_conf(catalog, tmp_path, kind))
+        return root
+    from pydelta.txn.unity_catalog import UnityCatalog
+    from tests.uc.server import CATALOG, SCHEMA
+
+    server = request.getfixturevalue("uc_server")
+    name = f"{CATALOG}.{SCHEMA}.t_{uuid.uuid4().hex[:12]}"
+    table = UnityCatalog(server.uri).create_table(name, make_metadata())
+    if monkeypatch is not None:
+        monkeypatch.setenv(UC_TABLES_ENV, f"{server.uri} {name}")
+    return table.location
+
+
+def _bind_uc_tables() -> None:
+    """In a worker process: resolve the Unity Catalog tables the parent named."""
+    from pydelta.txn.unity_catalog import UnityCatalog
+
+    for line in os.environ.get(UC_TABLES_ENV, "").splitlines():
+        uri, name = line.split()
+        UnityCatalog(uri).table(name)
 
 
 def committed_versions(root: str) -> list[int]:
@@ -119,6 +155,7 @@ def cmd_die_before_publish(root: str) -> None:
 
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
+    _bind_uc_tables()
     if command == "append-stream":
         cmd_append_stream(args[0], int(args[1]), int(args[2]), args[3] if len(args) > 3 else None)
     elif command == "die-before-publish":

@@ -20,7 +20,7 @@ from pydelta.errors import (
 )
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
-from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
+from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY, UC_TABLE_ID_KEY
 from pydelta.protocol import properties as P
 from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import Metadata, Protocol
@@ -48,7 +48,7 @@ def refuse_catalog_managed(protocol: Protocol, metadata: Metadata | None) -> Non
         (protocol.writer_features or frozenset()) | (protocol.reader_features or frozenset())
     )
     if not found or (found == {"catalogManaged"} and metadata is not None
-                     and CATALOG_KEY in metadata.configuration):
+                     and {CATALOG_KEY, UC_TABLE_ID_KEY} & metadata.configuration.keys()):
         return
     names = ", ".join(sorted(found))
     raise CatalogManagedTableError(
@@ -73,10 +73,11 @@ def require_maintenance_permitted(snapshot: Any, operation: str) -> None:
 
 
 def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
-    """Enabling managed commits (seed 001) or a pydelta catalog (catalogManaged) enables in-commit
-    timestamps: both require them of every writer."""
+    """Enabling managed commits (seed 001) or a catalog (catalogManaged: pydelta's, Unity Catalog)
+    enables in-commit timestamps: both require them of every writer."""
     conf = metadata.configuration
     key, conf_key = ((CATALOG_KEY, CATALOG_CONF_KEY) if CATALOG_KEY in conf
+                     else (UC_TABLE_ID_KEY, None) if UC_TABLE_ID_KEY in conf
                      else (COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY))
     if key not in conf:
         for orphan_conf, owner_key in ((COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY), (CATALOG_CONF_KEY, CATALOG_KEY)):
@@ -85,11 +86,12 @@ def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
         return metadata
     from pydelta.log.commit_owners.base import parse_owner_conf
 
-    parse_owner_conf(conf.get(conf_key), conf_key)
+    if conf_key is not None:
+        parse_owner_conf(conf.get(conf_key), conf_key)
     raw = conf.get(ICT_ENABLED)
     if raw is not None and str(raw).strip().lower() != "true":
         raise InvalidTableError(
-            f"{'catalog-managed tables' if key == CATALOG_KEY else 'managed commits'} ({key}) require in-commit "
+            f"{'managed commits' if key == COMMIT_OWNER_KEY else 'catalog-managed tables'} ({key}) require in-commit "
             f"timestamps, but {ICT_ENABLED}={raw!r}"
         )
     if raw is None:

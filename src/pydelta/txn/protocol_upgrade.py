@@ -208,7 +208,7 @@ def metadata_features(metadata: Metadata, protocol: Protocol | None = None,
         out.add("inCommitTimestamp")
     if conf.get("delta.managedCommit.commitOwner") is not None:
         out.add("managedCommit")  # seed 001: the owner property needs the managedCommit writer feature
-    if conf.get("io.pydelta.catalog") is not None:
+    if conf.get("io.pydelta.catalog") is not None or conf.get("io.unitycatalog.tableId") is not None:
         out.add("catalogManaged")  # a table pydelta's catalog manages (PROTOCOL.md: catalog-managed tables)
     if P.flag(conf, "delta.enableRowTracking"):
         out.add("rowTracking")

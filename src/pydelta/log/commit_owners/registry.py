@@ -5,8 +5,10 @@ A table names its owner in one of two ways:
   `managedCommit` writer feature; commits are staged in `_delta_log/_commits/`;
 - PROTOCOL.md's catalog-managed tables: the `catalogManaged` reader-writer feature, the catalog
   named by pydelta's `io.pydelta.catalog` (+ `io.pydelta.catalog.conf`); commits are staged in
-  `_delta_log/_staged_commits/`. A catalogManaged table without that property belongs to a
-  catalog pydelta does not know (Unity Catalog...): it can be neither read nor written here.
+  `_delta_log/_staged_commits/`. A catalogManaged table with `io.unitycatalog.tableId` belongs
+  to a Unity Catalog server, reached through the binding its name's resolution made
+  (`unity_catalog.bind_table`). A catalogManaged table with neither property belongs to a
+  catalog pydelta does not know: it can be neither read nor written here.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pydelta.log.commit_owners.base import (
 from pydelta.protocol.actions import Metadata, Protocol
 
 CATALOG_KEY = "io.pydelta.catalog"
+UC_TABLE_ID_KEY = "io.unitycatalog.tableId"  # a Unity Catalog table (unity_catalog.TABLE_ID_KEY)
+UC_NAME = "unity-catalog"
 CATALOG_CONF_KEY = "io.pydelta.catalog.conf"
 CATALOG_FEATURE = "catalogManaged"
 PREVIEW_CATALOG_FEATURE = "catalogOwned-preview"
@@ -75,6 +79,10 @@ def register_commit_owner(name: str, factory: Factory) -> None:
 
 
 def _builtin(name: str) -> Factory | None:
+    if name == UC_NAME:
+        from pydelta.log.commit_owners.unity_catalog import from_conf
+
+        return from_conf
     if name == "sqlite":
         from pydelta.log.commit_owners.sqlite_owner import SqliteCommitOwner
 
@@ -96,7 +104,7 @@ def commit_owner(name: str, conf: dict[str, str] | None = None, kind: str = MANA
             return client
         factory = _FACTORIES.get(name) or _builtin(name)
         if factory is None:
-            known = sorted(set(_FACTORIES) | {"sqlite", "postgres"})
+            known = sorted(set(_FACTORIES) | {"sqlite", "postgres", UC_NAME})
             raise UnknownCommitOwnerError(
                 f"the table's commit owner {name!r} ({COMMIT_OWNER_KEY}) has no client in pydelta; "
                 f"known owners: {', '.join(known)} (register one with register_commit_owner)"
@@ -178,6 +186,9 @@ def _catalog_spec(metadata: Metadata, protocol: Protocol) -> OwnerSpec | None:
                 f"invalid table: {CATALOG_KEY} is set but the protocol does not support the "
                 f"'{CATALOG_FEATURE}' table feature")
         return None
+    uc_table = metadata.configuration.get(UC_TABLE_ID_KEY)
+    if (name is None or not name.strip()) and uc_table and uc_table.strip():
+        return OwnerSpec(UC_NAME, {"tableId": uc_table.strip()}, CATALOG_MANAGED)
     if name is None or not name.strip():
         raise CatalogManagedTableError(
             f"this table is catalog-managed ('{CATALOG_FEATURE}' table feature) by a catalog pydelta has no client "

@@ -12,6 +12,7 @@ from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark.base import catalog
 from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.base.engine import try_table_snapshot
+from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog, unity_catalog_of
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
 
@@ -32,6 +33,16 @@ def table_as_select(
 ) -> int | None:
     """CREATE [OR REPLACE] / REPLACE TABLE ... AS SELECT: returns the committed version."""
     spark = df.sparkSession
+    unity = unity_catalog_of(spark, name)
+    if unity is not None and name is not None:
+        def write(location: str, required: dict[str, str]) -> None:
+            table_as_select(df, location, name=None, kind="create", partition_by=partition_by,
+                            properties={**(properties or {}), **required}, comment=comment, options=options,
+                            managed=True, cluster_by=cluster_by)
+
+        _, created = create_in_unity_catalog(spark, unity, name, kind if not if_not_exists else "createIfNotExists",
+                                             None, write, comment)
+        return 0 if created else None
     display = name or f"delta.`{path}`"
     snapshot = try_table_snapshot(spark, path)
     if kind == "create" and snapshot is not None:

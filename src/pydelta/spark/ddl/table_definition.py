@@ -8,6 +8,7 @@ and `pydelta.spark.api.delta_table.TableBuilderApi.execute()` returns the table 
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from pydelta.protocol.action_types import Action, as_remove
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.base.spark_errors import boundary_class, cannot_replace_missing_table
+from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog, unity_catalog_of
+from pydelta.txn.unity_catalog import UnityCatalog
 
 
 def _column_names(cols: tuple[Any, ...], what: str) -> list[str]:
@@ -388,6 +391,9 @@ def create_table(definition: TableDefinition) -> str:
         raise _missing_name_or_location()
     if not definition._columns:
         raise DeltaAnalysisError("the table needs at least one column (addColumn / addColumns)")
+    catalog = unity_catalog_of(definition._spark, definition._name)
+    if catalog is not None:
+        return _create_in_unity_catalog(definition, catalog)
     path = _table_path(definition)
     if definition._name is not None and definition._location is not None:
         entry = lookup(definition._spark, definition._name)
@@ -443,6 +449,22 @@ def create_table(definition: TableDefinition) -> str:
             unregister_table(definition._spark, registered_name)
         raise
     return path
+
+
+def _create_in_unity_catalog(definition: TableDefinition, catalog: UnityCatalog) -> str:
+    """The definition's table created in Unity Catalog: version 0 is this definition, at the
+    catalog's location, with the properties the catalog requires."""
+    assert definition._name is not None
+
+    def write(location: str, required: dict[str, str]) -> None:
+        at_location = copy.copy(definition)
+        at_location._name, at_location._location, at_location._kind = None, location, "create"
+        at_location._properties = {**definition._properties, **required}
+        create_table(at_location)
+
+    location, _ = create_in_unity_catalog(definition._spark, catalog, definition._name, definition._kind,
+                                          definition._location, write, definition._comment)
+    return location
 
 
 def _missing_name_or_location() -> DeltaAnalysisError:

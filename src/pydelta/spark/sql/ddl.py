@@ -8,8 +8,9 @@ from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 from pydelta.spark.base import jplan
 from pydelta.spark.base._typing import JavaObject, SparkSession
 from pydelta.spark.base.jplan import NOT_DELTA
+from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
 from pydelta.spark.ddl.create_options import split_options
-from pydelta.spark.sql.targets import resolve, target_for_create
+from pydelta.spark.sql.targets import quote_parts, resolve, target_for_create
 
 
 def _spark_type(jtype: Any) -> Any:
@@ -159,8 +160,19 @@ def _as_select(spark: SparkSession, text: str, plan: JavaObject, name: str | Non
 
 
 def drop_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
-    """DROP TABLE of delta.`/path` is refused (nothing to drop); names go to Spark's catalog."""
+    """DROP TABLE of delta.`/path` is refused (nothing to drop); a Unity Catalog name is dropped in
+    its catalog (which owns a managed table's files); other names go to Spark's catalog."""
     parts = jplan.identifier_parts(plan.child())
+    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
+        from pydelta.errors import DeltaTableNotFoundError
+
+        name, catalog = quote_parts(parts), unity_catalog(spark, parts[0])
+        if catalog is None or unity_table(spark, parts) is None:
+            if bool(plan.ifExists()):
+                return jplan.empty_result(spark)
+            raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {name} cannot be found.")
+        catalog.drop_table(name)
+        return jplan.empty_result(spark)
     target = resolve(spark, parts) if len(parts) == 2 and parts[0].lower() == "delta" else None
     if target is not None and target.name is None:
         raise DeltaAnalysisError(

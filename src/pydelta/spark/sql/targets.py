@@ -8,6 +8,7 @@ from typing import TypeAlias
 from pydelta.log.storage import to_local_path
 from pydelta.spark.base import catalog
 from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,15 @@ def resolve(spark: SparkSession, parts: list[str] | tuple[str, ...],
     path = path_parts(parts)
     if path is not None:
         return DeltaTarget(path)
+    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
+        table = unity_table(spark, parts)
+        if table is None:  # Spark has no plugin for this catalog: the answer is ours to give
+            from pydelta.errors import DeltaTableNotFoundError
+
+            raise DeltaTableNotFoundError(
+                f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {quote_parts(parts)} cannot be found in the Unity "
+                f"Catalog catalog {parts[0]} (spark.sql.catalog.{parts[0]}.uri).")
+        return DeltaTarget(table.location, ".".join(parts))
     if not parts or len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
         return None
     if _is_temp_view(spark, parts):
@@ -82,5 +92,9 @@ def target_for_create(spark: SparkSession, parts: list[str] | tuple[str, ...]) -
     path = path_parts(parts)
     if path is not None:
         return DeltaTarget(path)
+    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
+        # The catalog decides where a new table goes (its staging table); an existing one is where it is.
+        existing = unity_table(spark, parts)
+        return DeltaTarget(existing.location if existing is not None else "", ".".join(parts))
     name = quote_parts(parts[1:] if len(parts) == 3 and parts[0].lower() == "spark_catalog" else parts)
     return DeltaTarget(catalog.table_location(spark, name), name)

@@ -1,0 +1,49 @@
+"""Creating tables named in a Unity Catalog catalog of the session (`catalog.schema.table` where
+`spark.sql.catalog.<catalog>.uri` names the server): CREATE TABLE, CTAS, saveAsTable and the
+DeltaTable builder all create a managed table through the catalog's staging table
+(`txn.unity_catalog.UnityCatalog.create_table`), writing version 0 as they write any table's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.spark.base._typing import SparkSession
+from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
+from pydelta.txn.unity_catalog import UnityCatalog
+
+
+def unity_catalog_of(spark: SparkSession, name: str | None) -> UnityCatalog | None:
+    """The Unity Catalog server holding the table `name` (three parts), or None."""
+    if name is None:
+        return None
+    parts = [p.strip("`") for p in name.split(".")]
+    return unity_catalog(spark, parts[0]) if len(parts) == 3 else None
+
+
+def create_in_unity_catalog(
+    spark: SparkSession, catalog: UnityCatalog, name: str, kind: str, location: str | None,
+    write: Callable[[str, dict[str, str]], object], comment: str | None = None,
+) -> tuple[str, bool]:
+    """Create `name` as `kind` says ("create", "createIfNotExists", "createOrReplace", "replace");
+    `write(location, required_properties)` commits version 0. Returns the table's location and
+    whether it was created (False: an existing table kept by createIfNotExists)."""
+    if location is not None:
+        raise DeltaAnalysisError(
+            f"a Unity Catalog managed table ({name}) lives where its catalog puts it: LOCATION is not allowed")
+    parts = [p.strip("`") for p in name.split(".")]
+    existing = unity_table(spark, parts)
+    if existing is not None:
+        if kind == "createIfNotExists":
+            return existing.location, False
+        if kind == "create":
+            raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
+        raise DeltaNotImplementedError(
+            f"REPLACE TABLE of a Unity Catalog table ({name}) is not supported by pydelta yet: the catalog keeps "
+            "the table's protocol and properties; drop the table and create it again")
+    if kind == "replace":
+        from pydelta.errors import DeltaTableNotFoundError
+
+        raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] Table {name} cannot be replaced as it does not exist")
+    return catalog.create_table(name, write=write, comment=comment).location, True
