@@ -189,7 +189,12 @@ class DeltaParseError(DeltaAnalysisError):
 
 
 class CommitOwnerError(DeltaError):
-    """A managed-commit table's commit owner refused, failed, or is misconfigured."""
+    """A managed-commit table's commit owner refused, failed, or is misconfigured.
+
+    `maybe_ratified`: the commit being ratified may have landed after all (its answer was lost),
+    so its staged file must stay."""
+
+    maybe_ratified: bool = False
 
 
 class InvalidManagedCommitStateError(CommitOwnerError, DeltaProtocolError):
@@ -207,9 +212,10 @@ class CommitOwnerUnavailableError(CommitOwnerError):
 class CommitOwnerConflictError(CommitOwnerError):
     """The owner already ratified the attempted version (another writer won it)."""
 
-    def __init__(self, message: str, latest_version: int) -> None:
+    def __init__(self, message: str, latest_version: int, *, maybe_ratified: bool = False) -> None:
         super().__init__(message)
         self.latest_version = latest_version
+        self.maybe_ratified = maybe_ratified
 
 
 class CommitOwnerMismatchError(CommitOwnerError):

@@ -21,8 +21,9 @@ import pytest
 import pydelta
 from pydelta.errors import CatalogManagedTableError, CommitOwnerError, DeltaTableNotFoundError, TableAlreadyExistsError
 from pydelta.log.commit_owners.base import CommitOwnerClient
+from pydelta.log.commit_owners.unity_catalog import uc_columns
 from pydelta.txn.transaction import Operation, OptimisticTransaction
-from pydelta.txn.unity_catalog import UnityCatalog, parse_name, uc_columns
+from pydelta.txn.unity_catalog import UnityCatalog, parse_name
 from tests.txn.writers import make_metadata, rows_of, write_data_file
 
 ROOT = Path(__file__).resolve().parents[2]

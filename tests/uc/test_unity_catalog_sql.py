@@ -107,3 +107,18 @@ def test_drop_table_removes_it_from_the_catalog(uc_spark, uc: UnityCatalog, uc_n
         spark.sql(f"DROP TABLE {uc_name}")
     detail = spark.sql(f"CREATE TABLE {uc_name} (id BIGINT) USING delta")  # the name is free again
     assert detail is not None and uc.exists(uc_name)
+
+
+def test_schema_and_property_changes_reach_the_catalog(uc_spark, uc: UnityCatalog, uc_name: str) -> None:
+    spark = uc_spark
+    spark.sql(f"CREATE TABLE {uc_name} (id BIGINT, tags ARRAY<STRING>) USING delta TBLPROPERTIES ('team' = 'a')")
+    spark.sql(f"ALTER TABLE {uc_name} ADD COLUMNS (score DOUBLE)")
+    spark.sql(f"ALTER TABLE {uc_name} SET TBLPROPERTIES ('owner.note' = 'x', 'team' = 'b')")
+    spark.sql(f"ALTER TABLE {uc_name} UNSET TBLPROPERTIES ('owner.note')")
+    name = parse_name(uc_name)
+    loaded = uc.rest.load_table(name.catalog, name.schema, name.name)
+    assert loaded.latest_table_version == 3 and loaded.column_names == ("id", "tags", "score")
+    assert loaded.properties["team"] == "b" and "owner.note" not in loaded.properties
+    assert loaded.properties["io.unitycatalog.tableId"] == uc.table(uc_name).table_id  # what the catalog requires stays
+    spark.sql(f"INSERT INTO {uc_name} VALUES (1, array('t'), 0.5)")
+    assert [tuple(r) for r in spark.sql(f"SELECT id, score FROM {uc_name}").collect()] == [(1, 0.5)]

@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pydelta.errors import DeltaIllegalArgumentError
-from pydelta.log.commit_owners.unity_catalog import TABLE_ID_KEY, TableName, UnityCatalogCommitOwner, bind_table
+from pydelta.log.commit_owners.unity_catalog import (
+    TABLE_ID_KEY,
+    TableName,
+    UnityCatalogCommitOwner,
+    bind_table,
+    uc_columns,
+)
 from pydelta.log.commit_owners.unity_catalog_rest import StagingTable, UnityCatalogRestClient
 from pydelta.log.storage import to_local_path
 from pydelta.protocol.actions import Metadata
@@ -174,17 +180,3 @@ def _create_request(name: TableName, location: str, snapshot: Any, comment: str 
     if comment:
         request["comment"] = comment
     return request
-
-
-_KEBAB = {"elementType": "element-type", "containsNull": "contains-null", "keyType": "key-type",
-          "valueType": "value-type", "valueContainsNull": "value-contains-null"}
-
-
-def uc_columns(schema: Any) -> Any:
-    """A Delta schema (its JSON) as the Delta REST API's `columns`: the same tree with array and
-    map keys in kebab-case."""
-    if isinstance(schema, dict):
-        return {_KEBAB.get(k, k): (v if k == "metadata" else uc_columns(v)) for k, v in schema.items()}
-    if isinstance(schema, Sequence) and not isinstance(schema, str):
-        return [uc_columns(v) for v in schema]
-    return schema

@@ -156,7 +156,7 @@ class CommitOwnerClient(ABC):
         no file is written before it is published). Raises CommitOwnerConflictError when
         another writer already has `version`. The commit file of a refused attempt is deleted;
         after CommitOwnerUnavailableError it is kept (the owner may have ratified it before the
-        connection broke).
+        connection broke), and after an error that says it may have been ratified (`maybe_ratified`).
         """
         name = f"{version:020d}.{uuid.uuid4()}.json"
         path = os.path.join(log_dir(table_root), self.commits_dir, name)
@@ -171,8 +171,8 @@ class CommitOwnerClient(ABC):
             if self._was_ratified(table_id, commit):
                 return commit  # the answer was lost, not the commit
             raise  # unknown or refused: keep the file (cleanup removes it if unratified)
-        except CommitOwnerError:
-            if not inline:
+        except CommitOwnerError as e:
+            if not inline and not e.maybe_ratified:
                 storage.delete(path)  # refused for sure: nobody will ever point at this file
             raise
         return commit

@@ -16,9 +16,12 @@ commit, since the server accepts only a few unpublished commits).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydelta.errors import (
     CatalogManagedTableError,
@@ -28,6 +31,7 @@ from pydelta.errors import (
 )
 from pydelta.log.commit_owners.base import Commit, CommitOwnerClient, GetCommitsResponse
 from pydelta.log.commit_owners.unity_catalog_rest import UnityCatalogError, UnityCatalogRestClient
+from pydelta.log.storage import Storage
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +64,49 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
         # until then the catalog knows no version of it, and version 0 is the table's only commit.
         self.staged = staged
         self._published = -1  # the highest version this client knows is in _delta_log/
+        self._local = threading.local()  # per thread: the catalog updates of the commit being ratified
+
+    def commit(
+        self, storage: Storage, table_root: str, table_id: str, version: int, payload: bytes,
+        commit_timestamp: int, *, release: bool = False,
+    ) -> Commit:
+        """As every catalog's commit, and a commit that changes the table's schema, properties or
+        protocol changes the catalog's copy of them in the same request (the catalog shows them)."""
+        self._local.updates = self._catalog_updates(payload)
+        try:
+            return super().commit(storage, table_root, table_id, version, payload, commit_timestamp, release=release)
+        finally:
+            self._local.updates = []
+
+    def _catalog_updates(self, payload: bytes) -> list[dict[str, object]]:
+        """set-columns / set-partition-columns / set-properties / remove-properties / set-table-comment
+        for a commit's metaData action, set-protocol for its protocol action."""
+        metadata: dict[str, Any] | None = None
+        protocol: dict[str, Any] | None = None
+        for line in payload.splitlines():
+            if b'"metaData"' in line or b'"protocol"' in line:
+                action = json.loads(line)
+                metadata = action.get("metaData", metadata)
+                protocol = action.get("protocol", protocol)
+        out: list[dict[str, object]] = []
+        if metadata is not None:
+            conf = {k: str(v) for k, v in (metadata.get("configuration") or {}).items()}
+            current = self.rest.load_table(*self._parts()).properties
+            removals = sorted(k for k in current if k not in conf and not _derived_by_catalog(k))
+            partitioning = list(metadata.get("partitionColumns") or [])
+            out += [{"action": "set-columns", "columns": uc_columns(json.loads(metadata["schemaString"]))},
+                    {"action": "set-partition-columns", "partition-columns": partitioning},
+                    {"action": "set-properties", "updates": conf}]
+            if removals:
+                out.append({"action": "remove-properties", "removals": removals})
+            if metadata.get("description") is not None:
+                out.append({"action": "set-table-comment", "comment": metadata["description"]})
+        if protocol is not None:
+            out.append({"action": "set-protocol", "protocol": {
+                "min-reader-version": protocol["minReaderVersion"], "min-writer-version": protocol["minWriterVersion"],
+                "reader-features": sorted(protocol.get("readerFeatures") or []),
+                "writer-features": sorted(protocol.get("writerFeatures") or [])}})
+        return out
 
     # ---- the ratification store -------------------------------------------------------------
     def _register(self, table_id: str, table_root: str, version: int) -> None:
@@ -78,13 +125,14 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
             "file-size": commit.size, "file-modification-timestamp": commit.modification_time}}]
         if 0 < self._published < commit.version:
             updates.append({"action": "set-latest-backfilled-version", "latest-published-version": self._published})
+        updates += getattr(self._local, "updates", [])
         try:
             self._send_commit(commit, updates)
-        except CommitOwnerConflictError:
+        except CommitOwnerConflictError as e:
             latest = self.rest.load_table(*self._parts()).latest_table_version
             raise CommitOwnerConflictError(
                 f"version {commit.version} of {self.table} was ratified for another writer (latest: {latest})",
-                latest) from None
+                latest, maybe_ratified=e.maybe_ratified) from None
         except UnityCatalogError as e:
             if e.status == 429:  # writers that died left their ratified commits unpublished
                 raise CommitOwnerError(
@@ -95,21 +143,30 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
     def _send_commit(self, commit: Commit, updates: list[dict[str, object]]) -> None:
         """Send the add-commit; when its answer is lost, ask the catalog what became of it (reads
         are retried until the catalog answers): ratified as ours (done), version still free (sent
-        again: it did not land), or taken (CommitOwnerConflictError: the transaction's rebase
-        finds out whether the winner is in fact this commit, published by another client)."""
-        for _ in range(_LOST_ANSWER_RESENDS + 1):
+        again), or taken (CommitOwnerConflictError: the transaction's rebase finds out whether the
+        winner is in fact this commit, published by another client). "Still free" does not prove
+        the lost send will not land (seen: the catalog applied it after answering the read), so a
+        resend refused for its version is a conflict that may be ours too (`maybe_ratified`)."""
+        for attempt in range(_LOST_ANSWER_RESENDS + 1):
             try:
                 self._update(updates)
                 return
+            except CommitOwnerConflictError as e:
+                if attempt > 0:  # the version was taken: perhaps by the first send, applied after all
+                    raise CommitOwnerConflictError(str(e), e.latest_version, maybe_ratified=True) from None
+                raise
             except CommitOwnerUnavailableError:
                 loaded = self.rest.load_table(*self._parts())  # raises Unavailable if it stays down
                 if any(int(c["version"]) == commit.version and c["file-name"] == commit.file_name
                        for c in loaded.commits):
                     return
                 if loaded.latest_table_version >= commit.version:
+                    # It may be ours, ratified, then published and let go by another client: the
+                    # staged file stays (readers may still be reading the catalog's earlier answer),
+                    # and the transaction's rebase recognises its own commit by its txnId.
                     raise CommitOwnerConflictError(
                         f"version {commit.version} of {self.table} is taken (latest: {loaded.latest_table_version})",
-                        loaded.latest_table_version) from None
+                        loaded.latest_table_version, maybe_ratified=True) from None
         raise CommitOwnerUnavailableError(f"Unity Catalog lost the answer to commit {commit.version} of {self.table} "
                                           f"{_LOST_ANSWER_RESENDS + 1} times")
 
@@ -158,6 +215,29 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
 
     def __repr__(self) -> str:
         return f"UnityCatalogCommitOwner({self.rest.uri}, {self.table}, {self.table_uuid})"
+
+
+# Properties the catalog derives itself (UC OSS's delta.yaml: never written back by clients).
+_CATALOG_DERIVED = ("delta.minReaderVersion", "delta.minWriterVersion", "delta.lastUpdateVersion",
+                    "delta.lastCommitTimestamp", "delta.clusteringColumns", "delta.rowTracking.rowIdHighWaterMark")
+
+
+def _derived_by_catalog(key: str) -> bool:
+    return key in _CATALOG_DERIVED or key.startswith("delta.feature.")
+
+
+_KEBAB = {"elementType": "element-type", "containsNull": "contains-null", "keyType": "key-type",
+          "valueType": "value-type", "valueContainsNull": "value-contains-null"}
+
+
+def uc_columns(schema: Any) -> Any:
+    """A Delta schema (its JSON) as the Delta REST API's `columns`: the same tree with array and
+    map keys in kebab-case."""
+    if isinstance(schema, dict):
+        return {_KEBAB.get(k, k): (v if k == "metadata" else uc_columns(v)) for k, v in schema.items()}
+    if isinstance(schema, Sequence) and not isinstance(schema, str):
+        return [uc_columns(v) for v in schema]
+    return schema
 
 
 def _commit(raw: dict[str, object]) -> Commit:

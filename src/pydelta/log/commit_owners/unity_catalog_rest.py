@@ -56,6 +56,7 @@ class LoadedTable:
     commits: list[dict[str, Any]]  # ascending by version (servers differ in the order they send)
     latest_table_version: int
     etag: str | None = None
+    column_names: tuple[str, ...] = ()  # the catalog's copy (the Delta log's schema is the one of record)
 
 
 @dataclass
@@ -230,4 +231,5 @@ def _loaded(out: dict[str, Any]) -> LoadedTable:
         commits=commits,
         latest_table_version=int(latest) if latest is not None else -1,
         etag=meta.get("etag"),
+        column_names=tuple(str(f.get("name")) for f in (meta.get("columns") or {}).get("fields") or []),
     )
