@@ -27,6 +27,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "guide"
 OWN_PROCESS = "<!-- guide: own-process -->"
+# A page marked so runs against the test session's Unity Catalog server (UC_URI in its environment).
+UNITY_CATALOG = "<!-- guide: unity-catalog -->"
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 pytestmark = pytest.mark.spark
@@ -85,8 +87,10 @@ def test_the_guide_is_in_the_site_navigation():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
-def test_page_examples_run(page, spark, tmp_path, monkeypatch):
+def test_page_examples_run(page, spark, tmp_path, monkeypatch, request):
     found = examples(page)
+    if UNITY_CATALOG in page.read_text():
+        monkeypatch.setenv("UC_URI", request.getfixturevalue("uc_server").uri)
     assert found or "```" not in page.read_text(), page.name
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # `pydelta`

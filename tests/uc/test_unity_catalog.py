@@ -152,15 +152,61 @@ def test_dropped_and_recreated_under_the_same_name_is_another_table(uc: UnityCat
     assert _append(new.location, _row(1)) == 1
 
 
-def test_the_token_is_sent_but_never_shown(uc_server, uc_name: str) -> None:
+class _RecordingProxy:
+    """A reverse proxy in front of the real server that records each request's Authorization header."""
+
+    def __init__(self, target: str) -> None:
+        import http.server
+        import threading
+        import urllib.request
+
+        self.authorizations: list[str | None] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                proxy.authorizations.append(self.headers.get("Authorization"))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+                request = urllib.request.Request(target + self.path, data=body, method=self.command,
+                                                 headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as r:
+                        status, payload = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, payload = e.code, e.read()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_DELETE = _forward
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_the_token_is_sent_but_never_shown(uc_server, uc_name: str, caplog) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
     secret = f"dapi-{uuid.uuid4().hex}"
-    catalog = UnityCatalog(uc_server.uri, token=secret)
+    proxy = _RecordingProxy(uc_server.uri)
+    catalog = UnityCatalog(proxy.uri, token=secret)
     assert secret not in repr(catalog) and secret not in repr(catalog.rest)
     table = catalog.create_table(uc_name, make_metadata())
     with pytest.raises(DeltaTableNotFoundError) as refused:
         catalog.table(uc_name + "_missing")
     assert secret not in str(refused.value)
     assert secret not in repr(table.owner)
+    _append(table.location, _row(1))  # a commit through the catalog, with the token
+    assert proxy.authorizations and set(proxy.authorizations) == {f"Bearer {secret}"}
+    assert secret not in caplog.text
+    proxy.server.shutdown()
 
 
 def test_columns_use_the_delta_rest_api_spelling() -> None:
@@ -181,3 +227,13 @@ def test_a_table_of_an_unbound_catalog_is_refused_by_name(tmp_path: Path) -> Non
 
     with pytest.raises(CatalogManagedTableError, match="Unity Catalog"):
         from_conf({"tableId": str(uuid.uuid4())})
+
+
+def test_the_token_comes_from_the_environment_when_not_given(monkeypatch) -> None:
+    monkeypatch.setenv("UC_TOKEN", "from-env")
+    assert UnityCatalog("http://127.0.0.1:1").rest.token == "from-env"
+    assert UnityCatalog("http://127.0.0.1:1", token="given").rest.token == "given"
+    monkeypatch.delenv("UC_TOKEN")
+    assert UnityCatalog("http://127.0.0.1:1/api/2.1/unity-catalog/").rest.uri == "http://127.0.0.1:1"
+    with pytest.raises(pydelta.DeltaError, match="http"):
+        UnityCatalog("127.0.0.1:1")

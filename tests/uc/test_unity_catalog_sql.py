@@ -19,11 +19,15 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture
 def uc_spark(spark, uc_server) -> Iterator[object]:
+    # As a delta-spark program configures Unity Catalog: the catalog's class (whose jar pydelta does not
+    # need: the class is never loaded), its server and its token.
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}", "io.unitycatalog.spark.UCSingleCatalog")
     spark.conf.set(f"spark.sql.catalog.{CATALOG}.uri", uc_server.uri)
     spark.conf.set(f"spark.sql.catalog.{CATALOG}.token", "not-checked-by-this-server")
     try:
         yield spark
     finally:
+        spark.conf.unset(f"spark.sql.catalog.{CATALOG}")
         spark.conf.unset(f"spark.sql.catalog.{CATALOG}.uri")
         spark.conf.unset(f"spark.sql.catalog.{CATALOG}.token")
 
@@ -64,6 +68,15 @@ def test_delta_table_for_name_and_the_dataframe_writer(uc_spark, uc: UnityCatalo
     assert [tuple(r) for r in table.toDF().select("id", "value").collect()] == [(1, "y")]
     assert _latest(uc, uc_name) == 2
     assert table.history().count() == 3
+
+
+def test_the_session_names_the_server_and_its_token(uc_spark, uc_server) -> None:
+    from pydelta.spark.base.unity_catalogs import unity_catalog
+
+    catalog = unity_catalog(uc_spark, CATALOG)
+    assert catalog is not None and catalog.rest.uri == uc_server.uri
+    assert catalog.rest.token == "not-checked-by-this-server"
+    assert unity_catalog(uc_spark, "spark_catalog") is None and unity_catalog(uc_spark, "other") is None
 
 
 def test_a_missing_table_of_a_unity_catalog_is_a_clear_error(uc_spark) -> None:
