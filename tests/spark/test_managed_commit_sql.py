@@ -122,3 +122,25 @@ def test_sql_creates_a_catalog_managed_table_and_maintenance_waits_for_the_catal
         assert sorted(r.id for r in spark.table(name).collect()) == [2, 3, 4]
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_replace_table_keeps_a_catalog_managed_table_in_its_catalog(spark, tmp_path):
+    """REPLACE TABLE / CREATE OR REPLACE ... AS SELECT on a catalog-managed table commit a new
+    definition through the catalog, keeping the table's id and its catalog properties (delta-spark
+    4.4 keeps the same), so the catalog goes on ratifying its commits."""
+    conf = owner_conf("sqlite", tmp_path, "catalogManaged")
+    location = tmp_path / "t"
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in conf.items())
+    spark.sql(f"CREATE TABLE delta.`{location}` (id BIGINT) USING delta TBLPROPERTIES ({props})")
+    spark.sql(f"INSERT INTO delta.`{location}` VALUES (1)")
+    before = DeltaTable.forPath(spark, str(location)).detail().first()
+    spark.sql(f"REPLACE TABLE delta.`{location}` (id BIGINT, name STRING) USING delta")
+    spark.sql(f"CREATE OR REPLACE TABLE delta.`{location}` USING delta AS SELECT 7 AS id, 'x' AS name")
+    after = DeltaTable.forPath(spark, str(location)).detail().first()
+    assert after.id == before.id
+    assert after.properties["io.pydelta.catalog"] == "sqlite"
+    assert [tuple(r) for r in spark.read.format("delta").load(str(location)).collect()] == [(7, "x")]
+    staged = sorted(p.name[:20] for p in (location / "_delta_log" / "_staged_commits").glob("*.json"))
+    assert staged == [f"{v:020d}" for v in (1, 2, 3)]  # both replacements went through the catalog
+    db_conf = {OWNER_CONF: conf["io.pydelta.catalog.conf"]}
+    assert _ratified_versions("sqlite", db_conf, before.id) == [1, 2, 3]

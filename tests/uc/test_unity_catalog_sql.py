@@ -135,3 +135,22 @@ def test_schema_and_property_changes_reach_the_catalog(uc_spark, uc: UnityCatalo
     assert loaded.properties["io.unitycatalog.tableId"] == uc.table(uc_name).table_id  # what the catalog requires stays
     spark.sql(f"INSERT INTO {uc_name} VALUES (1, array('t'), 0.5)")
     assert [tuple(r) for r in spark.sql(f"SELECT id, score FROM {uc_name}").collect()] == [(1, 0.5)]
+
+
+def test_replace_table_keeps_the_unity_catalog_table(uc_spark, uc: UnityCatalog, uc_name: str) -> None:
+    spark = uc_spark
+    spark.sql(f"CREATE TABLE {uc_name} (id BIGINT) USING delta")
+    spark.sql(f"INSERT INTO {uc_name} VALUES (1)")
+    table_id = uc.table(uc_name).table_id
+    spark.sql(f"REPLACE TABLE {uc_name} (id BIGINT, name STRING) USING delta")
+    spark.sql(f"CREATE OR REPLACE TABLE {uc_name} USING delta AS SELECT 7 AS id, 'x' AS name, 1.5 AS score")
+    assert uc.table(uc_name).table_id == table_id  # the same table in the catalog
+    name = parse_name(uc_name)
+    loaded = uc.rest.load_table(name.catalog, name.schema, name.name)
+    assert loaded.latest_table_version == 3 and loaded.column_names == ("id", "name", "score")
+    assert [tuple(r) for r in spark.sql(f"SELECT * FROM {uc_name}").collect()] == [(7, "x", 1.5)]
+    detail = DeltaTable.forName(spark, uc_name).detail().first()
+    assert detail.properties["io.unitycatalog.tableId"] == table_id
+    assert detail.properties["delta.checkpointPolicy"] == "v2"
+    with pytest.raises(DeltaError, match="TABLE_OR_VIEW_NOT_FOUND|cannot be replaced"):
+        spark.sql(f"REPLACE TABLE {CATALOG}.default.never_made (id BIGINT) USING delta")

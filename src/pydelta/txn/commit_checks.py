@@ -28,11 +28,12 @@ from pydelta.protocol.deletion_vectors import dv_unique_id
 from pydelta.protocol.features import CATALOG_MANAGED_FEATURES
 from pydelta.txn import protocol_upgrade as pu
 from pydelta.txn import row_tracking
-from pydelta.txn.commit_info import ICT_ENABLED
+from pydelta.txn.commit_info import ICT_ENABLED, ICT_TIMESTAMP, ICT_VERSION
 
 __all__ = [
     "physical_partition_columns",
     "refuse_catalog_managed",
+    "replacing_metadata",
     "require_maintenance_permitted",
     "validate_file_actions",
     "validate_metadata",
@@ -97,6 +98,26 @@ def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
     if raw is None:
         return replace(metadata, configuration={**conf, ICT_ENABLED: "true"})
     return metadata
+
+
+# What a REPLACE keeps of a table owned by a catalog or commit owner: its owner, the in-commit
+# timestamps the owner requires, and what Unity Catalog required at creation (delta-spark 4.4
+# keeps the same: updateMetadataForNewTableInReplace).
+_KEPT_BY_REPLACE = (CATALOG_KEY, CATALOG_CONF_KEY, UC_TABLE_ID_KEY, COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY,
+                    ICT_ENABLED, ICT_VERSION, ICT_TIMESTAMP, "delta.checkpointPolicy",
+                    "delta.checkpoint.writeStatsAsStruct", "delta.checkpoint.writeStatsAsJson")
+
+
+def replacing_metadata(previous: Metadata, new: Metadata) -> Metadata:
+    """The metadata a REPLACE TABLE commits over `previous`: `new` as given, except that a table of
+    a catalog or commit owner keeps its Delta table id (the owner knows the table by it) and the
+    properties that bind it to its owner; a file-system table takes `new` whole."""
+    conf = previous.configuration
+    if not {CATALOG_KEY, UC_TABLE_ID_KEY, COMMIT_OWNER_KEY} & conf.keys():
+        return new
+    kept = {k: conf[k] for k in _KEPT_BY_REPLACE if k in conf and k not in new.configuration}
+    kept.update({k: conf[k] for k in (UC_TABLE_ID_KEY, CATALOG_KEY, CATALOG_CONF_KEY) if k in conf})
+    return replace(new, id=previous.id, configuration={**new.configuration, **kept})
 
 
 def without_managed_commit(protocol: Protocol) -> Protocol:

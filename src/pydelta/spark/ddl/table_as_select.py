@@ -36,7 +36,7 @@ def table_as_select(
     unity = unity_catalog_of(spark, name)
     if unity is not None and name is not None:
         def write(location: str, required: dict[str, str]) -> None:
-            table_as_select(df, location, name=None, kind="create", partition_by=partition_by,
+            table_as_select(df, location, name=None, kind="createOrReplace", partition_by=partition_by,
                             properties={**(properties or {}), **required}, comment=comment, options=options,
                             managed=True, cluster_by=cluster_by)
 

@@ -26,6 +26,7 @@ from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.base.spark_errors import boundary_class, cannot_replace_missing_table
 from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog, unity_catalog_of
+from pydelta.txn.commit_checks import replacing_metadata
 from pydelta.txn.unity_catalog import UnityCatalog
 
 
@@ -424,6 +425,8 @@ def create_table(definition: TableDefinition) -> str:
 
         properties = {**properties, clustering.FEATURE_PROPERTY: "supported"}
     metadata = new_table_metadata(schema, definition._partitioned_by, properties, description=definition._comment)
+    if snapshot is not None:
+        metadata = replacing_metadata(snapshot.metadata, metadata)
     txn = open_transaction(definition._spark, snapshot, path)
     txn.update_metadata(metadata)
     define_clustering(txn, snapshot, cluster_by)
@@ -458,7 +461,8 @@ def _create_in_unity_catalog(definition: TableDefinition, catalog: UnityCatalog)
 
     def write(location: str, required: dict[str, str]) -> None:
         at_location = copy.copy(definition)
-        at_location._name, at_location._location, at_location._kind = None, location, "create"
+        # Creates at a new staging location; replaces at an existing table's (REPLACE TABLE).
+        at_location._name, at_location._location, at_location._kind = None, location, "createOrReplace"
         at_location._properties = {**definition._properties, **required}
         create_table(at_location)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError, TableAlreadyExistsError
+from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
 from pydelta.txn.unity_catalog import UnityCatalog
@@ -26,9 +26,11 @@ def create_in_unity_catalog(
     spark: SparkSession, catalog: UnityCatalog, name: str, kind: str, location: str | None,
     write: Callable[[str, dict[str, str]], object], comment: str | None = None,
 ) -> tuple[str, bool]:
-    """Create `name` as `kind` says ("create", "createIfNotExists", "createOrReplace", "replace");
-    `write(location, required_properties)` commits version 0. Returns the table's location and
-    whether it was created (False: an existing table kept by createIfNotExists)."""
+    """Create (or replace) `name` as `kind` says ("create", "createIfNotExists", "createOrReplace",
+    "replace"): `write(location, required_properties)` creates the table at a new staging
+    location, or replaces the existing one at its location (no properties required: it keeps its
+    own). Returns the table's location and whether anything was written (False: an existing
+    table kept by createIfNotExists)."""
     if location is not None:
         raise DeltaAnalysisError(
             f"a Unity Catalog managed table ({name}) lives where its catalog puts it: LOCATION is not allowed")
@@ -39,9 +41,10 @@ def create_in_unity_catalog(
             return existing.location, False
         if kind == "create":
             raise TableAlreadyExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {name} already exists")
-        raise DeltaNotImplementedError(
-            f"REPLACE TABLE of a Unity Catalog table ({name}) is not supported by pydelta yet: the catalog keeps "
-            "the table's protocol and properties; drop the table and create it again")
+        # REPLACE: a new definition committed to the same table, which keeps its id and the
+        # properties that bind it to the catalog (txn.commit_checks.replacing_metadata).
+        write(existing.location, {})
+        return existing.location, True
     if kind == "replace":
         from pydelta.errors import DeltaTableNotFoundError
 

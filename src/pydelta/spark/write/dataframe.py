@@ -54,6 +54,7 @@ from pydelta.spark.write.options import (
     WriteOptions,
     parse_write_options,
 )
+from pydelta.txn.commit_checks import replacing_metadata
 from pydelta.txn.commit_info import Operation
 from pydelta.txn.transaction import OptimisticTransaction
 
@@ -115,8 +116,9 @@ def _plan_metadata(snapshot: Snapshot | None, incoming: StructType, opts: WriteO
 
             explicit[clustering.FEATURE_PROPERTY] = "supported"
         properties = with_table_defaults(explicit, session_conf(spark))
-        return new_table_metadata(as_nullable(incoming), opts.partition_by or [], properties,
-                                  description=spec.description if spec else None)
+        md = new_table_metadata(as_nullable(incoming), opts.partition_by or [], properties,
+                                description=spec.description if spec else None)
+        return md if snapshot is None else replacing_metadata(snapshot.metadata, md)
     current = snapshot.metadata
     if opts.overwrite_schema and opts.mode == "Overwrite" and not opts.replace_where:
         config = {**current.configuration, **opts.table_properties}
