@@ -18,6 +18,13 @@ if [ ! -x "$BIN" ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q && apt-get install -y -q cargo >&2
   fi
+  # olai-uc-server 0.0.11 declares rust-version 1.95 (edition 2024): Debian 12's rustc (1.63) is too
+  # old for it, so a machine without rustup's toolchain stops here with the reason.
+  have="$(rustc --version | awk '{print $2}')"
+  if [ "$(printf '%s\n' 1.95.0 "$have" | sort -V | head -1)" != 1.95.0 ]; then
+    echo "setup.sh: rustc $have is older than 1.95, which olai-uc-server $VERSION needs: install Rust with rustup" >&2
+    exit 2
+  fi
   echo "setup.sh: building olai-uc-server $VERSION from crates.io into $ROOT (about 12 minutes on 2 cores)" >&2
   tmp="$ROOT.tmp.$$"
   rm -rf "$tmp"

@@ -237,3 +237,23 @@ def test_the_token_comes_from_the_environment_when_not_given(monkeypatch) -> Non
     assert UnityCatalog("http://127.0.0.1:1/api/2.1/unity-catalog/").rest.uri == "http://127.0.0.1:1"
     with pytest.raises(pydelta.DeltaError, match="http"):
         UnityCatalog("127.0.0.1:1")
+
+
+def test_commits_left_unpublished_up_to_the_catalogs_limit_are_published_by_the_next_writer(
+        uc: UnityCatalog, uc_name: str, monkeypatch) -> None:
+    table = uc.create_table(uc_name, make_metadata())
+    name = parse_name(uc_name)
+    with monkeypatch.context() as m:  # writers that all die before publishing
+        m.setattr(CommitOwnerClient, "backfill_to_version", lambda self, *a, **k: -1)
+        version = 0
+        while True:
+            try:
+                version = _append(table.location, _row(version + 1))
+            except CommitOwnerError as refused:
+                assert "too many unpublished" in str(refused)
+                break
+        held = uc.rest.load_table(name.catalog, name.schema, name.name).commits
+        assert len(held) == version >= 9  # the catalog's limit (olai-uc-server: 10 unpublished)
+    assert _append(table.location, _row(100)) == version + 1  # publishes the held ones, then commits
+    assert _log_versions(table.location) == list(range(version + 2))
+    assert len(rows_of(table.location)) == version + 1

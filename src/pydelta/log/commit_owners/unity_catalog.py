@@ -41,6 +41,10 @@ TABLE_ID_KEY = "io.unitycatalog.tableId"
 _LOST_ANSWER_RESENDS = 3
 
 
+class TooManyUnpublishedCommitsError(CommitOwnerError):
+    """The catalog refuses more commits (429) until the ratified ones are published."""
+
+
 @dataclass
 class TableName:
     catalog: str
@@ -74,7 +78,15 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
         protocol changes the catalog's copy of them in the same request (the catalog shows them)."""
         self._local.updates = self._catalog_updates(payload)
         try:
-            return super().commit(storage, table_root, table_id, version, payload, commit_timestamp, release=release)
+            try:
+                return super().commit(storage, table_root, table_id, version, payload, commit_timestamp,
+                                      release=release)
+            except TooManyUnpublishedCommitsError:
+                # Writers that died left ratified commits unpublished, up to the catalog's limit:
+                # publish them (any client may), then ask once more.
+                self.backfill_to_version(storage, table_root, table_id)
+                return super().commit(storage, table_root, table_id, version, payload, commit_timestamp,
+                                      release=release)
         finally:
             self._local.updates = []
 
@@ -134,10 +146,9 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
                 f"version {commit.version} of {self.table} was ratified for another writer (latest: {latest})",
                 latest, maybe_ratified=e.maybe_ratified) from None
         except UnityCatalogError as e:
-            if e.status == 429:  # writers that died left their ratified commits unpublished
-                raise CommitOwnerError(
-                    f"Unity Catalog holds too many unpublished commits of {self.table}; loading the table "
-                    f"publishes them, then commit again: {e}") from e
+            if e.status == 429:
+                raise TooManyUnpublishedCommitsError(
+                    f"Unity Catalog holds too many unpublished commits of {self.table}: {e}") from e
             raise
 
     def _send_commit(self, commit: Commit, updates: list[dict[str, object]]) -> None:

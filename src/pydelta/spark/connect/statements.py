@@ -18,6 +18,7 @@ from pydelta.log.snapshot import Snapshot
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base.jplan import NOT_DELTA, empty_result
+from pydelta.spark.base.unity_catalogs import unity_catalog
 from pydelta.spark.connect import grammar as g
 from pydelta.spark.ddl.create_options import split_options
 from pydelta.spark.sql.targets import DeltaTarget, path_parts, quote_parts, resolve, target_for_create
@@ -158,6 +159,8 @@ def _create(spark: SparkSession, statement: g.CreateTable, query: RunQuery) -> A
     from pydelta.log.storage import to_local_path
 
     parts = statement.target.parts if path_parts(statement.target.parts) else _catalog_name(statement.target.parts)
+    if parts is None and len(statement.target.parts) == 3 and unity_catalog(spark, statement.target.parts[0]):
+        parts = statement.target.parts  # a Unity Catalog name: created through its catalog
     if parts is None:
         return NOT_DELTA  # another catalog's table: Spark's
     target = target_for_create(spark, parts)
