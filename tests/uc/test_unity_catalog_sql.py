@@ -152,5 +152,5 @@ def test_replace_table_keeps_the_unity_catalog_table(uc_spark, uc: UnityCatalog,
     detail = DeltaTable.forName(spark, uc_name).detail().first()
     assert detail.properties["io.unitycatalog.tableId"] == table_id
     assert detail.properties["delta.checkpointPolicy"] == "v2"
-    with pytest.raises(DeltaError, match="TABLE_OR_VIEW_NOT_FOUND|cannot be replaced"):
+    with pytest.raises(DeltaError, match=r"TABLE_OR_VIEW_NOT_FOUND|cannot be replaced"):
         spark.sql(f"REPLACE TABLE {CATALOG}.default.never_made (id BIGINT) USING delta")
