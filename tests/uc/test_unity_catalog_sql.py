@@ -154,3 +154,17 @@ def test_replace_table_keeps_the_unity_catalog_table(uc_spark, uc: UnityCatalog,
     assert detail.properties["delta.checkpointPolicy"] == "v2"
     with pytest.raises(DeltaError, match=r"TABLE_OR_VIEW_NOT_FOUND|cannot be replaced"):
         spark.sql(f"REPLACE TABLE {CATALOG}.default.never_made (id BIGINT) USING delta")
+
+
+def test_describe_and_show_on_a_unity_catalog_name(uc_spark, uc: UnityCatalog, uc_name: str) -> None:
+    spark = uc_spark
+    spark.sql(f"CREATE TABLE {uc_name} (id BIGINT, v STRING) USING delta COMMENT 'kept'")
+    detail = spark.sql(f"DESCRIBE DETAIL {uc_name}").first()
+    assert detail.name == uc_name and detail.properties["io.unitycatalog.tableId"] == uc.table(uc_name).table_id
+    assert [r.col_name for r in spark.sql(f"DESCRIBE TABLE {uc_name}").collect()] == ["id", "v"]
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {uc_name}").collect()}
+    assert properties["delta.enableInCommitTimestamps"] == "true"
+    assert [r.col_name for r in spark.sql(f"SHOW COLUMNS IN {uc_name}").collect()] == ["id", "v"]
+    for statement in (f"OPTIMIZE {uc_name}", f"VACUUM {uc_name}"):  # the catalog has not permitted them
+        with pytest.raises(DeltaError, match="blocked by the catalog"):
+            spark.sql(statement)

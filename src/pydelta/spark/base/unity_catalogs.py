@@ -33,6 +33,14 @@ def unity_catalog(spark: SparkSession, catalog_name: str) -> UnityCatalog | None
         return client
 
 
+def unity_catalog_of(spark: SparkSession, name: str | None) -> UnityCatalog | None:
+    """The Unity Catalog server holding the table `name` (`catalog.schema.table`), or None."""
+    if name is None:
+        return None
+    parts = [p.strip("`") for p in name.split(".")]
+    return unity_catalog(spark, parts[0]) if len(parts) == 3 else None
+
+
 def unity_table(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> UnityCatalogTable | None:
     """The Unity Catalog table a three-part name names (bound for this process), or None when the
     first part is not a Unity Catalog catalog of the session or the table does not exist."""

@@ -12,7 +12,8 @@ from pydelta.errors import TableAlreadyExistsError
 from pydelta.spark.base import catalog
 from pydelta.spark.base._typing import DataFrame
 from pydelta.spark.base.engine import try_table_snapshot
-from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog, unity_catalog_of
+from pydelta.spark.base.unity_catalogs import unity_catalog_of
+from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog
 from pydelta.spark.write.dataframe import NewTableSpec, write_dataframe
 from pydelta.txn.commit_info import Operation
 

@@ -25,7 +25,8 @@ from pydelta.protocol.action_types import Action, as_remove
 from pydelta.spark.base._typing import SparkSession
 from pydelta.spark.base.engine import try_table_snapshot
 from pydelta.spark.base.spark_errors import boundary_class, cannot_replace_missing_table
-from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog, unity_catalog_of
+from pydelta.spark.base.unity_catalogs import unity_catalog_of
+from pydelta.spark.ddl.unity_catalog_tables import create_in_unity_catalog
 from pydelta.txn.commit_checks import replacing_metadata
 from pydelta.txn.unity_catalog import UnityCatalog
 

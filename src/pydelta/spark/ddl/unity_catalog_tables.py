@@ -10,16 +10,8 @@ from collections.abc import Callable
 
 from pydelta.errors import DeltaAnalysisError, TableAlreadyExistsError
 from pydelta.spark.base._typing import SparkSession
-from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
+from pydelta.spark.base.unity_catalogs import unity_table
 from pydelta.txn.unity_catalog import UnityCatalog
-
-
-def unity_catalog_of(spark: SparkSession, name: str | None) -> UnityCatalog | None:
-    """The Unity Catalog server holding the table `name` (three parts), or None."""
-    if name is None:
-        return None
-    parts = [p.strip("`") for p in name.split(".")]
-    return unity_catalog(spark, parts[0]) if len(parts) == 3 else None
 
 
 def create_in_unity_catalog(

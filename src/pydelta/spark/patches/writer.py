@@ -82,8 +82,8 @@ def _save_as_table(original: Any) -> Any:
             lookup,
             register_table,
         )
+        from pydelta.spark.base.unity_catalogs import unity_catalog_of
         from pydelta.spark.ddl.table_as_select import table_as_select
-        from pydelta.spark.ddl.unity_catalog_tables import unity_catalog_of
         from pydelta.spark.write.dataframe import SaveAsTableOverwrite, write_dataframe
 
         spark = writer_frame(self).sparkSession

@@ -31,6 +31,7 @@ from pydelta.spark.base.conf import conf_bool, session_time_zone
 from pydelta.spark.base.engine import table_snapshot
 from pydelta.spark.base.jplan import NOT_DELTA
 from pydelta.spark.base.jvm import jvm
+from pydelta.spark.base.unity_catalogs import unity_catalog_of
 from pydelta.spark.sql.column_ddl import column_ddl, escape_single_quoted
 from pydelta.spark.sql.targets import DeltaTarget, resolve
 
@@ -88,6 +89,8 @@ def load_table(spark: SparkSession, node: Any) -> DeltaTableInfo | None:
     snapshot = table_snapshot(spark, target.path)  # raises "... is not a Delta table" for an empty path
     if target.name is None:
         return DeltaTableInfo(target, snapshot, ("spark_catalog", "delta", parts[-1]))
+    if unity_catalog_of(spark, target.name) is not None:  # Spark's catalog has no entry for it
+        return DeltaTableInfo(target, snapshot, parts)
     catalog = spark._jsparkSession.sessionState().catalog()
     ident = spark._jsparkSession.sessionState().sqlParser().parseTableIdentifier(target.name)
     if not catalog.tableExists(ident):  # a Delta directory at the default location, not registered

@@ -135,8 +135,9 @@ def run_describe_detail(spark: SparkSession, stmt: g.DescribeDetail) -> DataFram
     df = detail_dataframe(spark, _table(spark, stmt.table).snapshot())
     if target.name is not None:
         from pydelta.spark.base.catalog import lookup
+        from pydelta.spark.base.unity_catalogs import unity_catalog_of
 
-        entry = lookup(spark, target.name)
+        entry = lookup(spark, target.name) if unity_catalog_of(spark, target.name) is None else None
         df = df.withColumn("name", F.lit(entry.name if entry else target.name))
     return df
 
