@@ -97,6 +97,17 @@ def _bind_uc_tables() -> None:
         UnityCatalog(uri).table(name)
 
 
+def acks(text: str) -> list[dict]:
+    """Acknowledged commits printed by a worker (a line cut by kill -9 is not an acknowledgement)."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 def committed_versions(root: str) -> list[int]:
     log = Path(root) / "_delta_log"
     return sorted(int(p.name[:20]) for p in log.iterdir()

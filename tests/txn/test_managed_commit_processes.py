@@ -6,7 +6,6 @@ deltalake checks the managed-commit tables; it refuses catalog-managed ones with
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -19,7 +18,7 @@ import pydelta
 from pydelta.log.commit_owners import owner_of
 from pydelta.log.commit_owners.base import Commit
 
-from .test_commit_owner_support import OWNERS, committed_versions, owner_conf, spawn
+from .test_commit_owner_support import OWNERS, acks, committed_versions, owner_conf, spawn
 from .writers import create_table, deltalake_rows, rows_of, wait_for
 
 pytestmark = pytest.mark.slow
@@ -27,17 +26,6 @@ pytestmark = pytest.mark.slow
 WORKERS = 8
 COMMITS = 25
 TRIALS = 30
-
-
-def _acks(text: str) -> list[dict]:
-    """Acknowledged commits printed by a worker (a line cut by kill -9 is not an acknowledgement)."""
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def _check_owner_record_matches_log(root: str) -> list[int]:
@@ -85,18 +73,18 @@ def test_eight_processes_commit_through_the_owner_exactly_once(owner: str, kind:
     root = str(tmp_path / "t")
     create_table(root, configuration=owner_conf(owner, tmp_path, kind))
     procs = [spawn("append-stream", root, str(w), str(COMMITS)) for w in range(WORKERS)]
-    acks = []
+    acknowledged: list[dict] = []
     for p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
-        acks += _acks(out)
+        acknowledged += acks(out)
     total = WORKERS * COMMITS
-    assert sorted(a["version"] for a in acks) == list(range(1, total + 1)), "every version exactly once"
+    assert sorted(a["version"] for a in acknowledged) == list(range(1, total + 1)), "every version exactly once"
     assert committed_versions(root) == list(range(total + 1))
     assert _check_owner_record_matches_log(root) == list(range(1, total + 1))
-    expected_ids = sorted(i for a in acks for i in a["ids"])
+    expected_ids = sorted(i for a in acknowledged for i in a["ids"])
     assert sorted(r[0] for r in rows_of(root)) == expected_ids, "no commit lost"
-    assert _pydelta_files(root) == {os.path.basename(a["path"]) for a in acks}
+    assert _pydelta_files(root) == {os.path.basename(a["path"]) for a in acknowledged}
     if kind == "managedCommit":
         version, rows = deltalake_rows(root)
         assert version == total
@@ -129,7 +117,7 @@ def test_kill_9_at_random_points_never_loses_an_acknowledged_commit(owner: str, 
                 p.send_signal(signal.SIGKILL)
         for p in procs:
             out, _ = p.communicate(timeout=60)
-            acked += _acks(out)
+            acked += acks(out)
         snap = pydelta.load_snapshot(root)  # always readable (and the reader backfills)
         repaired += bool(snap.unbackfilled_commits)
         present = {r[0] for r in rows_of(root)}

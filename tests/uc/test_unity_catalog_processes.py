@@ -20,7 +20,7 @@ import pytest
 
 import pydelta
 from pydelta.txn.unity_catalog import UnityCatalog, parse_name
-from tests.txn.test_commit_owner_support import UC_TABLES_ENV, committed_versions, spawn
+from tests.txn.test_commit_owner_support import UC_TABLES_ENV, acks, committed_versions, spawn
 from tests.txn.writers import make_metadata, rows_of
 from tests.uc.server import CATALOG, SCHEMA
 
@@ -29,16 +29,6 @@ pytestmark = pytest.mark.slow
 WRITERS = 4
 COMMITS = 50  # per writer process
 KILLS = 3  # writers killed (and replaced) at random points
-
-
-def _acks(text: str) -> list[dict]:
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a line cut by kill -9 is no acknowledgement
-    return out
 
 
 def test_four_writers_kill_9_and_a_catalog_restart(uc_server, tmp_path: Path, monkeypatch) -> None:
@@ -71,7 +61,7 @@ def test_four_writers_kill_9_and_a_catalog_restart(uc_server, tmp_path: Path, mo
             time.sleep(rng.uniform(0.5, 1.5))
             victim = rng.choice([w for w, p in procs.items() if p.poll() is None] or list(procs))
             procs[victim].send_signal(signal.SIGKILL)
-            acked += _acks(procs.pop(victim).communicate(timeout=60)[0])
+            acked += acks(procs.pop(victim).communicate(timeout=60)[0])
             procs[next_worker] = spawn("append-stream", root, str(next_worker), str(COMMITS))
             next_worker += 1
             if k == 1:  # the catalog itself dies mid-run and comes back with its database
@@ -81,7 +71,7 @@ def test_four_writers_kill_9_and_a_catalog_restart(uc_server, tmp_path: Path, mo
         for p in procs.values():
             out, err = p.communicate(timeout=600)
             assert p.returncode == 0, err[-3000:]
-            acked += _acks(out)
+            acked += acks(out)
     finally:
         stop_reading.set()
         reader.join(timeout=60)
