@@ -20,7 +20,8 @@ from pydelta.errors import (
 )
 from pydelta.log.commit_owners.base import COMMIT_OWNER_CONF_KEY, COMMIT_OWNER_KEY
 from pydelta.log.commit_owners.base import FEATURE as MANAGED_COMMIT
-from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY, UC_TABLE_ID_KEY
+from pydelta.log.commit_owners.registry import CATALOG_CONF_KEY, CATALOG_KEY
+from pydelta.log.commit_owners.unity_catalog import TABLE_ID_KEY as UC_TABLE_ID_KEY
 from pydelta.protocol import properties as P
 from pydelta.protocol.action_types import Action, kind_and_body
 from pydelta.protocol.actions import Metadata, Protocol
@@ -100,12 +101,14 @@ def with_managed_commit_requirements(metadata: Metadata) -> Metadata:
     return metadata
 
 
-# What a REPLACE keeps of a table owned by a catalog or commit owner: its owner, the in-commit
-# timestamps the owner requires, and what Unity Catalog required at creation (delta-spark 4.4
-# keeps the same: updateMetadataForNewTableInReplace).
-_KEPT_BY_REPLACE = (CATALOG_KEY, CATALOG_CONF_KEY, UC_TABLE_ID_KEY, COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY,
-                    ICT_ENABLED, ICT_VERSION, ICT_TIMESTAMP, "delta.checkpointPolicy",
-                    "delta.checkpoint.writeStatsAsStruct", "delta.checkpoint.writeStatsAsJson")
+# What a REPLACE keeps of a table owned by a catalog or commit owner (delta-spark 4.4 keeps the same:
+# updateMetadataForNewTableInReplace): the catalog that holds it, always; and, unless the new
+# definition sets them, its commit owner, the in-commit timestamps the owner requires and what
+# Unity Catalog required at creation.
+_CATALOG_KEYS = (CATALOG_KEY, CATALOG_CONF_KEY, UC_TABLE_ID_KEY)
+_KEPT_UNLESS_GIVEN = (COMMIT_OWNER_KEY, COMMIT_OWNER_CONF_KEY, ICT_ENABLED, ICT_VERSION, ICT_TIMESTAMP,
+                      "delta.checkpointPolicy", "delta.checkpoint.writeStatsAsStruct",
+                      "delta.checkpoint.writeStatsAsJson")
 
 
 def replacing_metadata(previous: Metadata, new: Metadata) -> Metadata:
@@ -115,8 +118,8 @@ def replacing_metadata(previous: Metadata, new: Metadata) -> Metadata:
     conf = previous.configuration
     if not {CATALOG_KEY, UC_TABLE_ID_KEY, COMMIT_OWNER_KEY} & conf.keys():
         return new
-    kept = {k: conf[k] for k in _KEPT_BY_REPLACE if k in conf and k not in new.configuration}
-    kept.update({k: conf[k] for k in (UC_TABLE_ID_KEY, CATALOG_KEY, CATALOG_CONF_KEY) if k in conf})
+    kept = {k: conf[k] for k in _KEPT_UNLESS_GIVEN if k in conf and k not in new.configuration}
+    kept.update({k: conf[k] for k in _CATALOG_KEYS if k in conf})
     return replace(new, id=previous.id, configuration={**new.configuration, **kept})
 
 

@@ -33,11 +33,12 @@ from pydelta.log.commit_owners.base import (
     CommitOwnerClient,
     parse_owner_conf,
 )
+from pydelta.log.commit_owners.unity_catalog import NAME as UC_NAME
+from pydelta.log.commit_owners.unity_catalog import TABLE_ID_KEY as UC_TABLE_ID_KEY
+from pydelta.log.commit_owners.unity_catalog import from_conf as unity_catalog_owner
 from pydelta.protocol.actions import Metadata, Protocol
 
 CATALOG_KEY = "io.pydelta.catalog"
-UC_TABLE_ID_KEY = "io.unitycatalog.tableId"  # a Unity Catalog table (unity_catalog.TABLE_ID_KEY)
-UC_NAME = "unity-catalog"
 CATALOG_CONF_KEY = "io.pydelta.catalog.conf"
 CATALOG_FEATURE = "catalogManaged"
 PREVIEW_CATALOG_FEATURE = "catalogOwned-preview"
@@ -80,9 +81,7 @@ def register_commit_owner(name: str, factory: Factory) -> None:
 
 def _builtin(name: str) -> Factory | None:
     if name == UC_NAME:
-        from pydelta.log.commit_owners.unity_catalog import from_conf
-
-        return from_conf
+        return unity_catalog_owner
     if name == "sqlite":
         from pydelta.log.commit_owners.sqlite_owner import SqliteCommitOwner
 

@@ -36,7 +36,7 @@ from pydelta.log.storage import Storage
 logger = logging.getLogger(__name__)
 
 NAME = "unity-catalog"
-TABLE_ID_KEY = "io.unitycatalog.tableId"
+TABLE_ID_KEY = "io.unitycatalog.tableId"  # the table's uuid in Unity Catalog: all a table says of its catalog
 # A commit whose answer was lost and that the catalog then shows as not landed is sent this many more times.
 _LOST_ANSWER_RESENDS = 3
 
@@ -141,10 +141,9 @@ class UnityCatalogCommitOwner(CommitOwnerClient):
         try:
             self._send_commit(commit, updates)
         except CommitOwnerConflictError as e:
-            latest = self.rest.load_table(*self._parts()).latest_table_version
             raise CommitOwnerConflictError(
-                f"version {commit.version} of {self.table} was ratified for another writer (latest: {latest})",
-                latest, maybe_ratified=e.maybe_ratified) from None
+                f"version {commit.version} of {self.table} was ratified for another writer: {e}",
+                e.latest_version, maybe_ratified=e.maybe_ratified) from None
         except UnityCatalogError as e:
             if e.status == 429:
                 raise TooManyUnpublishedCommitsError(

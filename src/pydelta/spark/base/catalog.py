@@ -189,11 +189,11 @@ def delta_table_location(spark: SparkSession, name: str) -> str | None:
     """The location of the Delta table `name` (one catalog round trip), or None when it is not one.
     A `catalog.schema.table` name of a Unity Catalog catalog (`spark.sql.catalog.<catalog>.uri`)
     resolves through that server."""
-    from pydelta.spark.base.unity_catalogs import unity_catalog, unity_table
+    from pydelta.spark.base.unity_catalogs import unity_catalog_of, unity_table
 
-    parts = [p.strip("`") for p in name.split(".")]
-    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
-        table = unity_table(spark, parts)
+    unity = unity_catalog_of(spark, name)
+    if unity is not None:
+        table = unity_table(unity, [p.strip("`") for p in name.split(".")])
         return table.location if table is not None else None
     try:
         return delta_location(spark, name, lookup(spark, name))

@@ -41,14 +41,9 @@ def unity_catalog_of(spark: SparkSession, name: str | None) -> UnityCatalog | No
     return unity_catalog(spark, parts[0]) if len(parts) == 3 else None
 
 
-def unity_table(spark: SparkSession, parts: list[str] | tuple[str, ...]) -> UnityCatalogTable | None:
-    """The Unity Catalog table a three-part name names (bound for this process), or None when the
-    first part is not a Unity Catalog catalog of the session or the table does not exist."""
-    if len(parts) != 3:
-        return None
-    catalog = unity_catalog(spark, parts[0])
-    if catalog is None:
-        return None
+def unity_table(catalog: UnityCatalog, parts: list[str] | tuple[str, ...]) -> UnityCatalogTable | None:
+    """The table `catalog.schema.table` in `catalog` (bound for this process), or None when it does
+    not exist."""
     try:
         return catalog.table(".".join("`" + p.replace("`", "") + "`" for p in parts))
     except DeltaTableNotFoundError:

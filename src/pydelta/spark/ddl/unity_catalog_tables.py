@@ -27,7 +27,7 @@ def create_in_unity_catalog(
         raise DeltaAnalysisError(
             f"a Unity Catalog managed table ({name}) lives where its catalog puts it: LOCATION is not allowed")
     parts = [p.strip("`") for p in name.split(".")]
-    existing = unity_table(spark, parts)
+    existing = unity_table(catalog, parts)
     if existing is not None:
         if kind == "createIfNotExists":
             return existing.location, False

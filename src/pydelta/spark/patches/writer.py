@@ -75,29 +75,24 @@ def _save_as_table(original: Any) -> Any:
         if not _is_delta(st["format"]):
             return original(self, name, format, mode, partitionBy, **options)
         mode, partition_by, opts = _settings(self, mode, partitionBy, options)
-        from pydelta.spark.base.catalog import (
-            default_location,
-            delta_location,
-            delta_table_location,
-            lookup,
-            register_table,
-        )
-        from pydelta.spark.base.unity_catalogs import unity_catalog_of
+        from pydelta.spark.base.catalog import default_location, delta_location, lookup, register_table
+        from pydelta.spark.base.unity_catalogs import unity_catalog_of, unity_table
         from pydelta.spark.ddl.table_as_select import table_as_select
         from pydelta.spark.write.dataframe import SaveAsTableOverwrite, write_dataframe
 
         spark = writer_frame(self).sparkSession
         register_source(spark)  # saveAsTable names the table's provider
         explicit_path = opts.pop("path", None)
-        if unity_catalog_of(spark, name) is not None:  # catalog.schema.table of a Unity Catalog server
-            location = delta_table_location(spark, name)
-            if location is None:
+        unity = unity_catalog_of(spark, name)
+        if unity is not None:  # catalog.schema.table of a Unity Catalog server
+            uc_table = unity_table(unity, [p.strip("`") for p in name.split(".")])
+            if uc_table is None:
                 properties = {k: str(v) for k, v in opts.items() if k.lower().startswith("delta.")}
                 table_as_select(writer_frame(self), "", name=name, kind="create", partition_by=partition_by,
                                 properties=properties, options=opts, cluster_by=st["cluster_by"])
             else:
-                write_dataframe(writer_frame(self), location, mode, partition_by, opts, cluster_by=st["cluster_by"],
-                                display=name)
+                write_dataframe(writer_frame(self), uc_table.location, mode, partition_by, opts,
+                                cluster_by=st["cluster_by"], display=name)
             return
         entry = lookup(spark, name)
         if entry is not None and (entry.provider or "").lower() != "delta":

@@ -163,15 +163,16 @@ def drop_table(spark: SparkSession, text: str, plan: JavaObject) -> Any:
     """DROP TABLE of delta.`/path` is refused (nothing to drop); a Unity Catalog name is dropped in
     its catalog (which owns a managed table's files); other names go to Spark's catalog."""
     parts = jplan.identifier_parts(plan.child())
-    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
+    unity = unity_catalog(spark, parts[0]) if len(parts) == 3 else None
+    if unity is not None:
         from pydelta.errors import DeltaTableNotFoundError
 
-        name, catalog = quote_parts(parts), unity_catalog(spark, parts[0])
-        if catalog is None or unity_table(spark, parts) is None:
+        name = quote_parts(parts)
+        if unity_table(unity, parts) is None:
             if bool(plan.ifExists()):
                 return jplan.empty_result(spark)
             raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {name} cannot be found.")
-        catalog.drop_table(name)
+        unity.drop_table(name)
         return jplan.empty_result(spark)
     target = resolve(spark, parts) if len(parts) == 2 and parts[0].lower() == "delta" else None
     if target is not None and target.name is None:

@@ -69,8 +69,9 @@ def resolve(spark: SparkSession, parts: list[str] | tuple[str, ...],
     path = path_parts(parts)
     if path is not None:
         return DeltaTarget(path)
-    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
-        table = unity_table(spark, parts)
+    unity = unity_catalog(spark, parts[0]) if len(parts) == 3 else None
+    if unity is not None:
+        table = unity_table(unity, parts)
         if table is None:  # Spark has no plugin for this catalog: the answer is ours to give
             from pydelta.errors import DeltaTableNotFoundError
 
@@ -92,9 +93,10 @@ def target_for_create(spark: SparkSession, parts: list[str] | tuple[str, ...]) -
     path = path_parts(parts)
     if path is not None:
         return DeltaTarget(path)
-    if len(parts) == 3 and unity_catalog(spark, parts[0]) is not None:
+    unity = unity_catalog(spark, parts[0]) if len(parts) == 3 else None
+    if unity is not None:
         # The catalog decides where a new table goes (its staging table); an existing one is where it is.
-        existing = unity_table(spark, parts)
+        existing = unity_table(unity, parts)
         return DeltaTarget(existing.location if existing is not None else "", ".".join(parts))
     name = quote_parts(parts[1:] if len(parts) == 3 and parts[0].lower() == "spark_catalog" else parts)
     return DeltaTarget(catalog.table_location(spark, name), name)
