@@ -1,7 +1,7 @@
 """Snapshot load without Spark: pydelta's log core against deltalake (delta-rs), on the logs the
 delta-spark comparison loads.
 
-    python -m benchmarks.snapshot_vs_deltalake [--repeats 5] [log ...]
+    python -m benchmarks.snapshot_vs_deltalake [--repeats 5] [--cli] [log ...]
 
 The logs are `vs_delta_spark.workloads.SHARED`'s (300k and 1M files, JSON only or a
 checkpoint at version 0, then 100 commits of 10 adds and a remove), generated once. Every run
@@ -11,6 +11,10 @@ file list is in Arrow: "cold" counts from before the library's import (what a CL
 "warm" is the second load (what a long-lived driver pays: the earlier benchmarks' figure),
 and the peak RSS growth (VmHWM) is measured over the process before the import, after the
 first load. Medians; the goal is pydelta <= 0.5x deltalake.
+
+`--cli` times whole commands instead (issue 46: a user's cold start): `pydelta describe ROOT
+--json` against a Python process that has deltalake answer the same (version, schema, file,
+byte and record totals), each from the process's start to its exit.
 """
 
 from __future__ import annotations
@@ -69,6 +73,53 @@ def load_once(engine: str, root: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+# What deltalake runs to answer `pydelta describe`'s questions: version, schema, files, bytes, records.
+DESCRIBE_WITH_DELTALAKE = """
+import json, sys
+import deltalake, pyarrow as pa, pyarrow.compute as pc
+table = deltalake.DeltaTable(sys.argv[1])
+files = pa.table(table.get_add_actions(flatten=True))
+print(json.dumps({"version": table.version(), "schema": table.schema().to_json(), "numFiles": files.num_rows,
+                  "sizeInBytes": pc.sum(files.column("size_bytes")).as_py(),
+                  "numRecords": pc.sum(files.column("num_records")).as_py()}))
+"""
+
+CLI = {
+    "pydelta": [sys.executable, "-m", "pydelta.cli", "describe", "--json"],
+    "deltalake": [sys.executable, "-c", DESCRIBE_WITH_DELTALAKE],
+}
+
+
+def describe_once(engine: str, root: str) -> tuple[float, dict]:
+    """Wall seconds of one whole describe command by `engine` (a fresh process), and its answer."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    start = time.perf_counter()
+    out = subprocess.run([*CLI[engine], root], check=True, capture_output=True, text=True, env=env).stdout
+    return time.perf_counter() - start, json.loads(out)
+
+
+def compare_cli(name: str, root: str, repeats: int) -> dict:
+    engines = list(CLI)
+    for engine in engines:
+        describe_once(engine, root)
+    runs: dict[str, list[float]] = {e: [] for e in engines}
+    answers: dict[str, set] = {e: set() for e in engines}
+    for i in range(repeats):
+        for engine in (engines if i % 2 == 0 else engines[::-1]):
+            seconds, out = describe_once(engine, root)
+            runs[engine].append(seconds)
+            answers[engine].add((out["version"], out["numFiles"], out["sizeInBytes"]))
+    if len(answers["pydelta"] | answers["deltalake"]) != 1:
+        raise RuntimeError(f"{name}: the commands answered differently: {answers}")
+    version, files, _ = answers["pydelta"].pop()
+    ours, theirs = statistics.median(runs["pydelta"]), statistics.median(runs["deltalake"])
+    return record({"benchmark": f"describe-cli-vs-deltalake/{name}", "pydelta_s": round(ours, 3),
+                   "deltalake_s": round(theirs, 3), "ratio": round(ours / theirs, 2), "version": version,
+                   "files": files, "runs": repeats, "when": time.strftime("%Y-%m-%d"),
+                   "pydelta_runs": [round(x, 3) for x in runs["pydelta"]],
+                   "deltalake_runs": [round(x, 3) for x in runs["deltalake"]]})
+
+
 def compare(name: str, root: str, repeats: int) -> dict:
     engines = list(LOAD)
     for engine in engines:  # warm-up: the page cache holds the log for both
@@ -104,6 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dir", default=None, help="where the logs are generated (default: a new temporary directory)")
+    ap.add_argument("--cli", action="store_true", help="time whole describe commands (cold start) instead")
     ap.add_argument("logs", nargs="*", default=LOGS)
     args = ap.parse_args()
     base = args.dir or tempfile.mkdtemp(prefix="pydelta-snapshot-vs-deltalake-")
@@ -112,7 +164,7 @@ def main() -> None:
         root = os.path.join(base, name)
         if not os.path.isdir(os.path.join(root, "_delta_log")):
             SHARED[name](root)
-        compare(name, root, args.repeats)
+        (compare_cli if args.cli else compare)(name, root, args.repeats)
 
 
 if __name__ == "__main__":

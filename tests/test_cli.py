@@ -234,3 +234,17 @@ def test_vacuum_dry_run_lists_untracked_files(tmp_path):
     assert sorted(f["path"] for f in both["files"]) == sorted([str(old), str(new)])
     refused = run("vacuum", str(table))
     assert refused.returncode == 2 and "--dry-run" in refused.stderr and old.exists()
+
+
+def test_the_command_never_imports_pandas(tmp_path):
+    """pyarrow would import pandas (0.2 s) for the first array built from Python objects; the CLI
+    tells it pandas is missing, and still answers (the commit is parsed into Arrow arrays)."""
+    table = write_table(tmp_path / "t", 3)
+    program = ("import sys; from pydelta.cli import console; rc = console(); "
+               "print('loaded:', sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules), file=sys.stderr); "
+               "sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", program, "describe", str(table), "--json"],
+                         capture_output=True, text=True, env=WIDE)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["numFiles"] == 3
+    assert "loaded: ['pyarrow']" in out.stderr

@@ -64,7 +64,7 @@ def test_the_wheel_carries_the_name_package_data_entry_point_and_extras(dists: d
     for extra in ("spark", "connect", "object-store", "postgres", "uniform", "all"):
         assert f"Provides-Extra: {extra}\n" in meta
     assert "pydelta/py.typed" in names
-    assert "pydelta = pydelta.cli:main" in scripts
+    assert "pydelta = pydelta.cli:console" in scripts
     assert not any(n.startswith("tests/") for n in names), "the tests stay out of the wheel"
     assert {"pydelta/__init__.py", "pydelta/spark/session.py", "pydelta/log/snapshot.py",
             "pydelta/uniform/iceberg_converter.py"} <= names
