@@ -13,7 +13,7 @@ from pyspark.errors import PySparkAttributeError
 from pyspark.sql import functions as F
 
 from pydelta import DeltaTable
-from pydelta.errors import DeltaNotImplementedError
+from pydelta.errors import DeltaAnalysisError, DeltaNotImplementedError
 
 pytestmark = pytest.mark.spark
 
@@ -118,6 +118,25 @@ def test_optimize_and_vacuum(spark, tmp_path):
     parquet = [p for p in Path(path).glob("*.parquet")]
     assert len(parquet) == 1
     assert spark.read.format("delta").load(path).count() == 40
+
+
+def test_optimize_where_a_partition_predicate(spark, tmp_path):
+    """The client has no SQL parser: the server's analysis decides that the predicate names only
+    partition columns, the client's own translation gives the commit its read predicate."""
+    path = str(tmp_path / "opt_where")
+    spark.range(0, 40, 1, 8).selectExpr("id", "CAST(id % 2 AS STRING) AS p").write.format("delta") \
+        .partitionBy("p").save(path)
+    table = DeltaTable.forPath(spark, path)
+    with pytest.raises(DeltaAnalysisError, match="must reference only the partition columns"):
+        table.optimize().where("id = 1").executeCompaction()
+    assert table.history().count() == 1
+    metrics = table.optimize().where("p = '1'").executeCompaction().collect()[0]["metrics"]
+    assert metrics["numFilesAdded"] == 1 and metrics["numFilesRemoved"] == 8
+    files = {a["add"]["partitionValues"]["p"] for a in _commit(path, 1) if "add" in a}
+    assert files == {"1"}
+    (info,) = [a["commitInfo"] for a in _commit(path, 1) if "commitInfo" in a]
+    assert info["operation"] == "OPTIMIZE" and json.loads(info["operationParameters"]["predicate"]) == ["p = '1'"]
+    assert _rows(spark.read.format("delta").load(path), "id") == [(i,) for i in range(40)]
 
 
 def test_change_data_feed(spark, tmp_path):

@@ -24,7 +24,7 @@ VALUES = ["it's", 'say "hi"', "back`tick", "a.b", "two words", "k=v", "a/b", "10
           "line\nbreak", "日本語 ü", "", None, "x" * 200, "' OR '1'='1", "`; DROP TABLE t; --"]
 
 
-def _sql_string(value: str) -> str:
+def sql_string(value: str) -> str:
     """A SQL string literal of `value` (Spark's escapes: backslash and quote)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
@@ -34,7 +34,12 @@ def _rows(spark, path: str) -> list[tuple]:
 
 
 def test_every_statement_round_trips_hostile_partition_values(spark, tmp_path: Path) -> None:
-    path = str(tmp_path / "t")
+    round_trip_hostile_partition_values(spark, str(tmp_path / "t"))
+
+
+def round_trip_hostile_partition_values(spark, path: str) -> None:
+    """The whole round trip on a table at `path`, with `spark` (classic or Connect: tests/connect
+    runs it over Spark Connect)."""
     rows = [(i, v, f"v{i}") for i, v in enumerate(VALUES)]
     spark.createDataFrame(rows, "id long, p string, v string").write.format("delta") \
         .partitionBy("p").option("delta.autoOptimize.autoCompact", "true").save(path)
@@ -46,20 +51,20 @@ def test_every_statement_round_trips_hostile_partition_values(spark, tmp_path: P
     for i, value in enumerate(VALUES):  # a SQL INSERT and a pruned read of each value
         if not value:
             continue
-        spark.sql(f"INSERT INTO delta.`{path}` VALUES ({100 + i}, {_sql_string(value)}, 'ins')")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES ({100 + i}, {sql_string(value)}, 'ins')")
         expected[100 + i] = (100 + i, value, "ins")
-        df = spark.read.format("delta").load(path).where(f"p = {_sql_string(value)}")
+        df = spark.read.format("delta").load(path).where(f"p = {sql_string(value)}")
         assert sorted(r.id for r in df.collect()) == [i, 100 + i], repr(value)
         assert len(df.inputFiles()) >= 1 and all(f for f in df.inputFiles())
 
     table = DeltaTable.forPath(spark, path)
     for i, value in enumerate(VALUES[:8]):  # DELETE in SQL, UPDATE through the API
-        spark.sql(f"DELETE FROM delta.`{path}` WHERE p = {_sql_string(value)} AND v = 'ins'")
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE p = {sql_string(value)} AND v = 'ins'")
         del expected[100 + i]
     for i, value in enumerate(VALUES[8:16], start=8):
         if not value:
             continue
-        table.update(f"p = {_sql_string(value)} AND id < 100", {"v": "'upd'"})
+        table.update(f"p = {sql_string(value)} AND id < 100", {"v": "'upd'"})
         expected[i] = (i, value, "upd")
     source_rows = [(i, v or None, "merged") for i, v in enumerate(VALUES)] + [(999, "new'\nvalue", "m")]
     source = spark.createDataFrame(source_rows, "id long, p string, v string")

@@ -42,6 +42,7 @@ from pydelta.protocol import clustering, zcubes
 from pydelta.protocol.action_types import AddFile, RemoveFile, as_add, as_remove
 from pydelta.spark.base._typing import DataFrame, SparkSession
 from pydelta.spark.base.conf import conf_bool, conf_bytes, conf_value, session_time_zone
+from pydelta.spark.base.connect_session import is_connect
 from pydelta.spark.base.hadoop_storage import table_hadoop_options
 from pydelta.spark.base.spark_errors import boundary_class
 from pydelta.spark.maintenance.zorder import validate_zorder_columns, zorder_dataframe
@@ -181,8 +182,25 @@ def predicate_strings(spark: SparkSession, filters: Sequence[str]) -> list[str]:
     """
     from pydelta.spark.base.predicates import max_to_string_fields
 
+    if is_connect(spark):  # no SQL parser on a Connect client: the texts as given
+        return list(filters)
     limit = max_to_string_fields(spark)
     return [str(_parse_expression(spark, sql).simpleString(limit)) for sql in filters]
+
+
+def _verify_on_server(spark: SparkSession, snapshot: Snapshot, filters: Sequence[str]) -> None:
+    """Over Spark Connect (no parser on the client): each predicate must resolve against the
+    partition columns alone, which the server's analysis of a filter over them decides."""
+    from pydelta.spark.read.partitions import partition_rows_dataframe
+
+    columns = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0)).drop("__pydelta_idx")
+    for sql in filters:
+        try:
+            columns.filter(sql).schema  # noqa: B018 (the server analyzes the filter)
+        except Exception as e:
+            raise DeltaAnalysisError(
+                f"Predicate {sql!r} must reference only the partition columns "
+                f"[{', '.join(snapshot.partition_columns)}]: {str(e).splitlines()[0]}") from None
 
 
 def verify_partition_predicates(spark: SparkSession, filters: Sequence[str], partition_columns: Sequence[str]) -> None:
@@ -229,11 +247,16 @@ def _read_predicate(spark: SparkSession, snapshot: Snapshot, filters: Sequence[s
     from pydelta.spark.base.predicates import filter_condition, translate
     from pydelta.spark.read.partitions import partition_rows_dataframe
 
-    base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
-    out = None
-    for sql in filters:
-        p = translate(filter_condition(base._jdf, sql))
-        out = p if out is None else And(out, p)
+    if is_connect(spark):  # the client's own translation (Unknown, i.e. the whole table, when unsure)
+        from pydelta.spark.read.connect.expressions import translate_sql
+
+        predicates = [translate_sql(sql, snapshot.schema) for sql in filters]
+    else:
+        base = partition_rows_dataframe(spark, snapshot, snapshot.files().slice(0, 0))
+        predicates = [translate(filter_condition(base._jdf, sql)) for sql in filters]
+    out = predicates[0]
+    for p in predicates[1:]:
+        out = And(out, p)
     return out
 
 
@@ -416,8 +439,6 @@ def _rewrite_bin(spark: SparkSession, snapshot: Snapshot, metadata: Any, b: Bin,
     desc = f"{snapshot.table_root}<br/>Optimizing {b.files.num_rows} files"
     if b.partition:
         desc += " in partition (" + ",".join(f"{k}={v}" for k, v in b.partition) + ")"
-    from pydelta.spark.base.connect_session import is_connect
-
     sc = None if is_connect(spark) else spark.sparkContext  # Connect: no job descriptions from the client
     previous = sc.getLocalProperty("spark.job.description") if sc is not None else None
     if sc is not None:
@@ -520,7 +541,10 @@ def optimize(
     filters = list(partition_filters)
     zorder_by = list(zorder_by)
     cluster_by = _clustering_columns(snapshot, filters, zorder_by, reorg)
-    verify_partition_predicates(spark, filters, snapshot.partition_columns)
+    if is_connect(spark):
+        _verify_on_server(spark, snapshot, filters)
+    else:
+        verify_partition_predicates(spark, filters, snapshot.partition_columns)
     zorder_paths: list[list[str]] | None
     if cluster_by:
         zorder_paths = validate_zorder_columns(spark, snapshot, cluster_by)
