@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 from benchmarks.common import record
 from benchmarks.vs_delta_spark.workloads import SHARED
@@ -90,45 +91,46 @@ CLI = {
 }
 
 
-def describe_once(engine: str, root: str) -> tuple[float, dict]:
-    """Wall seconds of one whole describe command by `engine` (a fresh process), and its answer."""
+def describe_once(engine: str, root: str) -> dict:
+    """One whole describe command by `engine` (a fresh process): its wall seconds and its answer."""
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
     start = time.perf_counter()
     out = subprocess.run([*CLI[engine], root], check=True, capture_output=True, text=True, env=env).stdout
-    return time.perf_counter() - start, json.loads(out)
+    seconds = time.perf_counter() - start
+    answer = json.loads(out)
+    return {"seconds": seconds, "version": answer["version"], "files": answer["numFiles"],
+            "bytes": answer["sizeInBytes"]}
 
 
-def compare_cli(name: str, root: str, repeats: int) -> dict:
-    engines = list(CLI)
+def alternating_runs(engines: list[str], repeats: int, once: Callable[[str], dict]) -> dict[str, list[dict]]:
+    """Each engine's `repeats` results of `once(engine)`, after one warm-up run each (the page cache
+    then holds the log for both); the engine that goes first alternates."""
     for engine in engines:
-        describe_once(engine, root)
-    runs: dict[str, list[float]] = {e: [] for e in engines}
-    answers: dict[str, set] = {e: set() for e in engines}
-    for i in range(repeats):
-        for engine in (engines if i % 2 == 0 else engines[::-1]):
-            seconds, out = describe_once(engine, root)
-            runs[engine].append(seconds)
-            answers[engine].add((out["version"], out["numFiles"], out["sizeInBytes"]))
-    if len(answers["pydelta"] | answers["deltalake"]) != 1:
-        raise RuntimeError(f"{name}: the commands answered differently: {answers}")
-    version, files, _ = answers["pydelta"].pop()
-    ours, theirs = statistics.median(runs["pydelta"]), statistics.median(runs["deltalake"])
-    return record({"benchmark": f"describe-cli-vs-deltalake/{name}", "pydelta_s": round(ours, 3),
-                   "deltalake_s": round(theirs, 3), "ratio": round(ours / theirs, 2), "version": version,
-                   "files": files, "runs": repeats, "when": time.strftime("%Y-%m-%d"),
-                   "pydelta_runs": [round(x, 3) for x in runs["pydelta"]],
-                   "deltalake_runs": [round(x, 3) for x in runs["deltalake"]]})
-
-
-def compare(name: str, root: str, repeats: int) -> dict:
-    engines = list(LOAD)
-    for engine in engines:  # warm-up: the page cache holds the log for both
-        load_once(engine, root)
+        once(engine)
     runs: dict[str, list[dict]] = {e: [] for e in engines}
     for i in range(repeats):
         for engine in (engines if i % 2 == 0 else engines[::-1]):
-            runs[engine].append(load_once(engine, root))
-    seen = {(r["version"], r["files"]) for e in engines for r in runs[e]}
+            runs[engine].append(once(engine))
+    return runs
+
+
+def compare_cli(name: str, root: str, repeats: int) -> dict:
+    runs = alternating_runs(list(CLI), repeats, lambda engine: describe_once(engine, root))
+    seen = {(r["version"], r["files"], r["bytes"]) for rs in runs.values() for r in rs}
+    if len(seen) != 1:
+        raise RuntimeError(f"{name}: the commands answered differently (version, files, bytes): {sorted(seen)}")
+    version, files, _ = seen.pop()
+    ours, theirs = (statistics.median(r["seconds"] for r in runs[e]) for e in ("pydelta", "deltalake"))
+    return record({"benchmark": f"describe-cli-vs-deltalake/{name}", "pydelta_s": round(ours, 3),
+                   "deltalake_s": round(theirs, 3), "ratio": round(ours / theirs, 2), "version": version,
+                   "files": files, "runs": repeats, "when": time.strftime("%Y-%m-%d"),
+                   "pydelta_runs": [round(r["seconds"], 3) for r in runs["pydelta"]],
+                   "deltalake_runs": [round(r["seconds"], 3) for r in runs["deltalake"]]})
+
+
+def compare(name: str, root: str, repeats: int) -> dict:
+    runs = alternating_runs(list(LOAD), repeats, lambda engine: load_once(engine, root))
+    seen = {(r["version"], r["files"]) for rs in runs.values() for r in rs}
     if len(seen) != 1:
         raise RuntimeError(f"{name}: the engines saw different snapshots (version, files): {sorted(seen)}")
     version, files = seen.pop()
